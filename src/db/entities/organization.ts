@@ -1,0 +1,24 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+
+/** A tenant. Every other row belongs to exactly one organization. */
+export const Organization = defineEntity({
+  name: "Organization",
+  tableName: "organizations",
+  properties: {
+    id: p.uuid().primary(),
+    name: p.string().length(200),
+    /** active or suspended; a suspended organization cannot use the API and receives no mail. */
+    status: p.string().length(20).default("active"),
+    messagesPerMinute: p.integer(),
+    messagesPerDay: p.integer(),
+    recipientsPerDay: p.integer(),
+    /** Lifetime allowance of managed addresses. */
+    managedLimit: p.integer(),
+    /** Managed addresses ever created; never decreases (deleted inboxes keep counting). */
+    managedUsed: p.integer().default(0),
+    createdAt: p.datetime(3),
+    updatedAt: p.datetime(3),
+  },
+});
+
+export type OrganizationRow = InferEntity<typeof Organization>;

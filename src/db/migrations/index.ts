@@ -1,0 +1,4 @@
+// Every committed migration, in order. Explicit imports instead of file discovery: what is imported is what runs.
+import { Migration20261121231052_initial } from "./Migration20261121231052_initial.js";
+
+export const migrations = [Migration20261121231052_initial];

@@ -1,0 +1,43 @@
+// Tenant scoping that cannot be forgotten: domain code gets a TenantStore, never a bare EntityManager, and every
+// read and write through it carries the caller's organization.
+import type { EntityName, FilterQuery, FindOptions } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/postgresql";
+
+/** An entity whose rows belong to one organization. */
+export interface TenantOwned {
+  organization: unknown;
+}
+
+export class TenantStore {
+  constructor(
+    readonly em: EntityManager,
+    readonly organizationId: string,
+  ) {}
+
+  findOne<T extends TenantOwned>(entity: EntityName<T>, where: FilterQuery<T>): Promise<T | null> {
+    return this.em.findOne(entity, this.scoped(where));
+  }
+
+  find<T extends TenantOwned, H extends string = never>(
+    entity: EntityName<T>,
+    where: FilterQuery<T>,
+    options?: FindOptions<T, H>,
+  ) {
+    return this.em.find(entity, this.scoped(where), options);
+  }
+
+  count<T extends TenantOwned>(entity: EntityName<T>, where: FilterQuery<T>): Promise<number> {
+    return this.em.count(entity, this.scoped(where));
+  }
+
+  /** Runs fn in one transaction, with a store bound to the same organization. */
+  transactional<R>(fn: (store: TenantStore) => Promise<R>): Promise<R> {
+    return this.em.transactional((em) => fn(new TenantStore(em, this.organizationId)));
+  }
+
+  // Typed loosely on purpose: the public signatures above check `where`; MikroORM's index-aware filter types
+  // cannot be expressed for a generic T.
+  private scoped<T>(where: FilterQuery<T>): never {
+    return { $and: [where, { organization: this.organizationId }] } as never;
+  }
+}

@@ -1,0 +1,142 @@
+// Inboxes: creation (address rules, managed allowance, platform limit), reads, and deletion through a purge workflow.
+import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
+import type { Principal } from "../auth/principal.js";
+import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
+import { Inbox, Organization } from "../db/entities/index.js";
+import type { InboxRow } from "../db/entities/inbox.js";
+import type { TenantStore } from "../db/tenant-store.js";
+import { Conflict, NotFound, PermissionDenied } from "../errors.js";
+import { newId } from "../ids.js";
+import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+
+/** Local parts no tenant may take on the managed domain: they belong to the service (RFC 2142 and common roles). */
+const RESERVED_LOCAL_PARTS = new Set([
+  "postmaster", "abuse", "hostmaster", "webmaster", "mailer-daemon", "noc", "security", "root", "admin",
+  "administrator", "support", "noreply", "no-reply", "bounce", "bounces", "feedback",
+]);
+
+/** Starts the durable purge of a deleted inbox; idempotent per inbox. */
+export interface InboxPurgeStarter {
+  start(inbox: { id: string; organizationId: string }): Promise<void>;
+}
+
+export interface InboxesDeps {
+  readonly managedDomain: string;
+  readonly inboxLimit: number;
+  readonly cursors: CursorCodec;
+  readonly purges: InboxPurgeStarter;
+}
+
+export interface CreateInboxInput {
+  readonly localPart: string;
+  readonly displayName: string;
+  readonly domainId?: string | undefined;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  readonly nextCursor: string | undefined;
+}
+
+export type Inboxes = ReturnType<typeof createInboxes>;
+
+export function createInboxes(deps: InboxesDeps) {
+  async function findActive(store: TenantStore, principal: Principal, inboxId: string): Promise<InboxRow> {
+    const inbox = canAccessInbox(principal, inboxId)
+      ? await store.findOne(Inbox, { id: inboxId, status: "active" })
+      : null;
+    if (!inbox) throw new NotFound("inbox");
+    return inbox;
+  }
+
+  return {
+    findActive,
+
+    async create(store: TenantStore, principal: Principal, input: CreateInboxInput): Promise<InboxRow> {
+      requireUnrestrictedInboxes(principal, "create inboxes");
+      // Customer domains arrive with the domains feature; until then no domain id can exist for any tenant.
+      if (input.domainId !== undefined) throw new NotFound("domain");
+      const localPart = input.localPart.toLowerCase();
+      const address = `${localPart}@${deps.managedDomain}`;
+      if (RESERVED_LOCAL_PARTS.has(localPart)) {
+        throw new Conflict("inbox_address_unavailable", `the address ${address} is not available`);
+      }
+      try {
+        return await store.transactional(async (tx) => {
+          // The organization row lock serialises concurrent creates, so counts and the allowance cannot overshoot.
+          const org = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+          const live = await tx.count(Inbox, { status: { $ne: "deleted" } });
+          if (live >= deps.inboxLimit) {
+            throw new PermissionDenied(`the organization has reached its limit of ${deps.inboxLimit} inboxes`, "inbox_limit_reached");
+          }
+          if (org.managedUsed >= org.managedLimit) {
+            throw new PermissionDenied(
+              `the lifetime allowance of ${org.managedLimit} managed addresses is used up`,
+              "managed_allowance_exhausted",
+            );
+          }
+          const now = new Date();
+          const inbox = tx.em.create(Inbox, {
+            id: newId("inb"),
+            organization: org,
+            localPart,
+            domain: deps.managedDomain,
+            address,
+            domainKind: "managed",
+            domainId: null,
+            displayName: input.displayName,
+            status: "active",
+            createdAt: now,
+            updatedAt: now,
+            deletedAt: null,
+          });
+          org.managedUsed += 1;
+          org.updatedAt = now;
+          await tx.em.flush();
+          return inbox;
+        });
+      } catch (e) {
+        if (e instanceof UniqueConstraintViolationException) {
+          throw new Conflict("inbox_address_unavailable", `the address ${address} is not available`);
+        }
+        throw e;
+      }
+    },
+
+    async list(store: TenantStore, principal: Principal, page: { limit?: number; cursor?: string }): Promise<Page<InboxRow>> {
+      const scope = { organizationId: store.organizationId, resource: "inboxes" };
+      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
+      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await store.find(
+        Inbox,
+        {
+          status: "active",
+          ...(principal.inboxIds === null ? {} : { id: { $in: [...principal.inboxIds] } }),
+          ...afterPosition(position),
+        },
+        { orderBy: [{ createdAt: "desc" }, { id: "desc" }], limit: limit + 1 },
+      );
+      const items = rows.slice(0, limit);
+      const last = items[items.length - 1];
+      return {
+        items,
+        nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined,
+      };
+    },
+
+    async delete(store: TenantStore, principal: Principal, inboxId: string): Promise<void> {
+      const inbox = canAccessInbox(principal, inboxId)
+        ? await store.findOne(Inbox, { id: inboxId, status: { $in: ["active", "deleting"] } })
+        : null;
+      if (!inbox) throw new NotFound("inbox");
+      if (inbox.status === "deleting") {
+        throw new Conflict("inbox_delete_in_progress", "the inbox is being deleted; its data is still being purged");
+      }
+      inbox.status = "deleting";
+      inbox.deletedAt = inbox.updatedAt = new Date();
+      // Commit first: if starting the workflow fails, the purge reconciler starts it from this row.
+      await store.em.flush();
+      await deps.purges.start({ id: inbox.id, organizationId: store.organizationId });
+    },
+  };
+}

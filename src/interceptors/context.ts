@@ -1,0 +1,9 @@
+// Per-call values, set by the adapters (peer address) and by interceptors (principal, tenant store).
+import { createContextKey } from "@connectrpc/connect";
+import type { Principal } from "../auth/principal.js";
+import type { TenantStore } from "../db/tenant-store.js";
+
+/** The caller's socket address, from the HTTP connection (never from a header). */
+export const kPeerAddress = createContextKey<string | undefined>(undefined, { description: "peer address" });
+export const kPrincipal = createContextKey<Principal | undefined>(undefined, { description: "principal" });
+export const kTenant = createContextKey<TenantStore | undefined>(undefined, { description: "tenant store" });

@@ -1,0 +1,38 @@
+// The one error boundary of the RPC edge: domain errors become ConnectErrors with an ErrorDetail, known ORM
+// conditions get their meaning, and anything else is logged with its cause and answered as a bare internal error.
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { ErrorDetailSchema } from "../../gen/mailbox/v1/errors_pb.js";
+import { DEFAULT_ERROR_CODE, DomainError } from "../errors.js";
+import type { Logger } from "../logger.js";
+
+export function errorBoundary(log: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (e) {
+      throw toConnectError(e, log, `${req.service.typeName}/${req.method.name}`);
+    }
+  };
+}
+
+export function toConnectError(e: unknown, log: Logger, where: string): ConnectError {
+  if (e instanceof DomainError) {
+    const err = new ConnectError(e.message, e.code, undefined, [
+      { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: e.errorCode, retryAfterSeconds: e.retryAfterSeconds }) },
+    ]);
+    if (e.retryAfterSeconds > 0) err.metadata.set("retry-after", String(e.retryAfterSeconds));
+    return err;
+  }
+  if (e instanceof ConnectError && e.code !== Code.Internal && e.code !== Code.Unknown) {
+    // Errors Connect itself raised (unimplemented method, malformed protocol input) keep their code.
+    if (e.findDetails(ErrorDetailSchema).length > 0) return e;
+    return new ConnectError(e.rawMessage, e.code, e.metadata, [
+      { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: DEFAULT_ERROR_CODE[e.code] }) },
+    ]);
+  }
+  log.error("unhandled error", { where, error: e });
+  return new ConnectError("internal error", Code.Internal, undefined, [
+    { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: "internal_error" }) },
+  ]);
+}

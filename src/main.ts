@@ -1,0 +1,192 @@
+// Composition root: configuration → infrastructure (external or embedded) → database → Temporal → roles.
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Client } from "@temporalio/client";
+import { SEARCH_ATTRIBUTE } from "../workflows/types.js";
+import { startApiServer, type ApiServer } from "./api-server.js";
+import { createAuthenticator } from "./auth/authenticator.js";
+import type { Config } from "./config.js";
+import { migrateDatabase, openDatabase, type Database } from "./db/database.js";
+import { createInboxes } from "./inboxes/inboxes.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createCursorCodec } from "./pagination/cursor.js";
+import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
+import { ensureTemporalCli } from "./runtime/temporal-cli.js";
+import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
+import { connectTemporal, createInboxPurgeStarter, ensureSearchAttributes } from "./temporal/client.js";
+import { startPurgeReconciler } from "./temporal/reconciler.js";
+import { createWorker } from "./temporal/worker.js";
+
+export type Role = "api" | "worker";
+
+interface Infrastructure {
+  readonly databaseUrl: string;
+  readonly temporalAddress: string;
+  readonly temporalUiUrl: string | null;
+  stop(): Promise<void>;
+}
+
+/** Written while `mailbox start` runs, so operator commands reach the same embedded database. */
+const RUNTIME_FILE = "runtime.json";
+
+/** External PostgreSQL and Temporal when configured; otherwise embedded ones under DATA_DIR. */
+async function startInfrastructure(config: Config, log: Logger): Promise<Infrastructure> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    let databaseUrl = config.databaseUrl;
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres({ dataDir: config.dataDir });
+      stops.push(pg.stop);
+      databaseUrl = pg.url;
+      log.info("embedded PostgreSQL started", { dataDir: join(config.dataDir, "postgres") });
+    }
+    let temporalAddress = config.temporalAddress;
+    let temporalUiUrl: string | null = null;
+    if (!temporalAddress) {
+      const cliPath = await ensureTemporalCli({ toolsDir: config.toolsDir, log: (line) => log.info(line) });
+      const temporal = await startTemporalDevServer({
+        cliPath,
+        dataDir: config.dataDir,
+        uiPort: config.temporalUiPort,
+        namespace: config.temporalNamespace,
+        searchAttributes: { [SEARCH_ATTRIBUTE.organizationId]: "Keyword", [SEARCH_ATTRIBUTE.inboxId]: "Keyword" },
+      });
+      stops.push(temporal.stop);
+      temporalAddress = temporal.address;
+      temporalUiUrl = temporal.uiUrl;
+    }
+    return { databaseUrl, temporalAddress, temporalUiUrl, stop: stopAll };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+/** The cursor-signing secret: configured, or generated once and kept under DATA_DIR. */
+async function cursorSecretOf(config: Config): Promise<string> {
+  if (config.cursorSecret) return config.cursorSecret;
+  const file = join(config.dataDir, "cursor-secret");
+  try {
+    return (await readFile(file, "utf8")).trim();
+  } catch {
+    const secret = randomBytes(32).toString("base64url");
+    await mkdir(config.dataDir, { recursive: true });
+    await writeFile(file, secret, { mode: 0o600, flag: "wx" }).catch(() => undefined);
+    return (await readFile(file, "utf8")).trim();
+  }
+}
+
+export interface RunningService {
+  readonly api: ApiServer | undefined;
+  readonly databaseUrl: string;
+  readonly temporalAddress: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the given roles against external or embedded infrastructure. */
+export async function startService(config: Config, roles: readonly Role[], options: { embedded: boolean }): Promise<RunningService> {
+  const log = createLogger(config.logLevel);
+  if (!options.embedded && (!config.databaseUrl || !config.temporalAddress)) {
+    throw new Error("serve needs DATABASE_URL and TEMPORAL_ADDRESS; use `mailbox start` for the embedded stack");
+  }
+  const infra = await startInfrastructure(config, log);
+  const stops: (() => Promise<void>)[] = [infra.stop];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((e: unknown) => log.warn("stop failed", { error: e }));
+  };
+  try {
+    const db = await openDatabase(infra.databaseUrl);
+    stops.push(() => db.close());
+    await migrateDatabase(db);
+    const temporal = await connectTemporal(infra.temporalAddress, config.temporalNamespace);
+    stops.push(() => temporal.connection.close());
+    await ensureSearchAttributes(temporal);
+
+    let api: ApiServer | undefined;
+    if (roles.includes("api")) {
+      api = await startApi(config, db, temporal, log);
+      stops.push(() => api!.close());
+      log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
+    }
+    if (roles.includes("worker")) {
+      const worker = await createWorker({
+        address: infra.temporalAddress,
+        namespace: config.temporalNamespace,
+        taskQueue: config.temporalTaskQueue,
+        db,
+      });
+      const running = worker.run();
+      stops.push(async () => {
+        worker.shutdown();
+        await running;
+      });
+      const reconciler = startPurgeReconciler(db, createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize), log);
+      stops.push(reconciler.stop);
+      log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
+    }
+    if (options.embedded) {
+      await writeFile(
+        join(config.dataDir, RUNTIME_FILE),
+        JSON.stringify({ pid: process.pid, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress }),
+        { mode: 0o600 },
+      );
+      stops.push(() => rm(join(config.dataDir, RUNTIME_FILE), { force: true }));
+    }
+    if (infra.temporalUiUrl) log.info("Temporal Web UI", { url: infra.temporalUiUrl });
+    return { api, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+export async function startApi(config: Config, db: Database, temporal: Client, log: Logger): Promise<ApiServer> {
+  const inboxes = createInboxes({
+    managedDomain: config.managedDomain,
+    inboxLimit: config.platformLimits.inboxes,
+    cursors: createCursorCodec(await cursorSecretOf(config)),
+    purges: createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize),
+  });
+  const authenticator = createAuthenticator(db, config.keyCacheMs);
+  return startApiServer({ config, db, authenticator, inboxes, log }, config.httpPort, config.bindHost);
+}
+
+/**
+ * A database for operator commands: DATABASE_URL, else the embedded one of a running `mailbox start`, else the
+ * embedded one started just for this command.
+ */
+export async function openOperatorDatabase(config: Config): Promise<{ db: Database; close(): Promise<void> }> {
+  let url = config.databaseUrl;
+  let stopPg: (() => Promise<void>) | undefined;
+  if (!url) {
+    url = await runningDatabaseUrl(config);
+    if (!url) {
+      const pg = await startEmbeddedPostgres({ dataDir: config.dataDir });
+      url = pg.url;
+      stopPg = pg.stop;
+    }
+  }
+  const db = await openDatabase(url, { poolMax: 2 });
+  await migrateDatabase(db);
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await stopPg?.();
+    },
+  };
+}
+
+async function runningDatabaseUrl(config: Config): Promise<string | undefined> {
+  try {
+    const runtime = JSON.parse(await readFile(join(config.dataDir, RUNTIME_FILE), "utf8")) as { pid: number; databaseUrl: string };
+    process.kill(runtime.pid, 0);
+    return runtime.databaseUrl;
+  } catch {
+    return undefined;
+  }
+}

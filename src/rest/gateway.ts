@@ -1,0 +1,143 @@
+// The generic /v1 gateway: matches a request against the route table read from the contract, binds path, query,
+// headers and body into the request message, and calls the same router in-process. Nothing here knows any
+// particular endpoint.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { ScalarType, type Message } from "@bufbuild/protobuf";
+import type { ContextValues } from "@connectrpc/connect";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { httpError, httpErrorOf, type HttpError } from "./http-errors.js";
+import { createInProcessTransport } from "./in-process-transport.js";
+import { readRequest, RestInputError, writeMessage } from "./json.js";
+import { matchRoute, type Route } from "./routes.js";
+
+/** Request headers forwarded to the RPC layer; everything else the JSON face binds into the message itself. */
+const FORWARDED_HEADERS = ["x-api-key", "user-agent"];
+
+export interface RestGatewayOptions {
+  readonly routes: readonly Route[];
+  readonly handlers: ReadonlyMap<string, UniversalHandler>;
+  readonly contextValuesOf: (req: IncomingMessage) => ContextValues;
+  readonly maxBodyBytes: number;
+  /** Other documents served beside /v1, such as /openapi.json. */
+  readonly documents: Readonly<Record<string, () => unknown>>;
+}
+
+export function createRestGateway(options: RestGatewayOptions) {
+  const { routes, handlers } = options;
+
+  return async function restGateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? "/", "http://gateway");
+      const document = options.documents[url.pathname];
+      if (document && req.method === "GET") return sendJson(res, 200, document());
+      const found = matchRoute(routes, req.method ?? "GET", url.pathname);
+      if ("allowed" in found) {
+        if (found.allowed.length === 0) return sendError(res, httpError(404, "not_found", "no such route"));
+        res.setHeader("Allow", found.allowed.join(", "));
+        return sendError(res, httpError(405, "method_not_allowed", `use ${found.allowed.join(" or ")}`));
+      }
+      const { route, params } = found.match;
+      const body = await readJsonBody(req, options.maxBodyBytes);
+      const input = readRequest<Message>(route, {
+        params,
+        query: url.searchParams,
+        headers: (name) => headerValue(req, name),
+        body,
+      });
+      const header = new Headers();
+      for (const name of FORWARDED_HEADERS) {
+        const value = headerValue(req, name);
+        if (value !== undefined) header.set(name, value);
+      }
+      const abort = new AbortController();
+      res.once("close", () => abort.abort());
+      const transport = createInProcessTransport(handlers, options.contextValuesOf(req));
+      const reply = await transport.unary(route.method as never, abort.signal, undefined, header, input as never);
+      sendSuccess(res, route, reply.message as Message);
+    } catch (e) {
+      if (e instanceof URIError) return sendError(res, httpError(400, "invalid_request", "malformed percent-encoding in the path"));
+      if (e instanceof RestInputError) return sendError(res, httpError(400, "invalid_request", e.message));
+      if (e instanceof BodyError) return sendError(res, e.httpError);
+      sendError(res, httpErrorOf(e));
+    }
+  };
+}
+
+function sendSuccess(res: ServerResponse, route: Route, message: Message): void {
+  const fields = message as unknown as Record<string, unknown>;
+  const replayed = route.replayStatusField && fields[route.replayStatusField.localName] === true;
+  const status = replayed ? 200 : route.successStatus;
+  if (status === 204) {
+    res.writeHead(204, { "Cache-Control": "no-store" });
+    res.end();
+    return;
+  }
+  const field = route.responseField;
+  if (field === undefined) return sendJson(res, status, writeMessage(route.method.output, message));
+  if (field.fieldKind === "scalar" && field.scalar === ScalarType.BYTES) {
+    return sendBytes(res, status, fields[field.localName] as Uint8Array);
+  }
+  const whole = writeMessage(route.method.output, message);
+  sendJson(res, status, whole[field.jsonName] ?? null);
+}
+
+function sendBytes(res: ServerResponse, status: number, bytes: Uint8Array): void {
+  res.writeHead(status, {
+    "Content-Type": "application/octet-stream",
+    "Content-Length": String(bytes.byteLength),
+    "Cache-Control": "private, no-store",
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+    "X-Content-Type-Options": "nosniff",
+  });
+  res.end(bytes);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": String(Buffer.byteLength(text)),
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+  });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, error: HttpError): void {
+  if (res.headersSent) return void res.destroy();
+  if (error.retryAfterSeconds > 0) res.setHeader("Retry-After", String(error.retryAfterSeconds));
+  sendJson(res, error.status, error.body);
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+class BodyError extends Error {
+  constructor(readonly httpError: HttpError) {
+    super(httpError.body.message);
+  }
+}
+
+/** Reads and parses a JSON body; no body at all is undefined. */
+async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<JsonValue | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new BodyError(httpError(413, "payload_too_large", `the request body exceeds ${maxBytes} bytes`));
+    chunks.push(chunk);
+  }
+  if (size === 0) return undefined;
+  const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") {
+    throw new BodyError(httpError(415, "unsupported_media_type", "the request body must be application/json"));
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as JsonValue;
+  } catch {
+    throw new BodyError(httpError(400, "invalid_json", "the request body is not valid JSON"));
+  }
+}

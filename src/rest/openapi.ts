@@ -1,0 +1,515 @@
+// The OpenAPI 3.1 description of the /v1 JSON face, built from the same route table and descriptors the gateway
+// serves. Response schemas mirror json.ts (nulls, omitted fields, timestamps); request schemas carry the
+// buf.validate rules. The generated descriptors hold no source comments, so texts are derived from the contract.
+import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
+import {
+  field as fieldRules,
+  Ignore,
+  message as messageRules,
+  RepeatedRulesSchema,
+  StringRulesSchema,
+  type FieldRules,
+  type Int32Rules,
+  type RepeatedRules,
+  type StringRules,
+} from "../../gen/buf/validate/validate_pb.js";
+import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
+import type { Route } from "./routes.js";
+
+type JsonType = "string" | "number" | "integer" | "boolean" | "object" | "array" | "null";
+
+export interface JsonSchema {
+  $ref?: string;
+  type?: JsonType | JsonType[];
+  format?: string;
+  description?: string;
+  pattern?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  enum?: string[];
+  const?: string;
+  contentEncoding?: string;
+  items?: JsonSchema;
+  minItems?: number;
+  maxItems?: number;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: boolean;
+  oneOf?: JsonSchema[];
+  anyOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+}
+
+export interface Header {
+  description?: string;
+  required?: boolean;
+  schema: JsonSchema;
+}
+
+export interface Parameter {
+  name: string;
+  in: "path" | "query" | "header";
+  required: boolean;
+  schema: JsonSchema;
+}
+
+export interface MediaTypes {
+  [mediaType: string]: { schema: JsonSchema };
+}
+
+export interface Response {
+  description: string;
+  headers?: Record<string, Header>;
+  content?: MediaTypes;
+}
+
+export interface RequestBody {
+  description?: string;
+  required: boolean;
+  content: MediaTypes;
+}
+
+export interface Operation {
+  operationId: string;
+  summary: string;
+  description: string;
+  tags: string[];
+  security?: Record<string, string[]>[];
+  parameters: Parameter[];
+  requestBody?: RequestBody;
+  responses: Record<string, Response | { $ref: string }>;
+}
+
+export interface OpenApiDocument {
+  openapi: "3.1.0";
+  info: { title: string; version: string; description: string };
+  servers: { url: string }[];
+  security: Record<string, string[]>[];
+  tags: { name: string }[];
+  paths: Record<string, Record<string, Operation>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, Response>;
+    securitySchemes: Record<string, { type: "apiKey"; in: "header"; name: string; description: string }>;
+  };
+}
+
+export const OPENAPI_VERSION = "0.1.0-private-beta";
+
+const DESCRIPTION = [
+  "Email inboxes for software agents. Every operation is also an RPC of the mailbox.v1 protobuf contract,",
+  "from which this document is generated. Timestamps are UTC ISO 8601 strings with exactly three fractional",
+  "digits. Fields typed as nullable are sent as JSON null when unset; optional fields are omitted.",
+  "Errors are {error, message}; a 429 carries Retry-After.",
+].join(" ");
+
+/** The schema of every error body; components.schemas reserves its name. */
+const ERROR_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    error: { type: "string", description: "The machine-readable error code, such as invalid_request." },
+    message: { type: "string", description: "What went wrong, in words." },
+  },
+  required: ["error", "message"],
+  additionalProperties: false,
+};
+
+const ERROR_RESPONSES: Readonly<Record<number, { name: string; description: string }>> = {
+  400: { name: "InvalidRequest", description: "The request is invalid (invalid_request, invalid_json)." },
+  401: { name: "Unauthenticated", description: "The API key is missing, unknown, expired, revoked or not usable from this address." },
+  403: { name: "Forbidden", description: "Authenticated, but blocked by the key's scopes, restrictions or organization policy." },
+  404: { name: "NotFound", description: "The resource does not exist in the caller's organization." },
+  409: {
+    name: "Conflict",
+    description:
+      "A conflict: inbox_address_unavailable, idempotency_key_conflict, webhook_endpoint_exists, " +
+      "webhook_secret_replay_expired, or a delete already in progress.",
+  },
+  410: { name: "Gone", description: "Gone: idempotency_result_expired, webhook_endpoint_deleted or cursor_expired." },
+  413: {
+    name: "PayloadTooLarge",
+    description: "The request body is too large (payload_too_large), or the page is (page_too_large): retry with a smaller limit.",
+  },
+  415: { name: "UnsupportedMediaType", description: "The request body is not application/json." },
+  429: { name: "RateLimited", description: "Rate limited; Retry-After gives the seconds to wait." },
+  500: { name: "InternalError", description: "An internal error." },
+  501: { name: "NotImplemented", description: "The operation is not implemented yet (not_implemented)." },
+  503: { name: "Unavailable", description: "The service is unavailable; retry later." },
+};
+
+/** Any other error status, such as 504 on a timeout. */
+const OTHER_ERROR = { name: "OtherError", description: "Any other error." };
+
+const SUCCESS_TEXT: Readonly<Record<number, string>> = { 200: "OK.", 201: "Created.", 202: "Accepted." };
+
+// The headers spec endpoint rule 6 requires on attachment downloads.
+const DOWNLOAD_HEADERS: Record<string, Header> = {
+  "Cache-Control": { required: true, schema: { type: "string", const: "private, no-store" } },
+  "Content-Disposition": {
+    required: true,
+    description: "An attachment disposition with the sanitised filename and a UTF-8 filename*: untrusted display metadata.",
+    schema: { type: "string", pattern: "^attachment" },
+  },
+  "Content-Length": { required: true, schema: { type: "integer", minimum: 0 } },
+  "Content-Security-Policy": { required: true, schema: { type: "string", const: "default-src 'none'; sandbox" } },
+  "X-Content-Type-Options": { required: true, schema: { type: "string", const: "nosniff" } },
+};
+
+// json.ts writes Date.toISOString(): always milliseconds and Z.
+const TIMESTAMP: JsonSchema = {
+  type: "string",
+  format: "date-time",
+  pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$",
+  description: "UTC, with exactly three fractional digits, e.g. 2026-01-02T03:04:05.000Z.",
+};
+
+export function buildOpenApi(routes: readonly Route[]): OpenApiDocument {
+  const schemas = new SchemaBuilder();
+  const paths: Record<string, Record<string, Operation>> = {};
+  const operationIds = new Set<string>();
+  for (const route of routes) {
+    const operation = operationOf(route, schemas);
+    if (operationIds.has(operation.operationId)) {
+      throw new Error(`two RPCs share the OpenAPI operationId ${operation.operationId}`);
+    }
+    operationIds.add(operation.operationId);
+    (paths[openApiPath(route)] ??= {})[route.verb.toLowerCase()] = operation;
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Agent Mailbox API", version: OPENAPI_VERSION, description: DESCRIPTION },
+    servers: [{ url: "/" }],
+    security: [{ apiKey: [] }],
+    tags: [...new Set(routes.map((r) => r.method.parent.name))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: { Error: ERROR_SCHEMA, ...schemas.schemas },
+      responses: errorResponses(),
+      securitySchemes: {
+        apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The tenant API key." },
+      },
+    },
+  };
+}
+
+/** The route template with its variables named by JSON name: /v1/inboxes/{inbox_id} → /v1/inboxes/{inboxId}. */
+export function openApiPath(route: Route): string {
+  return route.template.replace(/\{([a-z_][a-z0-9_]*)\}/g, (_, name: string) => {
+    return `{${route.pathFields.find((f) => f.name === name)!.jsonName}}`;
+  });
+}
+
+function operationOf(route: Route, schemas: SchemaBuilder): Operation {
+  const { method } = route;
+  const requestBody = requestBodyOf(route, schemas);
+  return {
+    operationId: method.name[0]!.toLowerCase() + method.name.slice(1),
+    summary: method.name.replace(/(?<=[a-z0-9])([A-Z])/g, " $1").replace(/ [A-Z]/g, (s) => s.toLowerCase()),
+    description: descriptionOf(route),
+    tags: [method.parent.name],
+    // OpenAPI 3.1 lets an apiKey requirement name roles: here, the key scope the operation needs.
+    ...(route.scope === "" ? {} : { security: [{ apiKey: [route.scope] }] }),
+    parameters: parametersOf(route, schemas),
+    ...(requestBody ? { requestBody } : {}),
+    responses: responsesOf(route, schemas),
+  };
+}
+
+function descriptionOf(route: Route): string {
+  const { method } = route;
+  const parts = [`The ${method.parent.typeName}/${method.name} RPC.`];
+  parts.push(route.scope === "" ? "Any valid API key may call it." : `Needs the API key scope ${route.scope}.`);
+  if (route.unimplemented) parts.push("Not implemented yet: answers 501 not_implemented.");
+  return parts.join(" ");
+}
+
+function parametersOf(route: Route, schemas: SchemaBuilder): Parameter[] {
+  return [
+    ...route.pathFields.map((f): Parameter => ({ name: f.jsonName, in: "path", required: true, schema: schemas.value(f, "request") })),
+    ...route.headerFields.map(({ header, field }): Parameter => ({
+      name: header,
+      in: "header",
+      required: requiredInRequest(field),
+      schema: schemas.value(field, "request"),
+    })),
+    ...route.queryFields.map((f): Parameter => ({
+      name: f.jsonName,
+      in: "query",
+      required: requiredInRequest(f),
+      schema: schemas.value(f, "request"),
+    })),
+  ];
+}
+
+function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | undefined {
+  if (route.body === undefined) return undefined;
+  const schema = route.body === "*" ? schemas.requestObject(route.bodyFields) : schemas.value(route.bodyFields[0]!, "request");
+  // Message-level CEL rules (e.g. "text or html is required") have no JSON Schema form: their messages document them.
+  const rules = getOption(route.method.input, messageRules).cel.map((r) => r.message).filter((m) => m !== "");
+  return {
+    ...(rules.length > 0 ? { description: `Also: ${rules.join("; ")}.` } : {}),
+    required: route.bodyFields.some(requiredInRequest),
+    content: { "application/json": { schema } },
+  };
+}
+
+function responsesOf(route: Route, schemas: SchemaBuilder): Operation["responses"] {
+  const status = route.successStatus;
+  const responses: Operation["responses"] = {
+    [status]: successResponse(route, schemas, SUCCESS_TEXT[status] ?? "Success."),
+  };
+  if (route.replayStatusField && status !== 200) {
+    const flag = route.replayStatusField.jsonName;
+    responses[200] = successResponse(route, schemas, `An exact retry: the original result, with ${flag} true.`);
+  }
+  for (const code of errorStatusesOf(route)) {
+    responses[code] = { $ref: `#/components/responses/${ERROR_RESPONSES[code]!.name}` };
+  }
+  responses.default = { $ref: `#/components/responses/${OTHER_ERROR.name}` };
+  return responses;
+}
+
+function successResponse(route: Route, schemas: SchemaBuilder, description: string): Response {
+  if (route.successStatus === 204) return { description: "No content." };
+  const field = route.responseField;
+  if (field?.fieldKind === "scalar" && field.scalar === ScalarType.BYTES) {
+    return {
+      description,
+      headers: DOWNLOAD_HEADERS,
+      content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+    };
+  }
+  // The service always sets the field it answers with, so its null case (an unset field) is not documented.
+  const schema = field ? schemas.value(field, "response") : schemas.ref(route.method.output, "response");
+  return { description, content: { "application/json": { schema } } };
+}
+
+// The spec's per-operation statuses, listed generously from what the route can meet.
+function errorStatusesOf(route: Route): number[] {
+  const statuses = [400, 401, 403];
+  // Path ids and body references (domainId, targetMessageId) name resources that may not exist.
+  if (route.pathFields.length > 0 || route.body !== undefined) statuses.push(404);
+  if (route.verb !== "GET") statuses.push(409);
+  // Idempotent writes (idempotency_result_expired, webhook_endpoint_deleted) and paged reads (cursor_expired).
+  if (route.headerFields.length > 0 || route.queryFields.some((f) => f.name === "cursor")) statuses.push(410);
+  // The gateway reads (and bounds) a body on every route.
+  statuses.push(413);
+  if (route.body !== undefined) statuses.push(415);
+  statuses.push(429, 500);
+  if (route.unimplemented) statuses.push(501);
+  statuses.push(503);
+  return statuses;
+}
+
+function errorResponses(): Record<string, Response> {
+  const content: MediaTypes = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
+  const responses: Record<string, Response> = {};
+  for (const [status, { name, description }] of Object.entries(ERROR_RESPONSES)) {
+    responses[name] = { description, content };
+    if (status === "429") {
+      responses[name].headers = {
+        "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
+      };
+    }
+  }
+  responses[OTHER_ERROR.name] = { description: OTHER_ERROR.description, content };
+  return responses;
+}
+
+/** Which side of the wire a schema describes: requests carry buf.validate rules, responses json.ts's nulls. */
+type Face = "request" | "response";
+
+class SchemaBuilder {
+  readonly schemas: Record<string, JsonSchema> = {};
+  /** Component name → the message and face it describes, to refuse two messages with one short name. */
+  private readonly owners = new Map<string, string>([["Error", "the error body"]]);
+
+  /** A $ref to the component schema of a message, built on first use. */
+  ref(desc: DescMessage, face: Face): JsonSchema {
+    const name = face === "response" ? desc.name : `${desc.name}Input`;
+    const owner = `${desc.typeName} (${face})`;
+    const existing = this.owners.get(name);
+    if (existing === undefined) {
+      // Registered before building, so a message that contains itself refers to the component.
+      this.owners.set(name, owner);
+      this.schemas[name] = face === "response" ? this.responseObject(desc) : this.requestObject(desc.fields);
+    } else if (existing !== owner) {
+      throw new Error(`OpenAPI schema name ${name} would describe both ${existing} and ${owner}`);
+    }
+    return { $ref: `#/components/schemas/${name}` };
+  }
+
+  /** An object whose properties are request fields: required and constrained by their buf.validate rules. */
+  requestObject(fields: readonly DescField[]): JsonSchema {
+    const properties: Record<string, JsonSchema> = {};
+    for (const field of fields) properties[field.jsonName] = this.value(field, "request");
+    const required = fields.filter(requiredInRequest).map((f) => f.jsonName);
+    return { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
+  }
+
+  /** The value of a field, without the null json.ts writes for an unset field with presence. */
+  value(field: DescField, face: Face): JsonSchema {
+    const rules = face === "request" ? rulesOf(field) : undefined;
+    switch (field.fieldKind) {
+      case "scalar":
+        return { ...scalarSchema(field.scalar), ...constraintsOf(rules) };
+      case "message":
+        return this.messageValue(field.message, face);
+      case "list": {
+        const repeated = rules?.type.case === "repeated" ? rules.type.value : undefined;
+        const items =
+          field.listKind === "scalar"
+            ? { ...scalarSchema(field.scalar), ...constraintsOf(repeated?.items) }
+            : field.listKind === "message"
+              ? this.messageValue(field.message, face)
+              : unsupported(field);
+        return { type: "array", items, ...itemCountOf(repeated) };
+      }
+      default:
+        return unsupported(field);
+    }
+  }
+
+  private responseObject(desc: DescMessage): JsonSchema {
+    const properties: Record<string, JsonSchema> = {};
+    const required: string[] = [];
+    for (const field of desc.fields) {
+      const rule = getOption(field, fieldRule);
+      const omittable = hasPresence(field) && rule.omitWhenUnset;
+      const value = this.value(field, "response");
+      properties[field.jsonName] = hasPresence(field) && !omittable ? orNull(value) : value;
+      // json.ts writes every field, except unset omit_when_unset ones and present_with ones without their sibling.
+      if (!omittable && rule.presentWith === "") required.push(field.jsonName);
+    }
+    return { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
+  }
+
+  private messageValue(desc: DescMessage, face: Face): JsonSchema {
+    switch (desc.typeName) {
+      case "google.protobuf.Timestamp":
+        return face === "response" ? TIMESTAMP : { type: "string", format: "date-time" };
+      case "google.protobuf.Struct":
+        return { type: "object", additionalProperties: true };
+      case "google.protobuf.ListValue":
+        // The contract's lists (inbox ids, IPs, domains) hold strings.
+        return { type: "array", items: { type: "string" } };
+      case "google.protobuf.Value":
+      case "google.protobuf.Duration":
+        throw new Error(`OpenAPI: no schema for ${desc.typeName} yet`);
+      default:
+        return this.ref(desc, face);
+    }
+  }
+}
+
+function unsupported(field: DescField): never {
+  throw new Error(`OpenAPI: no schema for ${field.parent.typeName}.${field.name} (${field.fieldKind})`);
+}
+
+/** Mirrors json.ts: an unset field with presence is written as null unless omitted. */
+function hasPresence(field: DescField): boolean {
+  return field.fieldKind !== "list" && field.fieldKind !== "map" && field.presence !== FeatureSet_FieldPresence.IMPLICIT;
+}
+
+function orNull(schema: JsonSchema): JsonSchema {
+  return typeof schema.type === "string" ? { ...schema, type: [schema.type, "null"] } : { oneOf: [schema, { type: "null" }] };
+}
+
+function scalarSchema(type: ScalarType): JsonSchema {
+  switch (type) {
+    case ScalarType.STRING:
+      return { type: "string" };
+    case ScalarType.BOOL:
+      return { type: "boolean" };
+    case ScalarType.BYTES:
+      return { type: "string", contentEncoding: "base64" };
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      // json.ts writes non-finite numbers as strings, as proto3 JSON does.
+      return { anyOf: [{ type: "number" }, { type: "string", enum: ["NaN", "Infinity", "-Infinity"] }] };
+    case ScalarType.INT32:
+    case ScalarType.SINT32:
+    case ScalarType.SFIXED32:
+      return { type: "integer", format: "int32" };
+    case ScalarType.UINT32:
+    case ScalarType.FIXED32:
+      return { type: "integer", minimum: 0, maximum: 2 ** 32 - 1 };
+    default:
+      // The 64-bit integers, which json.ts writes as JSON numbers.
+      return { type: "integer", format: "int64" };
+  }
+}
+
+function rulesOf(field: DescField): FieldRules | undefined {
+  const rules = getOption(field, fieldRules);
+  return rules.ignore === Ignore.ALWAYS ? undefined : rules;
+}
+
+/** Whether a request field must be given: buf.validate refuses the request without it. */
+function requiredInRequest(field: DescField): boolean {
+  const rules = rulesOf(field);
+  if (!rules) return false;
+  if (rules.required) return true;
+  if (rules.type.case === "repeated") return rules.type.value.minItems > 0n;
+  // The rules of a field with presence apply only when it is set; an implicit string is checked even when empty.
+  if (hasPresence(field) || rules.ignore === Ignore.IF_ZERO_VALUE) return false;
+  return rules.type.case === "string" && !acceptsEmpty(rules.type.value);
+}
+
+function acceptsEmpty(r: StringRules): boolean {
+  return (
+    r.minLen === 0n &&
+    r.prefix === "" &&
+    r.wellKnown.case === undefined &&
+    (r.in.length === 0 || r.in.includes("")) &&
+    (r.pattern === "" || new RegExp(r.pattern, "u").test(""))
+  );
+}
+
+function constraintsOf(rules: FieldRules | undefined): JsonSchema {
+  switch (rules?.type.case) {
+    case "string":
+      return stringConstraints(rules.type.value);
+    case "int32":
+      return int32Constraints(rules.type.value);
+    default:
+      return {};
+  }
+}
+
+function stringConstraints(r: StringRules): JsonSchema {
+  const s: JsonSchema = {};
+  if (isFieldSet(r, StringRulesSchema.field.minLen)) s.minLength = Number(r.minLen);
+  if (isFieldSet(r, StringRulesSchema.field.maxLen)) s.maxLength = Number(r.maxLen);
+  if (r.wellKnown.case === "uuid") s.format = "uuid";
+  if (r.in.length > 0) s.enum = [...r.in];
+  const patterns = [r.pattern, r.prefix === "" ? "" : `^${r.prefix.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&")}`].filter(
+    (p) => p !== "",
+  );
+  // One pattern per schema: further ones go to allOf.
+  if (patterns.length > 0) s.pattern = patterns[0];
+  if (patterns.length > 1) s.allOf = patterns.slice(1).map((pattern) => ({ pattern }));
+  return s;
+}
+
+function int32Constraints(r: Int32Rules): JsonSchema {
+  const s: JsonSchema = {};
+  if (r.greaterThan.case === "gte") s.minimum = r.greaterThan.value;
+  if (r.greaterThan.case === "gt") s.exclusiveMinimum = r.greaterThan.value;
+  if (r.lessThan.case === "lte") s.maximum = r.lessThan.value;
+  if (r.lessThan.case === "lt") s.exclusiveMaximum = r.lessThan.value;
+  return s;
+}
+
+function itemCountOf(r: RepeatedRules | undefined): JsonSchema {
+  if (!r) return {};
+  const s: JsonSchema = {};
+  if (r.minItems > 0n) s.minItems = Number(r.minItems);
+  if (isFieldSet(r, RepeatedRulesSchema.field.maxItems)) s.maxItems = Number(r.maxItems);
+  return s;
+}

@@ -1,0 +1,138 @@
+// The /v1 route table, read from the google.api.http annotations of the registered services at start-up.
+// Adding an annotated RPC adds its route: there is no hand-written route per endpoint.
+import { getOption, type DescField, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { http } from "../../gen/google/api/annotations_pb.js";
+import { field as fieldRule, method as methodRule } from "../../gen/mailbox/v1/options_pb.js";
+
+export type HttpVerb = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface Route {
+  readonly method: DescMethod;
+  readonly verb: HttpVerb;
+  /** The path template as annotated, e.g. /v1/inboxes/{inbox_id}. */
+  readonly template: string;
+  /** Matches a request path; named groups are the path fields' proto names. */
+  readonly pattern: RegExp;
+  readonly pathFields: readonly DescField[];
+  /** Request fields bound to HTTP headers (e.g. idempotency-key). */
+  readonly headerFields: readonly { header: string; field: DescField }[];
+  /** Request fields read from the JSON body: all of "*" minus path and header fields, or the one named field. */
+  readonly bodyFields: readonly DescField[];
+  /** "*" (the body is the request), a field name (the body is that field), or undefined (no body). */
+  readonly body: string | undefined;
+  /** Request fields read from the query string (no body, not path, not header). */
+  readonly queryFields: readonly DescField[];
+  /** The response field written as the body, or undefined for the whole response. */
+  readonly responseField: DescField | undefined;
+  readonly scope: string;
+  readonly successStatus: number;
+  readonly replayStatusField: DescField | undefined;
+  readonly unimplemented: boolean;
+}
+
+const VARIABLE = /\{([a-z_][a-z0-9_]*)\}/g;
+
+export function buildRouteTable(services: readonly DescService[]): Route[] {
+  const routes: Route[] = [];
+  for (const service of services) {
+    for (const method of service.methods) {
+      const route = routeOf(method);
+      if (route) routes.push(route);
+    }
+  }
+  assertNoAmbiguity(routes);
+  return routes;
+}
+
+/** The scope and statuses of a method, which every RPC must declare (the auth layer refuses methods without it). */
+export function methodRuleOf(method: DescMethod) {
+  return getOption(method, methodRule);
+}
+
+function routeOf(method: DescMethod): Route | undefined {
+  const rule = getOption(method, http);
+  if (rule.pattern.case === undefined || rule.pattern.case === "custom") return undefined;
+  const verb = rule.pattern.case.toUpperCase() as HttpVerb;
+  const template = rule.pattern.value;
+  const input = method.input;
+
+  const pathFields: DescField[] = [];
+  const source = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(VARIABLE, (_, name: string) => {
+    pathFields.push(requireField(method, input.fields, name));
+    return `(?<${name}>[^/]+)`;
+  });
+  const headerFields = input.fields
+    .map((f) => ({ header: getOption(f, fieldRule).header, field: f }))
+    .filter((h) => h.header !== "");
+  const bound = new Set<DescField>([...pathFields, ...headerFields.map((h) => h.field)]);
+  const unbound = input.fields.filter((f) => !bound.has(f));
+  const body = rule.body === "" ? undefined : rule.body;
+  const bodyFields =
+    body === undefined ? [] : body === "*" ? unbound : [requireField(method, input.fields, body)];
+  const queryFields = body === undefined ? unbound : [];
+  const responseField =
+    rule.responseBody === "" ? undefined : requireField(method, method.output.fields, rule.responseBody);
+  const m = methodRuleOf(method);
+  const replayStatusField =
+    m.replayStatusField === "" ? undefined : requireField(method, method.output.fields, m.replayStatusField);
+
+  return {
+    method,
+    verb,
+    template,
+    pattern: new RegExp(`^${source}$`),
+    pathFields,
+    headerFields,
+    bodyFields,
+    body,
+    queryFields,
+    responseField,
+    scope: m.scope,
+    successStatus: m.successStatus === 0 ? 200 : m.successStatus,
+    replayStatusField,
+    unimplemented: m.unimplemented,
+  };
+}
+
+function requireField(method: DescMethod, fields: readonly DescField[], name: string): DescField {
+  const found = fields.find((f) => f.name === name);
+  if (!found) throw new Error(`${method.parent.typeName}.${method.name}: http rule names unknown field ${name}`);
+  return found;
+}
+
+// Two routes with the same verb whose templates could match the same path would make dispatch order-dependent.
+function assertNoAmbiguity(routes: readonly Route[]): void {
+  const seen = new Map<string, Route>();
+  for (const r of routes) {
+    const shape = `${r.verb} ${r.template.replace(VARIABLE, "{}")}`;
+    const other = seen.get(shape);
+    if (other) throw new Error(`ambiguous routes: ${other.method.name} and ${r.method.name} (${shape})`);
+    seen.set(shape, r);
+  }
+}
+
+export interface RouteMatch {
+  route: Route;
+  params: Record<string, string>;
+}
+
+/** Finds the route of a request; `allowed` lists the verbs of a path that exists under another verb (405). */
+export function matchRoute(
+  routes: readonly Route[],
+  verb: string,
+  path: string,
+): { match: RouteMatch } | { allowed: HttpVerb[] } {
+  const allowed: HttpVerb[] = [];
+  for (const route of routes) {
+    const m = route.pattern.exec(path);
+    if (!m) continue;
+    if (route.verb !== verb) {
+      allowed.push(route.verb);
+      continue;
+    }
+    const params: Record<string, string> = {};
+    for (const [k, v] of Object.entries(m.groups ?? {})) params[k] = decodeURIComponent(v);
+    return { match: { route, params } };
+  }
+  return { allowed };
+}

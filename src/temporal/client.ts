@@ -1,0 +1,49 @@
+// Temporal client helpers: connecting, registering our search attributes, and business-key workflow starts.
+import { Client, Connection } from "@temporalio/client";
+import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
+import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
+import type { inboxPurge } from "../../workflows/inbox-purge.js";
+
+export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
+export const inboxKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.inboxId, SearchAttributeType.KEYWORD);
+
+export async function connectTemporal(address: string, namespace: string): Promise<Client> {
+  const connection = await Connection.connect({ address });
+  return new Client({ connection, namespace });
+}
+
+/** Registers the search attributes on a cluster that lacks them (the dev server is started with them). */
+export async function ensureSearchAttributes(client: Client): Promise<void> {
+  const { operatorService } = client.connection;
+  const existing = await operatorService.listSearchAttributes({ namespace: client.options.namespace });
+  const missing = Object.values(SEARCH_ATTRIBUTE).filter((name) => !(name in (existing.customAttributes ?? {})));
+  if (missing.length === 0) return;
+  await operatorService.addSearchAttributes({
+    namespace: client.options.namespace,
+    // 2 = INDEXED_VALUE_TYPE_KEYWORD
+    searchAttributes: Object.fromEntries(missing.map((name) => [name, 2])),
+  });
+}
+
+/** The business key of an inbox purge: one per inbox, findable in the UI as inbox-purge/<inboxId>. */
+export function inboxPurgeWorkflowId(inboxId: string): string {
+  return `inbox-purge/${inboxId}`;
+}
+
+export function createInboxPurgeStarter(client: Client, taskQueue: string, batchSize: number): InboxPurgeStarter {
+  return {
+    async start({ id, organizationId }) {
+      await client.workflow.start<typeof inboxPurge>("inboxPurge", {
+        workflowId: inboxPurgeWorkflowId(id),
+        taskQueue,
+        args: [{ inboxId: id, organizationId, batchSize }],
+        workflowIdConflictPolicy: "USE_EXISTING",
+        typedSearchAttributes: [
+          { key: organizationKey, value: organizationId },
+          { key: inboxKey, value: id },
+        ],
+      });
+    },
+  };
+}

@@ -1,0 +1,56 @@
+// Starts the real PostgreSQL and Temporal dev server once per test run, applies migrations, bundles the
+// workflows once, and hands their addresses to every test file.
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { bundleWorkflowCode } from "@temporalio/worker";
+import type { TestProject } from "vitest/node";
+import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+import { migrateDatabase, openDatabase } from "../../src/db/database.js";
+import { startEmbeddedPostgres } from "../../src/runtime/embedded-postgres.js";
+import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
+import { startTemporalDevServer } from "../../src/runtime/temporal-dev-server.js";
+import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    temporalAddress: string;
+    workflowBundleCode: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const dataDir = await mkdtemp(join(tmpdir(), "mailbox-test-"));
+  // The embedded PostgreSQL runs as an unprivileged user when the tests run as root: it must reach its data dir.
+  await chmod(dataDir, 0o755);
+  const [pg, temporal] = await Promise.all([
+    process.env.DATABASE_URL ? undefined : startEmbeddedPostgres({ dataDir }),
+    (async () => {
+      if (process.env.TEMPORAL_ADDRESS) return undefined;
+      const cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
+      return startTemporalDevServer({
+        cliPath,
+        searchAttributes: { [SEARCH_ATTRIBUTE.organizationId]: "Keyword", [SEARCH_ATTRIBUTE.inboxId]: "Keyword" },
+      });
+    })(),
+  ]);
+  const databaseUrl = process.env.DATABASE_URL ?? pg!.url;
+  const db = await openDatabase(databaseUrl);
+  await migrateDatabase(db);
+  await db.close();
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+
+  project.provide("databaseUrl", databaseUrl);
+  project.provide("temporalAddress", process.env.TEMPORAL_ADDRESS ?? temporal!.address);
+  project.provide("workflowBundleCode", bundle.code);
+
+  return async () => {
+    await temporal?.stop();
+    await pg?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+}
+
+const quiet = () => undefined;
+const quietLogger = { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: console.error, log: quiet };

@@ -1,0 +1,160 @@
+// An in-process service for tests: the real API server and (optionally) a real Temporal worker, on the shared
+// PostgreSQL and Temporal of the run. Each test makes its own organizations, so tests never share data.
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import { createClient, type Client as RpcClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import type { Client } from "@temporalio/client";
+import type { Worker } from "@temporalio/worker";
+import { inject } from "vitest";
+import { issueKey, type KeyRestrictions } from "../../src/admin/api-keys.js";
+import { createOrganization, type OrganizationLimits } from "../../src/admin/organizations.js";
+import type { ApiServer } from "../../src/api-server.js";
+import { loadConfig, type Config } from "../../src/config.js";
+import { openDatabase, type Database } from "../../src/db/database.js";
+import { createLogger } from "../../src/logger.js";
+import { startApi } from "../../src/main.js";
+import { connectTemporal } from "../../src/temporal/client.js";
+import { createWorker } from "../../src/temporal/worker.js";
+
+export interface TestApp {
+  readonly baseUrl: string;
+  readonly config: Config;
+  readonly db: Database;
+  readonly temporal: Client;
+  createTenant(options?: TenantOptions): Promise<Tenant>;
+  /** Starts a worker on this app's task queue (tests that need one start it themselves). */
+  startWorker(): Promise<{ stop(): Promise<void> }>;
+  stop(): Promise<void>;
+}
+
+export interface TenantOptions extends OrganizationLimits {
+  readonly scopes?: string[];
+  readonly restrictions?: KeyRestrictions;
+}
+
+export interface Tenant {
+  readonly organizationId: string;
+  readonly keyId: string;
+  readonly key: string;
+  /** A JSON request with this tenant's key (override with headers["x-api-key"]). */
+  request(method: string, path: string, options?: { body?: unknown; headers?: Record<string, string> }): Promise<JsonResponse>;
+  /** A typed Connect client (HTTP/1.1) with this tenant's key. */
+  connect<S extends DescService>(service: S): RpcClient<S>;
+  /** A typed gRPC client (h2c) with this tenant's key. */
+  grpc<S extends DescService>(service: S): RpcClient<S>;
+  /** Issues another key for this organization. */
+  issueKey(restrictions: KeyRestrictions & { scopes: string[] }): Promise<{ id: string; key: string }>;
+}
+
+export interface JsonResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: any;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(5).toString("hex")}`;
+}
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const config = loadConfig({
+    DATABASE_URL: inject("databaseUrl"),
+    TEMPORAL_ADDRESS: inject("temporalAddress"),
+    HTTP_PORT: "0",
+    DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-app-")),
+    CURSOR_SECRET: randomBytes(32).toString("hex"),
+    TEMPORAL_TASK_QUEUE: uniqueName("test"),
+    MANAGED_DOMAIN: "agents.test",
+    LOG_LEVEL: "error",
+    KEY_CACHE_MS: "0",
+    ...env,
+  });
+  const db = await openDatabase(config.databaseUrl!, { poolMax: 10 });
+  const temporal = await connectTemporal(config.temporalAddress!, config.temporalNamespace);
+  const log = createLogger(config.logLevel);
+  const api: ApiServer = await startApi(config, db, temporal, log);
+  const baseUrl = `http://127.0.0.1:${api.port}`;
+  const workers: Worker[] = [];
+
+  async function request(key: string, method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) {
+    const headers: Record<string, string> = { "x-api-key": key, ...options.headers };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      headers["content-type"] ??= "application/json";
+      body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+    }
+    const res = await fetch(baseUrl + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    if ((res.headers.get("content-type") ?? "").startsWith("application/json")) parsed = JSON.parse(text);
+    return { status: res.status, headers: res.headers, body: parsed };
+  }
+
+  return {
+    baseUrl,
+    config,
+    db,
+    temporal,
+    async createTenant(options = {}) {
+      const em = db.fork();
+      const org = await createOrganization(em, config.defaults, { name: uniqueName("org"), ...options });
+      const issue = async (restrictions: KeyRestrictions & { scopes: string[] }) => {
+        const { key, secret } = await issueKey(db.fork(), config.defaults, org.id, restrictions);
+        return { id: key.id, key: secret };
+      };
+      const first = await issue({ scopes: options.scopes ?? ["*"], ...options.restrictions });
+      const interceptor = (next: any) => (req: any) => {
+        if (!req.header.has("x-api-key")) req.header.set("x-api-key", first.key);
+        return next(req);
+      };
+      return {
+        organizationId: org.id,
+        keyId: first.id,
+        key: first.key,
+        request: (method, path, opts) => request(first.key, method, path, opts),
+        connect: (service) =>
+          createClient(service, createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [interceptor] })),
+        grpc: (service) => createClient(service, createGrpcTransport({ baseUrl, interceptors: [interceptor] })),
+        issueKey: issue,
+      };
+    },
+    async startWorker() {
+      const worker = await createWorker({
+        address: config.temporalAddress!,
+        namespace: config.temporalNamespace,
+        taskQueue: config.temporalTaskQueue,
+        db,
+        workflowBundle: { code: inject("workflowBundleCode") },
+      });
+      workers.push(worker);
+      const running = worker.run();
+      return {
+        async stop() {
+          worker.shutdown();
+          await running;
+        },
+      };
+    },
+    async stop() {
+      for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
+      await api.close();
+      await temporal.connection.close();
+      await db.close();
+    },
+  };
+}
+
+/** Polls until check returns a value other than undefined, or fails after the deadline. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
