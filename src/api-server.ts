@@ -1,7 +1,8 @@
 // The API server: one HTTP port serving Connect, gRPC and gRPC-Web (HTTP/1.1 and h2c) plus the JSON /v1 face,
 // all through one router and one interceptor chain.
 import http from "node:http";
-import http2 from "node:http2";
+import http2, { type Http2ServerRequest, type Http2Session } from "node:http2";
+import { Duplex } from "node:stream";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { createConnectRouter, createContextValues, type Interceptor } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -42,12 +43,14 @@ function interceptorsOf(deps: ApiServerDeps): Interceptor[] {
   return [errorBoundary(deps.log), authenticate(deps.authenticator), rateLimit(deps.db), validateRequests(), unitOfWork(deps.db)];
 }
 
-export function createApiHandler(deps: ApiServerDeps): (req: IncomingMessage, res: ServerResponse) => void {
+export function createApiHandler(
+  deps: ApiServerDeps,
+  peerAddressOf: (req: IncomingMessage) => string | undefined,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const router = createConnectRouter({ interceptors: interceptorsOf(deps) });
   registerServices(deps)(router);
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
-  const contextValuesOf = (req: IncomingMessage) =>
-    createContextValues().set(kPeerAddress, req.socket.remoteAddress);
+  const contextValuesOf = (req: IncomingMessage) => createContextValues().set(kPeerAddress, peerAddressOf(req));
   const routes = buildRouteTable(CONTRACT_SERVICES);
   let openApi: unknown;
   const gateway = createRestGateway({
@@ -76,19 +79,31 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 export async function startApiServer(deps: ApiServerDeps, port: number, host: string): Promise<ApiServer> {
   // Connect and JSON clients speak HTTP/1.1; gRPC clients speak h2c. Node serves both on one port only through
   // TLS ALPN, so plain-text connections are routed by their first bytes to an HTTP/1.1 or an HTTP/2 server.
-  const handler = createApiHandler(deps);
+  const peerOfSession = new WeakMap<Http2Session, string | undefined>();
+  const handler = createApiHandler(deps, (req) =>
+    "stream" in req ? peerOfSession.get((req as unknown as Http2ServerRequest).stream.session!) : req.socket.remoteAddress,
+  );
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler);
   const h2 = http2.createServer(handler as never);
+  let connectingPeer: string | undefined;
+  // 'session' is emitted synchronously while the h2 server takes a connection.
+  h2.on("session", (session) => peerOfSession.set(session, connectingPeer));
   const sockets = new Set<Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.once("data", (first) => {
-      socket.pause();
-      socket.unshift(first);
-      const isH2 = first.subarray(0, H2_PREFACE.length).equals(H2_PREFACE);
-      (isH2 ? h2 : h1).emit("connection", socket);
-      socket.resume();
+      if (first.subarray(0, H2_PREFACE.length).equals(H2_PREFACE)) {
+        // HTTP/2 reads the native handle directly, so the bytes already read must reach it through a JS stream.
+        connectingPeer = socket.remoteAddress;
+        h2.emit("connection", replayingStream(socket, first));
+        connectingPeer = undefined;
+      } else {
+        socket.pause();
+        socket.unshift(first);
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -103,4 +118,25 @@ export async function startApiServer(deps: ApiServerDeps, port: number, host: st
         for (const socket of sockets) socket.destroy();
       }),
   };
+}
+
+/** A duplex over `socket` whose readable side starts with `first`. */
+function replayingStream(socket: Socket, first: Buffer): Duplex {
+  const duplex = new Duplex({
+    read: () => void socket.resume(),
+    write: (chunk: Buffer, _enc, cb) => void socket.write(chunk, cb),
+    final: (cb) => void socket.end(cb),
+    destroy: (err, cb) => {
+      socket.destroy(err ?? undefined);
+      cb(err);
+    },
+  });
+  duplex.push(first);
+  socket.on("data", (chunk: Buffer) => {
+    if (!duplex.push(chunk)) socket.pause();
+  });
+  socket.once("end", () => duplex.push(null));
+  socket.once("close", () => duplex.destroy());
+  socket.once("error", (e) => duplex.destroy(e));
+  return duplex;
 }

