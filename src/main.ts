@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@temporalio/client";
-import { SEARCH_ATTRIBUTE } from "../workflows/types.js";
+import { MAILBOX_SEARCH_ATTRIBUTES } from "./temporal/search-attributes.js";
 import { startApiServer, type ApiServer } from "./api-server.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import type { Config } from "./config.js";
@@ -53,7 +53,7 @@ async function startInfrastructure(config: Config, log: Logger): Promise<Infrast
         dataDir: config.dataDir,
         uiPort: config.temporalUiPort,
         namespace: config.temporalNamespace,
-        searchAttributes: { [SEARCH_ATTRIBUTE.organizationId]: "Keyword", [SEARCH_ATTRIBUTE.inboxId]: "Keyword" },
+        searchAttributes: MAILBOX_SEARCH_ATTRIBUTES,
       });
       stops.push(temporal.stop);
       temporalAddress = temporal.address;

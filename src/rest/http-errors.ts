@@ -14,7 +14,9 @@ export function httpErrorOf(e: unknown): HttpError {
   const detail = err.findDetails(ErrorDetailSchema)[0];
   const code = detail?.code || DEFAULT_ERROR_CODE[err.code];
   const status = HTTP_STATUS_BY_ERROR_CODE[code] ?? HTTP_STATUS_BY_CONNECT_CODE[err.code];
-  const message = err.code === Code.Internal && !detail ? "internal error" : err.rawMessage;
+  // Only messages written for callers (domain errors, validation, Connect's own protocol errors) are shown.
+  const unexpected = !detail && (err.code === Code.Internal || err.code === Code.Unknown);
+  const message = unexpected ? "internal error" : err.rawMessage;
   return { status, body: { error: code, message }, retryAfterSeconds: detail?.retryAfterSeconds ?? 0 };
 }
 

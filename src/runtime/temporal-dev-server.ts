@@ -1,14 +1,13 @@
 // A local Temporal server (`temporal server start-dev`) for when no TEMPORAL_ADDRESS is configured.
 import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdir } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "@temporalio/client";
+import { registerSearchAttributes, type SearchAttributeType } from "../temporal/search-attributes.js";
+import { findFreePort } from "./free-port.js";
 
-export type SearchAttributeType = "Keyword" | "Text" | "Int" | "Double" | "Bool" | "Datetime" | "KeywordList";
 
 export interface TemporalDevServerOptions {
   /** The `temporal` binary, see ensureTemporalCli. */
@@ -40,17 +39,6 @@ export interface RunningTemporal {
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 const LOG_TAIL_LINES = 50;
-// Wire values of temporal.api.enums.v1.IndexedValueType (@temporalio/proto is not a direct dependency).
-const INDEXED_VALUE_TYPE: Readonly<Record<SearchAttributeType, number>> = {
-  Text: 1,
-  Keyword: 2,
-  Int: 3,
-  Double: 4,
-  Bool: 5,
-  Datetime: 6,
-  KeywordList: 7,
-};
-
 export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<RunningTemporal> {
   const namespace = opts.namespace ?? "default";
   const port = opts.port ?? (await findFreePort());
@@ -137,39 +125,4 @@ async function waitUntilServing(address: string, namespace: string, isRunning: (
       await sleep(200);
     }
   }
-}
-
-// start-dev's --search-attribute only applies when it creates the namespace, i.e. never to an existing
-// database. The server silently keeps an existing attribute of another type, so that is checked here.
-async function registerSearchAttributes(
-  connection: Connection,
-  namespace: string,
-  attributes: Readonly<Record<string, SearchAttributeType>>,
-): Promise<void> {
-  const wanted = Object.entries(attributes);
-  if (wanted.length === 0) return;
-  const existing = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
-  for (const [name, type] of wanted) {
-    const current = existing[name];
-    if (current !== undefined && current !== INDEXED_VALUE_TYPE[type]) {
-      const currentType = Object.entries(INDEXED_VALUE_TYPE).find(([, value]) => value === current)?.[0] ?? current;
-      throw new Error(`search attribute ${name} already has type ${currentType} in namespace "${namespace}", not ${type}`);
-    }
-  }
-  const missing = wanted.filter(([name]) => existing[name] === undefined);
-  if (missing.length === 0) return;
-  await connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, INDEXED_VALUE_TYPE[type]])),
-  });
-}
-
-async function findFreePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, "close");
-  return port;
 }

@@ -3,6 +3,7 @@ import { Client, Connection } from "@temporalio/client";
 import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
+import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes } from "./search-attributes.js";
 import type { inboxPurge } from "../../workflows/inbox-purge.js";
 
 export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
@@ -13,17 +14,9 @@ export async function connectTemporal(address: string, namespace: string): Promi
   return new Client({ connection, namespace });
 }
 
-/** Registers the search attributes on a cluster that lacks them (the dev server is started with them). */
-export async function ensureSearchAttributes(client: Client): Promise<void> {
-  const { operatorService } = client.connection;
-  const existing = await operatorService.listSearchAttributes({ namespace: client.options.namespace });
-  const missing = Object.values(SEARCH_ATTRIBUTE).filter((name) => !(name in (existing.customAttributes ?? {})));
-  if (missing.length === 0) return;
-  await operatorService.addSearchAttributes({
-    namespace: client.options.namespace,
-    // 2 = INDEXED_VALUE_TYPE_KEYWORD
-    searchAttributes: Object.fromEntries(missing.map((name) => [name, 2])),
-  });
+/** Registers our search attributes on a cluster that lacks them (idempotent). */
+export function ensureSearchAttributes(client: Client): Promise<void> {
+  return registerSearchAttributes(client.connection, client.options.namespace, MAILBOX_SEARCH_ATTRIBUTES);
 }
 
 /** The business key of an inbox purge: one per inbox, findable in the UI as inbox-purge/<inboxId>. */

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { bundleWorkflowCode } from "@temporalio/worker";
 import type { TestProject } from "vitest/node";
-import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+import { MAILBOX_SEARCH_ATTRIBUTES } from "../../src/temporal/search-attributes.js";
 import { migrateDatabase, openDatabase } from "../../src/db/database.js";
 import { startEmbeddedPostgres } from "../../src/runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
@@ -31,7 +31,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       const cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
       return startTemporalDevServer({
         cliPath,
-        searchAttributes: { [SEARCH_ATTRIBUTE.organizationId]: "Keyword", [SEARCH_ATTRIBUTE.inboxId]: "Keyword" },
+        searchAttributes: MAILBOX_SEARCH_ATTRIBUTES,
       });
     })(),
   ]);
