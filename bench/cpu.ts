@@ -1,0 +1,77 @@
+// CPU accounting from Linux /proc: how the cores were shared between load generator, server and database.
+import { readdirSync, readFileSync } from "node:fs";
+
+/** Clock ticks per second of /proc times (USER_HZ, 100 on every mainstream Linux build). */
+const TICKS_PER_S = 100;
+
+/** Named groups of processes whose CPU time is measured together. */
+export type ProcessGroups = Readonly<Record<string, () => readonly number[]>>;
+
+interface Sample {
+  readonly at: number;
+  readonly machineBusy: number;
+  readonly groups: Readonly<Record<string, number>>;
+}
+
+/** Cores used on average over an interval, per group and for the whole machine (busy = not idle or iowait). */
+export interface CpuShare {
+  readonly machineCores: number;
+  readonly groups: Readonly<Record<string, number>>;
+}
+
+export function startCpuMeter(groups: ProcessGroups): { stop(): CpuShare } {
+  const sample = (): Sample => ({
+    at: performance.now(),
+    machineBusy: machineBusyTicks(),
+    groups: Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, ticksOf(pids())])),
+  });
+  const start = sample();
+  return {
+    stop() {
+      const end = sample();
+      const seconds = (end.at - start.at) / 1000;
+      const cores = (ticks: number) => ticks / TICKS_PER_S / seconds;
+      return {
+        machineCores: cores(end.machineBusy - start.machineBusy),
+        groups: Object.fromEntries(Object.keys(groups).map((name) => [name, cores(end.groups[name]! - start.groups[name]!)])),
+      };
+    },
+  };
+}
+
+/** The process and every direct child of it (PostgreSQL backends are children of the postmaster). */
+export function withChildren(pid: number): number[] {
+  const pids = [pid];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = statFields(Number(entry));
+    if (stat && Number(stat[1]) === pid) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+function ticksOf(pids: readonly number[]): number {
+  let sum = 0;
+  for (const pid of pids) {
+    const stat = statFields(pid);
+    if (stat) sum += Number(stat[11]) + Number(stat[12]); // utime, stime
+  }
+  return sum;
+}
+
+/** Fields of /proc/<pid>/stat after the command name (state is [0]); undefined when the process is gone. */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return text.slice(text.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+function machineBusyTicks(): number {
+  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/);
+  const ticks = fields.map(Number);
+  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0); // user … steal; guest time is already in user
+  return total - ticks[3]! - ticks[4]!; // minus idle and iowait
+}

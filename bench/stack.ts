@@ -1,0 +1,109 @@
+// The stack under test: PostgreSQL and Temporal (embedded unless DATABASE_URL / TEMPORAL_ADDRESS are set), and the
+// two HTTP servers compared, each in its own process so none shares the load generator's event loop.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { MAILBOX_SEARCH_ATTRIBUTES } from "../src/temporal/search-attributes.js";
+import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
+import { ensureTemporalCli } from "../src/runtime/temporal-cli.js";
+import { startTemporalDevServer } from "../src/runtime/temporal-dev-server.js";
+
+/** Teardown steps, run newest first; every step runs even when an earlier one fails. */
+export class Teardown {
+  private readonly steps: (() => Promise<unknown>)[] = [];
+
+  add(step: () => Promise<unknown>): void {
+    this.steps.push(step);
+  }
+
+  async run(): Promise<void> {
+    while (this.steps.length > 0) {
+      await this.steps.pop()!().catch((e: unknown) => console.error(`teardown: ${e instanceof Error ? e.message : String(e)}`));
+    }
+  }
+}
+
+export interface Infrastructure {
+  readonly databaseUrl: string;
+  readonly temporalAddress: string;
+  /** The postmaster's pid when PostgreSQL is embedded (for CPU accounting), else undefined. */
+  readonly postmasterPid: number | undefined;
+}
+
+export async function startInfrastructure(dataDir: string, teardown: Teardown): Promise<Infrastructure> {
+  const [databaseUrl, temporalAddress] = await Promise.all([
+    process.env["DATABASE_URL"] || startPostgres(dataDir, teardown),
+    process.env["TEMPORAL_ADDRESS"] || startTemporal(teardown),
+  ]);
+  const postmasterPid = process.env["DATABASE_URL"] ? undefined : await postmasterPidOf(dataDir);
+  return { databaseUrl, temporalAddress, postmasterPid };
+}
+
+async function startPostgres(dataDir: string, teardown: Teardown): Promise<string> {
+  const pg = await startEmbeddedPostgres({ dataDir });
+  teardown.add(pg.stop);
+  return pg.url;
+}
+
+async function startTemporal(teardown: Teardown): Promise<string> {
+  const cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
+  const temporal = await startTemporalDevServer({ cliPath, headless: true, searchAttributes: MAILBOX_SEARCH_ATTRIBUTES });
+  teardown.add(temporal.stop);
+  return temporal.address;
+}
+
+async function postmasterPidOf(dataDir: string): Promise<number> {
+  const pidFile = await readFile(join(dataDir, "postgres", "postmaster.pid"), "utf8");
+  return Number.parseInt(pidFile.split("\n", 1)[0]!, 10);
+}
+
+export interface ServerProcess {
+  readonly name: string;
+  readonly url: string;
+  readonly pid: number;
+}
+
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * Spawns a server that prints one JSON line holding its URL in `api` on stdout, as `mailbox serve` does.
+ * `nodeArgs` go before the script (e.g. --cpu-prof).
+ */
+export async function startServer(
+  name: string,
+  script: readonly string[],
+  env: Readonly<Record<string, string>>,
+  nodeArgs: readonly string[],
+  teardown: Teardown,
+): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, ...script], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  teardown.add(() => stopChild(child));
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+    child.once("exit", (code) => reject(new Error(`${name} exited with code ${code} before listening`)));
+    createInterface({ input: child.stdout! }).once("line", (line) => {
+      clearTimeout(timer);
+      try {
+        resolveUrl(String((JSON.parse(line) as { api: unknown }).api));
+      } catch {
+        reject(new Error(`${name} printed an unexpected first line: ${line}`));
+      }
+    });
+  });
+  return { name, url, pid: child.pid! };
+}
+
+/** SIGTERM (both servers shut down in order and write CPU profiles then), SIGKILL after a grace period. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const escalate = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(escalate);
+}
