@@ -16,6 +16,8 @@ interface Sample {
 /** Cores used on average over an interval, per group and for the whole machine (busy = not idle or iowait). */
 export interface CpuShare {
   readonly machineCores: number;
+  /** The machine minus the groups: processes outside the benchmark, and kernel time (loopback softirqs). */
+  readonly otherCores: number;
   readonly groups: Readonly<Record<string, number>>;
 }
 
@@ -31,10 +33,10 @@ export function startCpuMeter(groups: ProcessGroups): { stop(): CpuShare } {
       const end = sample();
       const seconds = (end.at - start.at) / 1000;
       const cores = (ticks: number) => ticks / TICKS_PER_S / seconds;
-      return {
-        machineCores: cores(end.machineBusy - start.machineBusy),
-        groups: Object.fromEntries(Object.keys(groups).map((name) => [name, cores(end.groups[name]! - start.groups[name]!)])),
-      };
+      const used = Object.fromEntries(Object.keys(groups).map((name) => [name, cores(end.groups[name]! - start.groups[name]!)]));
+      const machineCores = cores(end.machineBusy - start.machineBusy);
+      const otherCores = Math.max(0, machineCores - Object.values(used).reduce((a, b) => a + b, 0));
+      return { machineCores, otherCores, groups: used };
     },
   };
 }

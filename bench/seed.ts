@@ -48,7 +48,7 @@ async function insertOrganizations(client: pg.Client, tag: string, plan: SeedPla
   const { rows } = await client.query<{ id: string }>(
     `insert into organizations (id, name, status, messages_per_minute, messages_per_day, recipients_per_day,
                                 managed_limit, managed_used, created_at, updated_at)
-     select gen_random_uuid(), $1 || '-' || n, 'active', $2, $3, $4, $5 + $6, $6, t, t
+     select gen_random_uuid(), $1::text || '-' || n, 'active', $2::int, $3::int, $4::int, $5::int + $6::int, $6::int, t, t
      from generate_series(1, $7::int) as n,
           lateral (select now() - interval '120 days' + n * interval '1 second' as t) as created
      returning id`,
@@ -68,11 +68,11 @@ async function insertInboxes(client: pg.Client, tag: string, organizationIds: re
   await client.query(
     `insert into inboxes (id, organization_id, local_part, domain, address, domain_kind, domain_id, display_name,
                           status, created_at, updated_at, deleted_at)
-     select 'inb_' || substr(md5(random()::text || org.n || '/' || i), 1, 24), org.id, lp, $2, lp || '@' || $2,
+     select 'inb_' || substr(md5(random()::text || org.n || '/' || i), 1, 24), org.id, lp, $2::text, lp || '@' || $2::text,
             'managed', null, 'Agent ' || org.n || '.' || i, 'active', t, t, null
      from unnest($3::uuid[]) with ordinality as org(id, n),
           generate_series(1, $4::int) as i,
-          lateral (select $1 || '-' || org.n || '-' || i as lp,
+          lateral (select $1::text || '-' || org.n || '-' || i as lp,
                           now() - interval '1 millisecond' *
                             (((i - 1) * cardinality($3::uuid[]) + org.n) * $5::bigint + floor(random() * $5)) as t) as v`,
     [tag, plan.managedDomain, organizationIds, plan.inboxesPerOrganization, slotMs],

