@@ -1,6 +1,6 @@
 // The Temporal worker: every workflow of workflows/ and every activity, on one task queue.
 import { fileURLToPath } from "node:url";
-import { NativeConnection, Worker, type WorkflowBundleOption } from "@temporalio/worker";
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleOption } from "@temporalio/worker";
 import type { Database } from "../db/database.js";
 import { createInboxPurgeActivities } from "./activities/inbox-purge.js";
 
@@ -19,7 +19,15 @@ export interface WorkerOptions {
   readonly workflowBundle?: WorkflowBundleOption;
 }
 
+let runtimeInstalled = false;
+
 export async function createWorker(options: WorkerOptions): Promise<Worker> {
+  // The SDK logs every worker state change at INFO on stdout; keep its warnings and errors only. The runtime can be
+  // installed once per process, before the first connection.
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger("WARN") });
+    runtimeInstalled = true;
+  }
   const connection = await NativeConnection.connect({ address: options.address });
   return Worker.create({
     connection,

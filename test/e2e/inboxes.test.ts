@@ -61,12 +61,23 @@ describe("GET /v1/me", () => {
     });
   });
 
-  test("answers the same profile over Connect and over gRPC", async () => {
+  test("answers the same profile over Connect, gRPC and gRPC-Web", async () => {
     const tenant = await app.createTenant();
     const viaConnect = await tenant.connect(AccountService).getMe({});
     const viaGrpc = await tenant.grpc(AccountService).getMe({});
+    const viaGrpcWeb = await tenant.grpcWeb(AccountService).getMe({});
     expect(viaConnect.organization?.id).toBe(tenant.organizationId);
-    expect(viaGrpc.apiKey?.id).toBe(tenant.keyId);
+    expect(viaGrpc).toEqual(viaConnect);
+    expect(viaGrpcWeb).toEqual(viaConnect);
+  });
+
+  test("refuses a gRPC call with an unusable key with the unauthenticated code", async () => {
+    const tenant = await app.createTenant();
+    const err = await tenant
+      .grpc(AccountService)
+      .getMe({}, { headers: { "x-api-key": "mbx_0000000000000000_" + "A".repeat(43) } })
+      .catch((e: unknown) => ConnectError.from(e));
+    expect((err as ConnectError).code).toBe(Code.Unauthenticated);
   });
 });
 
@@ -115,6 +126,32 @@ describe("inboxes", () => {
     const second = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("two"), displayName: "Two" } });
     expect(second.status).toBe(403);
     expect(second.body.error).toBe("managed_allowance_exhausted");
+  });
+
+  test("enforces platformLimits.inboxes with 403 inbox_limit_reached", async () => {
+    const limited = await startTestApp({ LIMIT_INBOXES: "2" });
+    try {
+      const tenant = await limited.createTenant();
+      const make = () => tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("lim"), displayName: "L" } });
+      expect((await make()).status).toBe(201);
+      expect((await make()).status).toBe(201);
+      const third = await make();
+      expect(third.status).toBe(403);
+      expect(third.body.error).toBe("inbox_limit_reached");
+      expect((await tenant.request("GET", "/v1/me")).body.platformLimits.inboxes).toBe(2);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  test("creates concurrently without overshooting the allowance", async () => {
+    const tenant = await app.createTenant({ managedLimit: 3 });
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("race"), displayName: "R" } })),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(3);
+    expect(results.filter((r) => r.status === 403)).toHaveLength(5);
+    expect((await tenant.request("GET", "/v1/me")).body.managedStarter).toEqual({ limit: 3, used: 3, remaining: 0 });
   });
 
   test("refuses an inbox on a domain id the organization does not have", async () => {
@@ -223,6 +260,17 @@ describe("pagination", () => {
     expect(foreign.body.error).toBe("invalid_cursor");
     const tampered = cursor.slice(0, -2) + (cursor.endsWith("AA") ? "AB" : "AA");
     expect((await a.request("GET", `/v1/inboxes?limit=1&cursor=${encodeURIComponent(tampered)}`)).status).toBe(400);
+  });
+});
+
+describe("the OpenAPI document", () => {
+  test("is served at /openapi.json without a key, as OpenAPI 3.1.0 of version 0.1.0-private-beta", async () => {
+    const res = await fetch(`${app.baseUrl}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info.version).toBe("0.1.0-private-beta");
+    expect(Object.keys(doc.paths)).toContain("/v1/inboxes/{inboxId}");
   });
 });
 

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client as RpcClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import type { Client } from "@temporalio/client";
 import type { Worker } from "@temporalio/worker";
 import { inject } from "vitest";
@@ -46,6 +46,8 @@ export interface Tenant {
   connect<S extends DescService>(service: S): RpcClient<S>;
   /** A typed gRPC client (h2c) with this tenant's key. */
   grpc<S extends DescService>(service: S): RpcClient<S>;
+  /** A typed gRPC-Web client (HTTP/1.1) with this tenant's key. */
+  grpcWeb<S extends DescService>(service: S): RpcClient<S>;
   /** Issues another key for this organization. */
   issueKey(restrictions: KeyRestrictions & { scopes: string[] }): Promise<{ id: string; key: string }>;
 }
@@ -79,6 +81,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const api: ApiServer = await startApi(config, db, temporal, log);
   const baseUrl = `http://127.0.0.1:${api.port}`;
   const workers: Worker[] = [];
+  const runs: Promise<void>[] = [];
 
   async function request(key: string, method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) {
     const headers: Record<string, string> = { "x-api-key": key, ...options.headers };
@@ -119,6 +122,8 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         connect: (service) =>
           createClient(service, createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [interceptor] })),
         grpc: (service) => createClient(service, createGrpcTransport({ baseUrl, interceptors: [interceptor] })),
+        grpcWeb: (service) =>
+          createClient(service, createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors: [interceptor] })),
         issueKey: issue,
       };
     },
@@ -132,6 +137,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       });
       workers.push(worker);
       const running = worker.run();
+      runs.push(running);
       return {
         async stop() {
           worker.shutdown();
@@ -141,6 +147,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     },
     async stop() {
       for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
+      await Promise.all(runs);
       await api.close();
       await temporal.connection.close();
       await db.close();
