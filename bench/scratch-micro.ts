@@ -26,6 +26,7 @@ try {
   c.release();
   const N = Number(process.env.N ?? 3000);
   async function time(name: string, fn: () => Promise<unknown>) {
+    if (process.env.CASE && !name.includes(process.env.CASE)) return;
     for (let i = 0; i < 300; i++) await fn();
     const cpu0 = process.cpuUsage(); const t0 = performance.now();
     for (let i = 0; i < N; i++) await fn();

@@ -1,4 +1,5 @@
 // Every committed migration, in order. Explicit imports instead of file discovery: what is imported is what runs.
 import { Migration20261121231052_initial } from "./Migration20261121231052_initial.js";
+import { Migration20261121232647_mailboxes } from "./Migration20261121232647_mailboxes.js";
 
-export const migrations = [Migration20261121231052_initial];
+export const migrations = [Migration20261121231052_initial, Migration20261121232647_mailboxes];

@@ -3,10 +3,10 @@ import type { Database } from "../../db/database.js";
 import { Inbox } from "../../db/entities/index.js";
 
 /**
- * Tables that hold an inbox's mail, purged in this order (children first). Mail storage tables join this list as
- * they are added; the inbox row itself stays as a tombstone.
+ * Tables that hold an inbox's mail (each has an inbox_id column), purged in this order, children first. The inbox
+ * row itself stays as a tombstone.
  */
-export const MAILBOX_DATA_TABLES: readonly string[] = [];
+export const MAILBOX_DATA_TABLES: readonly string[] = ["attachments", "messages", "threads"];
 
 export function createInboxPurgeActivities(db: Database) {
   return {
