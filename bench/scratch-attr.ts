@@ -23,10 +23,10 @@ try {
   for (const path of ["/v1/me", "/v1/inboxes?limit=20"]) {
     for (const s of [ours, base, ours, base]) {
       const f = await runLoad(s.url, { name: path, path, connections: conns, target: { requestsPerSecond: 0, p99Ms: 0 } }, keys.slice(0, 1), 6, {
-        server: () => [s.pid], postgres: () => withChildren(infra.postmasterPid!), loadgen: () => [process.pid],
+        server: () => [s.pid], idleServer: () => [s === ours ? base.pid : ours.pid], mychildren: () => withChildren(process.pid).slice(1), postgres: () => withChildren(infra.postmasterPid!), loadgen: () => [process.pid],
       });
       const per = (c: number) => ((c / f.requestsPerSecond) * 1e6).toFixed(0);
-      console.log(`${path.padEnd(22)} ${s.name.padEnd(8)} ${f.requestsPerSecond.toFixed(0).padStart(5)} req/s p50 ${f.p50Ms} p99 ${f.p99Ms}  server ${per(f.cpu.groups.server!)} µs/req  pg ${per(f.cpu.groups.postgres!)} µs/req  loadgen ${per(f.cpu.groups.loadgen!)} µs/req other ${f.cpu.otherCores.toFixed(2)} fail ${f.failures}`);
+      console.log(`${path.padEnd(22)} ${s.name.padEnd(8)} ${f.requestsPerSecond.toFixed(0).padStart(5)} req/s p50 ${f.p50Ms} p99 ${f.p99Ms}  server ${per(f.cpu.groups.server!)} µs/req  pg ${per(f.cpu.groups.postgres!)} µs/req  loadgen ${per(f.cpu.groups.loadgen!)} µs/req other ${f.cpu.otherCores.toFixed(2)} idleServer ${f.cpu.groups.idleServer!.toFixed(2)} children ${f.cpu.groups.mychildren!.toFixed(2)} fail ${f.failures}`);
     }
   }
 } finally {
