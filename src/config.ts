@@ -39,6 +39,8 @@ export interface Config {
     readonly domains: number;
     readonly webhookEndpoints: number;
   };
+  /** Bytes of message text and HTML one page of a thread or export may carry before answering 413. */
+  readonly maxPageBytes: number;
   /** Batch size of the inbox purge workflow. */
   readonly purgeBatchSize: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
@@ -110,6 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
       domains: int("LIMIT_DOMAINS", 10, 0, 100_000),
       webhookEndpoints: int("LIMIT_WEBHOOK_ENDPOINTS", 10, 0, 1000),
     },
+    maxPageBytes: int("MAX_PAGE_BYTES", 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     purgeBatchSize: int("PURGE_BATCH_SIZE", 500, 1, 100_000),
     logLevel: logLevels.find((l) => l === logLevel) ?? "info",
   };

@@ -10,6 +10,8 @@ import type { Config } from "./config.js";
 import { migrateDatabase, openDatabase, type Database } from "./db/database.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createMessages } from "./mailbox/messages.js";
+import { createThreads } from "./mailbox/threads.js";
 import { createCursorCodec } from "./pagination/cursor.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "./runtime/temporal-cli.js";
@@ -145,14 +147,18 @@ export async function startService(config: Config, roles: readonly Role[], optio
 }
 
 export async function startApi(config: Config, db: Database, temporal: Client, log: Logger): Promise<ApiServer> {
+  const cursors = createCursorCodec(await cursorSecretOf(config));
   const inboxes = createInboxes({
     managedDomain: config.managedDomain,
     inboxLimit: config.platformLimits.inboxes,
-    cursors: createCursorCodec(await cursorSecretOf(config)),
+    cursors,
     purges: createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize),
   });
+  const reads = { inboxes, cursors, maxPageBytes: config.maxPageBytes };
+  const threads = createThreads(reads);
+  const messages = createMessages(reads);
   const authenticator = createAuthenticator(db, config.keyCacheMs);
-  return startApiServer({ config, db, authenticator, inboxes, log }, config.httpPort, config.bindHost);
+  return startApiServer({ config, db, authenticator, inboxes, threads, messages, log }, config.httpPort, config.bindHost);
 }
 
 /**

@@ -5,7 +5,7 @@ import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js
 import { Inbox, Organization } from "../db/entities/index.js";
 import type { InboxRow } from "../db/entities/inbox.js";
 import type { TenantStore } from "../db/tenant-store.js";
-import { Conflict, NotFound, PermissionDenied } from "../errors.js";
+import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
 import { newId } from "../ids.js";
 import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
 
@@ -49,8 +49,24 @@ export function createInboxes(deps: InboxesDeps) {
     return inbox;
   }
 
+  /**
+   * The inbox a read goes through. A page request with a cursor for an inbox deleted since is 410 (the cursor
+   * outlived its resource); anything else that is not an active inbox of this key is 404.
+   */
+  async function findReadable(store: TenantStore, principal: Principal, inboxId: string, withCursor: boolean): Promise<InboxRow> {
+    try {
+      return await findActive(store, principal, inboxId);
+    } catch (e) {
+      if (withCursor && canAccessInbox(principal, inboxId) && (await store.count(Inbox, { id: inboxId })) > 0) {
+        throw new Gone("cursor_expired", "the inbox this cursor belongs to has been deleted");
+      }
+      throw e;
+    }
+  }
+
   return {
     findActive,
+    findReadable,
 
     async create(store: TenantStore, principal: Principal, input: CreateInboxInput): Promise<InboxRow> {
       requireUnrestrictedInboxes(principal, "create inboxes");

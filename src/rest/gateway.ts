@@ -76,21 +76,33 @@ function sendSuccess(res: ServerResponse, route: Route, message: Message): void 
   const field = route.responseField;
   if (field === undefined) return sendJson(res, status, writeMessage(route.method.output, message));
   if (field.fieldKind === "scalar" && field.scalar === ScalarType.BYTES) {
-    return sendBytes(res, status, fields[field.localName] as Uint8Array);
+    const filename = route.downloadFilenameField ? String(fields[route.downloadFilenameField.localName]) : "download";
+    return sendBytes(res, status, fields[field.localName] as Uint8Array, filename);
   }
   const whole = writeMessage(route.method.output, message);
   sendJson(res, status, whole[field.jsonName] ?? null);
 }
 
-function sendBytes(res: ServerResponse, status: number, bytes: Uint8Array): void {
+function sendBytes(res: ServerResponse, status: number, bytes: Uint8Array, filename: string): void {
   res.writeHead(status, {
     "Content-Type": "application/octet-stream",
     "Content-Length": String(bytes.byteLength),
+    "Content-Disposition": contentDisposition(filename),
     "Cache-Control": "private, no-store",
     "Content-Security-Policy": "default-src 'none'; sandbox",
     "X-Content-Type-Options": "nosniff",
   });
   res.end(bytes);
+}
+
+/**
+ * An attachment disposition with an ASCII fallback and the exact name in RFC 5987 form. The name is untrusted
+ * display metadata: quotes, backslashes, separators and control characters never reach the header.
+ */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\;%]/g, "_").trim() || "download";
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -24,6 +24,8 @@ export interface Route {
   readonly queryFields: readonly DescField[];
   /** The response field written as the body, or undefined for the whole response. */
   readonly responseField: DescField | undefined;
+  /** For a raw-bytes body: the response field holding its download filename (Content-Disposition). */
+  readonly downloadFilenameField: DescField | undefined;
   readonly scope: string;
   readonly successStatus: number;
   readonly replayStatusField: DescField | undefined;
@@ -87,6 +89,7 @@ function routeOf(method: DescMethod): Route | undefined {
     body,
     queryFields,
     responseField,
+    downloadFilenameField: method.output.fields.find((f) => getOption(f, fieldRule).downloadFilename),
     scope: m.scope,
     successStatus: m.successStatus === 0 ? 200 : m.successStatus,
     replayStatusField,

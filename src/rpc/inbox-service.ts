@@ -3,16 +3,21 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import {
   CreateInboxResponseSchema,
   DeleteInboxResponseSchema,
+  ExportInboxResponseSchema,
   GetInboxResponseSchema,
   ListInboxesResponseSchema,
   type InboxService,
 } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
+import type { Messages } from "../mailbox/messages.js";
 import { callerOf } from "./call-context.js";
-import { toInbox } from "./mappers.js";
+import { toInbox, toMessage } from "./mappers.js";
 
-export function createInboxService(deps: { inboxes: Inboxes }): Partial<ServiceImpl<typeof InboxService>> {
-  const { inboxes } = deps;
+/** The export format version written in every export page. */
+const EXPORT_FORMAT_VERSION = 1;
+
+export function createInboxService(deps: { inboxes: Inboxes; messages: Messages }): Partial<ServiceImpl<typeof InboxService>> {
+  const { inboxes, messages } = deps;
   return {
     async createInbox(req, ctx) {
       const { principal, store } = callerOf(ctx);
@@ -27,6 +32,16 @@ export function createInboxService(deps: { inboxes: Inboxes }): Partial<ServiceI
     async getInbox(req, ctx) {
       const { principal, store } = callerOf(ctx);
       return create(GetInboxResponseSchema, { inbox: toInbox(await inboxes.findActive(store, principal, req.inboxId)) });
+    },
+    async exportInbox(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const page = await messages.exportPage(store, principal, req.inboxId, req);
+      return create(ExportInboxResponseSchema, {
+        formatVersion: EXPORT_FORMAT_VERSION,
+        inbox: toInbox(page.inbox),
+        messages: page.messages.items.map(toMessage),
+        nextCursor: page.messages.nextCursor,
+      });
     },
     async deleteInbox(req, ctx) {
       const { principal, store } = callerOf(ctx);

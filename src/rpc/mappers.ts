@@ -1,10 +1,21 @@
 // Entity → proto mappers: the one place where stored rows become contract messages.
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate, ListValueSchema, type ListValue } from "@bufbuild/protobuf/wkt";
 import { GetMeResponseSchema, type GetMeResponse, type PlatformLimits } from "../../gen/mailbox/v1/account_service_pb.js";
-import { InboxSchema, type Inbox } from "../../gen/mailbox/v1/resources_pb.js";
+import {
+  InboxSchema,
+  MessageSchema,
+  ThreadSummarySchema,
+  type Address,
+  type Inbox,
+  type Message,
+  type ThreadSummary,
+} from "../../gen/mailbox/v1/resources_pb.js";
 import type { AccessProfile } from "../accounts/profile.js";
 import type { InboxRow } from "../db/entities/inbox.js";
+import type { StoredAddress } from "../db/entities/message.js";
+import type { ThreadRow } from "../db/entities/thread.js";
+import type { MessageWithAttachments } from "../mailbox/message-pages.js";
 
 export function toInbox(row: InboxRow): Inbox {
   return create(InboxSchema, {
@@ -52,4 +63,63 @@ export function toGetMeResponse(profile: AccessProfile, platformLimits: Omit<Pla
     managedStarter: profile.managedStarter,
     platformLimits,
   });
+}
+
+function toAddress(a: StoredAddress): Omit<Address, "$typeName"> {
+  return a.name === undefined ? { email: a.email } : { email: a.email, name: a.name };
+}
+
+/** Inbound messages carry attachments and inboundSecurity; outbound ones carry neither (spec Message table). */
+export function toMessage({ message: m, attachments }: MessageWithAttachments): Message {
+  const security = m.inboundSecurity;
+  return create(MessageSchema, {
+    id: m.id,
+    inboxId: m.inboxId,
+    threadId: m.threadId,
+    direction: m.direction,
+    internetMessageId: m.internetMessageId,
+    inReplyTo: m.inReplyTo ?? undefined,
+    references: m.references,
+    from: toAddress(m.from),
+    to: m.to.map(toAddress),
+    subject: m.subject,
+    text: m.text,
+    html: m.html ?? undefined,
+    replyTo: m.replyTo ? toAddress(m.replyTo) : undefined,
+    metadata: m.metadata as JsonObject,
+    delivery: { submissionId: m.submissionId ?? undefined, status: m.deliveryStatus, failureCode: m.failureCode ?? undefined },
+    createdAt: timestampFromDate(m.createdAt),
+    updatedAt: timestampFromDate(m.updatedAt),
+    attachments: attachments.map((a) => ({
+      id: a.id,
+      filename: a.filename,
+      contentType: a.contentType,
+      size: a.size,
+      scanState: a.scanState,
+    })),
+    inboundSecurity: security
+      ? {
+          trust: "untrusted",
+          smtp: { remoteIp: security.remoteIp, helo: security.helo, tls: { encrypted: security.tls.encrypted, protocol: security.tls.protocol ?? undefined, cipher: security.tls.cipher ?? undefined } },
+          authentication: { spf: "not_evaluated", dkim: "not_evaluated", dmarc: "not_evaluated" },
+          attachments: m.attachmentsScanState ?? "clean",
+        }
+      : undefined,
+  });
+}
+
+/** The summary fields, shared by ThreadSummary and the thread read (GetThreadResponse). */
+export function threadSummaryFields(t: ThreadRow) {
+  return {
+    id: t.id,
+    inboxId: t.inboxId,
+    subject: t.subject,
+    participants: t.participants,
+    messageCount: t.messageCount,
+    lastMessageAt: timestampFromDate(t.lastMessageAt),
+  };
+}
+
+export function toThreadSummary(t: ThreadRow): ThreadSummary {
+  return create(ThreadSummarySchema, threadSummaryFields(t));
 }

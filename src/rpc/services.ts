@@ -11,8 +11,12 @@ import { ValidationService } from "../../gen/mailbox/v1/validation_service_pb.js
 import { WebhookService } from "../../gen/mailbox/v1/webhook_service_pb.js";
 import type { Config } from "../config.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
+import type { Messages } from "../mailbox/messages.js";
+import type { Threads } from "../mailbox/threads.js";
 import { createAccountService } from "./account-service.js";
 import { createInboxService } from "./inbox-service.js";
+import { createMessageService } from "./message-service.js";
+import { createThreadService } from "./thread-service.js";
 
 /** Every service of the contract, in the order the route table and the OpenAPI document list them. */
 export const CONTRACT_SERVICES = [
@@ -29,17 +33,21 @@ export const CONTRACT_SERVICES = [
 export interface ServiceDeps {
   readonly config: Config;
   readonly inboxes: Inboxes;
+  readonly threads: Threads;
+  readonly messages: Messages;
 }
 
 export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => void {
   const account = createAccountService(deps);
   const inbox = createInboxService(deps);
+  const thread = createThreadService(deps);
+  const message = createMessageService(deps);
   return (router) => {
     router.service(AccountService, account);
     router.service(InboxService, inbox);
     router.service(ValidationService, {});
-    router.service(ThreadService, {});
-    router.service(MessageService, {});
+    router.service(ThreadService, thread);
+    router.service(MessageService, message);
     router.service(DeliveryService, {});
     router.service(DomainService, {});
     router.service(WebhookService, {});

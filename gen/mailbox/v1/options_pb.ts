@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgiSgoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJOlAKBm1ldGhvZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFi5tYWlsYm94LnYxLk1ldGhvZFJ1bGVSBm1ldGhvZDpMCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtIcDIAEoCzIVLm1haWxib3gudjEuRmllbGRSdWxlUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgiZQoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJEhkKEWRvd25sb2FkX2ZpbGVuYW1lGAQgASgIOlAKBm1ldGhvZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFi5tYWlsYm94LnYxLk1ldGhvZFJ1bGVSBm1ldGhvZDpMCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtIcDIAEoCzIVLm1haWxib3gudjEuRmllbGRSdWxlUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -82,6 +82,13 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
    * @generated from field: string present_with = 3;
    */
   presentWith: string;
+
+  /**
+   * On a response field: the filename of a raw-bytes response body, sent as a Content-Disposition attachment.
+   *
+   * @generated from field: bool download_filename = 4;
+   */
+  downloadFilename: boolean;
 };
 
 /**

@@ -1,0 +1,26 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { GetThreadResponseSchema, ListThreadsResponseSchema, type ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
+import type { Threads } from "../mailbox/threads.js";
+import { callerOf } from "./call-context.js";
+import { threadSummaryFields, toMessage, toThreadSummary } from "./mappers.js";
+
+export function createThreadService(deps: { threads: Threads }): Partial<ServiceImpl<typeof ThreadService>> {
+  const { threads } = deps;
+  return {
+    async listThreads(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const page = await threads.list(store, principal, req.inboxId, req);
+      return create(ListThreadsResponseSchema, { threads: page.items.map(toThreadSummary), nextCursor: page.nextCursor });
+    },
+    async getThread(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const { thread, messages } = await threads.get(store, principal, req.threadId, req);
+      return create(GetThreadResponseSchema, {
+        ...threadSummaryFields(thread),
+        messages: messages.items.map(toMessage),
+        nextCursor: messages.nextCursor,
+      });
+    },
+  };
+}
