@@ -1,16 +1,40 @@
 import { ApiKey } from "./api-key.js";
 import { Attachment } from "./attachment.js";
+import { Complaint } from "./complaint.js";
 import { CustomerDomain } from "./customer-domain.js";
 import { Inbox } from "./inbox.js";
+import { IdempotencyRecord } from "./idempotency-record.js";
 import { InboundRawMessage } from "./inbound-raw-message.js";
 import { Message } from "./message.js";
 import { Organization } from "./organization.js";
 import { RequestWindow } from "./request-window.js";
+import { SendWindow } from "./send-window.js";
+import { Submission } from "./submission.js";
+import { SubmissionRecipient } from "./submission-recipient.js";
+import { Suppression } from "./suppression.js";
 import { Thread } from "./thread.js";
 import { WebhookDelivery } from "./webhook-delivery.js";
 import { WebhookEndpoint } from "./webhook-endpoint.js";
 
-export { ApiKey, Attachment, CustomerDomain, Inbox, InboundRawMessage, Message, Organization, RequestWindow, Thread, WebhookDelivery, WebhookEndpoint };
+export {
+  ApiKey,
+  Attachment,
+  Complaint,
+  CustomerDomain,
+  IdempotencyRecord,
+  Inbox,
+  InboundRawMessage,
+  Message,
+  Organization,
+  RequestWindow,
+  SendWindow,
+  Submission,
+  SubmissionRecipient,
+  Suppression,
+  Thread,
+  WebhookDelivery,
+  WebhookEndpoint,
+};
 export const entities = [
   Organization,
   ApiKey,
@@ -23,4 +47,10 @@ export const entities = [
   WebhookEndpoint,
   WebhookDelivery,
   CustomerDomain,
+  Submission,
+  SubmissionRecipient,
+  IdempotencyRecord,
+  Suppression,
+  Complaint,
+  SendWindow,
 ];

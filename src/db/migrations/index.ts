@@ -1,5 +1,6 @@
 // Every committed migration, in order. Explicit imports instead of file discovery: what is imported is what runs.
 import { Migration20261121231052_initial } from "./Migration20261121231052_initial.js";
 import { Migration20261121232647_mailboxes } from "./Migration20261121232647_mailboxes.js";
+import { Migration20261121233303_outbound } from "./Migration20261121233303_outbound.js";
 
-export const migrations = [Migration20261121231052_initial, Migration20261121232647_mailboxes];
+export const migrations = [Migration20261121231052_initial, Migration20261121232647_mailboxes, Migration20261121233303_outbound];

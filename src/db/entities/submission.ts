@@ -1,0 +1,35 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import type { StoredAddress } from "./message.js";
+import { Organization } from "./organization.js";
+
+/**
+ * The delivery of one outbound message. The composed MIME is stored once, so every attempt to every recipient
+ * sends the same bytes with the same Message-ID.
+ */
+export const Submission = defineEntity({
+  name: "Submission",
+  tableName: "submissions",
+  properties: {
+    id: p.uuid().primary(),
+    organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    /** The sending inbox, or null for /v1/send. */
+    inboxId: p.string().length(28).nullable(),
+    /** The stored mailbox message, or null for /v1/send. */
+    messageId: p.string().length(28).nullable(),
+    from: p.json<StoredAddress>(),
+    subject: p.text(),
+    metadata: p.json<Record<string, unknown>>(),
+    internetMessageId: p.string().length(998),
+    mime: p.blob().lazy(),
+    /** pending, queued, deferred, delivered, partially_delivered or failed. */
+    status: p.string().length(30).default("pending"),
+    queueId: p.string().length(64).nullable(),
+    response: p.text().nullable(),
+    failureCode: p.string().length(64).nullable(),
+    createdAt: p.datetime(3),
+    updatedAt: p.datetime(3),
+  },
+  indexes: [{ properties: ["organization", "createdAt"] }, { properties: ["status", "createdAt"] }],
+});
+
+export type SubmissionRow = InferEntity<typeof Submission>;
