@@ -1,5 +1,6 @@
 // The only reader of process.env: typed, validated once at start, frozen.
 import { resolve } from "node:path";
+import { parseDnsServers } from "./dns/servers.js";
 
 export interface Config {
   /** Port of the API (Connect, gRPC, gRPC-Web and JSON /v1 on one port). */
@@ -7,6 +8,32 @@ export interface Config {
   /** Address the API and SMTP servers bind to. */
   readonly bindHost: string;
   readonly smtpPort: number;
+  /** Inbound SMTP: the name it answers with, its STARTTLS certificate, and the limits of one session. */
+  readonly smtp: {
+    /** Banner and EHLO name. */
+    readonly hostname: string;
+    /** PEM files of the STARTTLS certificate; both unset → a self-signed one generated under dataDir. */
+    readonly tlsCertPath: string | undefined;
+    readonly tlsKeyPath: string | undefined;
+    readonly maxConnections: number;
+    /** Recipients of one transaction; more are answered 452 4.5.3 (the sender retries them later). */
+    readonly maxRecipients: number;
+    /** Idle time allowed while the server waits for the client. */
+    readonly idleTimeoutMs: number;
+    /** Whole-connection time limit, however busy the client keeps it. */
+    readonly sessionTimeoutMs: number;
+    /** Bytes of the header section of the message and of each MIME part. */
+    readonly maxHeaderBytes: number;
+    readonly maxMimeDepth: number;
+    readonly maxMimeParts: number;
+  };
+  /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
+  readonly inbound: {
+    readonly parseTimeoutMs: number;
+    readonly parseMemoryMb: number;
+    /** Messages parsed and stored at once per process (one parser worker thread each). */
+    readonly concurrency: number;
+  };
   /** External PostgreSQL; undefined starts an embedded one under dataDir. */
   readonly databaseUrl: string | undefined;
   /** External Temporal frontend; undefined starts the Temporal dev server under dataDir. */
@@ -43,6 +70,44 @@ export interface Config {
   readonly maxPageBytes: number;
   /** Batch size of the inbox purge workflow. */
   readonly purgeBatchSize: number;
+  /** Attachment scanning: clamd when an address is set, else the built-in scanner. */
+  readonly scanning: {
+    /** `host:port` or `unix:/path` of clamd; undefined uses the built-in scanner. */
+    readonly clamdAddress: string | undefined;
+    /** Longest one attachment's scan may take; a slower scan is an error verdict, never clean. */
+    readonly timeoutMs: number;
+    /** Larger attachments are not scanned: an error verdict (keep it within clamd's StreamMaxLength). */
+    readonly maxBytes: number;
+  };
+  /** Webhook delivery: the request timeout, the retry schedule, and how long a create's secret may be replayed. */
+  readonly webhooks: {
+    /** Hosts exempt from the public-address check (development and tests only). */
+    readonly allowHosts: readonly string[];
+    readonly timeoutMs: number;
+    /** Attempts per delivery, the first included; then the delivery is dropped. */
+    readonly maxAttempts: number;
+    /** Wait after the first failed attempt; it doubles (with jitter) up to retryMaxMs. */
+    readonly retryInitialMs: number;
+    readonly retryMaxMs: number;
+    readonly secretReplayMs: number;
+  };
+  /** DNS resolvers (DNS_SERVERS, IP:port list); undefined uses the system's. */
+  readonly dnsServers: readonly { readonly host: string; readonly port: number }[] | undefined;
+  /** How long one DNS attempt waits for an answer. */
+  readonly dnsTimeoutMs: number;
+  /** Customer domains: the records they publish and how long a verification holds. */
+  readonly customerDomains: {
+    /** Where their MX records point: the host of inbound SMTP. */
+    readonly inboundMxHost: string;
+    /** The SPF include suggested to them. */
+    readonly spfInclude: string;
+    /** Records are re-checked this long after the last check (DOMAIN_VERIFY_REFRESH). */
+    readonly refreshMs: number;
+    /** How long a temporary DNS failure keeps a verified capability (DOMAIN_VERIFY_GRACE). */
+    readonly graceMs: number;
+    /** Encrypts DKIM private keys at rest; generated into dataDir when unset. */
+    readonly dkimKeySecret: string | undefined;
+  };
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -78,21 +143,58 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = str("LOG_LEVEL", "info", /^(debug|info|warn|error)$/, "one of debug, info, warn, error");
 
   const dataDir = resolve(str("DATA_DIR", "./.data"));
+  const domainName = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
+  const managedDomain = str("MANAGED_DOMAIN", "agents.localhost", domainName, "a lower-case domain name");
+  const tlsCertPath = optional("SMTP_TLS_CERT");
+  const tlsKeyPath = optional("SMTP_TLS_KEY");
+  if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) errors.push("SMTP_TLS_CERT and SMTP_TLS_KEY must be set together");
+  const allowHosts = (env.WEBHOOK_ALLOW_HOSTS ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
+  for (const host of allowHosts) {
+    if (!/^[a-z0-9.:-]+$/.test(host)) errors.push(`WEBHOOK_ALLOW_HOSTS must list host names or IP addresses, got "${host}"`);
+  }
+  const webhookRetryInitialMs = int("WEBHOOK_RETRY_INITIAL_MS", 30_000, 10, 3_600_000);
+  const webhookRetryMaxMs = int("WEBHOOK_RETRY_MAX_MS", 3_600_000, 10, 86_400_000);
+  if (webhookRetryMaxMs < webhookRetryInitialMs) errors.push("WEBHOOK_RETRY_MAX_MS must not be below WEBHOOK_RETRY_INITIAL_MS");
+  // A duration such as 500ms, 5s, 30m, 6h or 3d.
+  const duration = (name: string, fallback: string, minMs: number): number => {
+    const raw = env[name] || fallback;
+    const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw);
+    const ms = m ? Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "ms"] : Number.NaN;
+    if (!(ms >= minMs)) errors.push(`${name} must be a duration of at least ${minMs} ms such as 30s, 6h or 3d, got "${raw}"`);
+    return ms;
+  };
+  const dnsServerList = optional("DNS_SERVERS");
+  const dnsServers = dnsServerList === undefined ? undefined : parseDnsServers(dnsServerList);
+  if (dnsServers && (dnsServers.invalid.length > 0 || dnsServers.servers.length === 0)) {
+    errors.push(`DNS_SERVERS must list IP:port addresses, got "${dnsServerList}"`);
+  }
   const config: Config = {
     httpPort: int("HTTP_PORT", 8080, 0, 65535),
     bindHost: str("BIND_HOST", "127.0.0.1"),
     smtpPort: int("SMTP_PORT", 2525, 0, 65535),
+    smtp: {
+      hostname: str("SMTP_HOSTNAME", managedDomain, domainName, "a lower-case host name"),
+      tlsCertPath: tlsCertPath && resolve(tlsCertPath),
+      tlsKeyPath: tlsKeyPath && resolve(tlsKeyPath),
+      maxConnections: int("SMTP_MAX_CONNECTIONS", 100, 1, 100_000),
+      maxRecipients: int("SMTP_MAX_RECIPIENTS", 100, 1, 10_000),
+      idleTimeoutMs: int("SMTP_IDLE_TIMEOUT_MS", 60_000, 1000, 3_600_000),
+      sessionTimeoutMs: int("SMTP_SESSION_TIMEOUT_MS", 600_000, 1000, 86_400_000),
+      maxHeaderBytes: int("SMTP_MAX_HEADER_BYTES", 256 * 1024, 1024, 16 * 1024 * 1024),
+      maxMimeDepth: int("SMTP_MAX_MIME_DEPTH", 20, 1, 1000),
+      maxMimeParts: int("SMTP_MAX_MIME_PARTS", 500, 1, 100_000),
+    },
+    inbound: {
+      parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
+      parseMemoryMb: int("INBOUND_PARSE_MEMORY_MB", 256, 16, 16_384),
+      concurrency: int("INBOUND_CONCURRENCY", 2, 1, 64),
+    },
     databaseUrl: optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL"),
     temporalAddress: optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port"),
     temporalNamespace: str("TEMPORAL_NAMESPACE", "default", /^[\w.-]{1,64}$/, "a namespace name"),
     temporalTaskQueue: str("TEMPORAL_TASK_QUEUE", "mailbox", /^[\w.-]{1,64}$/, "a task queue name"),
     temporalUiPort: int("TEMPORAL_UI_PORT", 8233, 0, 65535),
-    managedDomain: str(
-      "MANAGED_DOMAIN",
-      "agents.localhost",
-      /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/,
-      "a lower-case domain name",
-    ),
+    managedDomain,
     dataDir,
     toolsDir: resolve(str("TOOLS_DIR", "./.tools")),
     cursorSecret: optional("CURSOR_SECRET", /^.{32,}$/, "at least 32 characters"),
@@ -114,6 +216,28 @@ export function loadConfig(env: Env = process.env): Config {
     },
     maxPageBytes: int("MAX_PAGE_BYTES", 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     purgeBatchSize: int("PURGE_BATCH_SIZE", 500, 1, 100_000),
+    scanning: {
+      clamdAddress: optional("CLAMD_ADDRESS", /^(unix:\/.+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5})$/, "host:port or unix:/path"),
+      timeoutMs: int("SCAN_TIMEOUT_MS", 60_000, 100, 600_000),
+      maxBytes: int("SCAN_MAX_BYTES", 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+    },
+    webhooks: {
+      allowHosts,
+      timeoutMs: int("WEBHOOK_TIMEOUT_MS", 10_000, 100, 60_000),
+      maxAttempts: int("WEBHOOK_MAX_ATTEMPTS", 10, 1, 50),
+      retryInitialMs: webhookRetryInitialMs,
+      retryMaxMs: webhookRetryMaxMs,
+      secretReplayMs: int("WEBHOOK_SECRET_REPLAY_S", 86_400, 0, 30 * 86_400) * 1000,
+    },
+    dnsServers: dnsServers?.servers,
+    dnsTimeoutMs: int("DNS_TIMEOUT_MS", 2000, 10, 30_000),
+    customerDomains: {
+      inboundMxHost: str("INBOUND_MX_HOST", `mx.${managedDomain}`, domainName, "a lower-case host name"),
+      spfInclude: str("SPF_INCLUDE", `_spf.${managedDomain}`, /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/, "a lower-case domain name"),
+      refreshMs: duration("DOMAIN_VERIFY_REFRESH", "6h", 1000),
+      graceMs: duration("DOMAIN_VERIFY_GRACE", "72h", 0),
+      dkimKeySecret: optional("DKIM_KEY_SECRET", /^.{32,}$/, "at least 32 characters"),
+    },
     logLevel: logLevels.find((l) => l === logLevel) ?? "info",
   };
   if (errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${errors.join("\n  ")}`);

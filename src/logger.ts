@@ -8,7 +8,8 @@ export interface Logger {
 }
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40 } as const;
-const KEY_PATTERN = /mbx_[a-f0-9]{16}_[A-Za-z0-9_-]{43}/g;
+// API keys and webhook signing secrets (an ORM error can carry SQL parameters).
+const SECRET_PATTERN = /mbx_[a-f0-9]{16}_[A-Za-z0-9_-]{43}|whsec_[A-Za-z0-9+/=]+/g;
 
 export function createLogger(level: keyof typeof LEVELS, write: (line: string) => void = (l) => process.stderr.write(l + "\n")): Logger {
   const emit = (l: keyof typeof LEVELS) => (msg: string, fields: Record<string, unknown> = {}) => {
@@ -16,7 +17,7 @@ export function createLogger(level: keyof typeof LEVELS, write: (line: string) =
     const line = JSON.stringify({ time: new Date().toISOString(), level: l, msg, ...fields }, (_k, v: unknown) =>
       v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v,
     );
-    write(line.replace(KEY_PATTERN, "mbx_[redacted]"));
+    write(line.replace(SECRET_PATTERN, "[redacted]"));
   };
   return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
 }

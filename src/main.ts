@@ -8,6 +8,11 @@ import { startApiServer, type ApiServer } from "./api-server.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import type { Config } from "./config.js";
 import { migrateDatabase, openDatabase, type Database } from "./db/database.js";
+import { createCachingResolver } from "./dns/cache.js";
+import { createConfiguredResolver } from "./dns/servers.js";
+import { createDkimKeyVault } from "./domains/dkim-keys.js";
+import { createDomains } from "./domains/domains.js";
+import { createConfiguredCapabilities, createConfiguredVerifier } from "./domains/setup.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
@@ -16,9 +21,22 @@ import { createCursorCodec } from "./pagination/cursor.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "./runtime/temporal-cli.js";
 import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
-import { connectTemporal, createInboxPurgeStarter, ensureSearchAttributes } from "./temporal/client.js";
-import { startPurgeReconciler } from "./temporal/reconciler.js";
+import {
+  connectTemporal,
+  createDomainVerificationStarter,
+  createInboxPurgeStarter,
+  createWebhookRetryStarter,
+  ensureSearchAttributes,
+} from "./temporal/client.js";
+import { startPurgeReconciler, startReconciler } from "./temporal/reconciler.js";
 import { createWorker } from "./temporal/worker.js";
+import { deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
+import { createWebhookEndpoints } from "./webhooks/endpoints.js";
+import { createScanner } from "./scanning/scanner.js";
+import { EMPTY_SUPPRESSION_LISTS } from "./validation/suppressions.js";
+import { createEmailValidator } from "./validation/validator.js";
+import { createAttachmentScanStarter } from "./scanning/attachment-scan-starter.js";
+import { reconcileAttachmentScans } from "./scanning/attachment-scan-reconciler.js";
 
 export type Role = "api" | "worker";
 
@@ -69,9 +87,18 @@ async function startInfrastructure(config: Config, log: Logger): Promise<Infrast
 }
 
 /** The cursor-signing secret: configured, or generated once and kept under DATA_DIR. */
-async function cursorSecretOf(config: Config): Promise<string> {
-  if (config.cursorSecret) return config.cursorSecret;
-  const file = join(config.dataDir, "cursor-secret");
+function cursorSecretOf(config: Config): Promise<string> {
+  return persistedSecret(config, config.cursorSecret, "cursor-secret");
+}
+
+/** The key that seals DKIM private keys: configured, or generated once and kept under DATA_DIR. */
+function dkimKeySecretOf(config: Config): Promise<string> {
+  return persistedSecret(config, config.customerDomains.dkimKeySecret, "dkim-key-secret");
+}
+
+async function persistedSecret(config: Config, configured: string | undefined, fileName: string): Promise<string> {
+  if (configured) return configured;
+  const file = join(config.dataDir, fileName);
   try {
     return (await readFile(file, "utf8")).trim();
   } catch {
@@ -120,6 +147,13 @@ export async function startService(config: Config, roles: readonly Role[], optio
         namespace: config.temporalNamespace,
         taskQueue: config.temporalTaskQueue,
         db,
+        scanner: createScanner(config.scanning),
+        webhooks: config.webhooks,
+        domainVerification: {
+          db,
+          verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
+          refreshMs: config.customerDomains.refreshMs,
+        },
       });
       const running = worker.run();
       stops.push(async () => {
@@ -128,6 +162,12 @@ export async function startService(config: Config, roles: readonly Role[], optio
       });
       const reconciler = startPurgeReconciler(db, createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize), log);
       stops.push(reconciler.stop);
+      const webhookRetries = createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks);
+      const webhookReconciler = startReconciler("webhook delivery", () => reconcileWebhookDeliveries(db, webhookRetries, config.webhooks), log);
+      stops.push(webhookReconciler.stop);
+      const scans = createAttachmentScanStarter(temporal, config.temporalTaskQueue);
+      const scanReconciler = startReconciler("attachment scan", () => reconcileAttachmentScans(db, scans), log);
+      stops.push(scanReconciler.stop);
       log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
     }
     if (options.embedded) {
@@ -148,8 +188,22 @@ export async function startService(config: Config, roles: readonly Role[], optio
 
 export async function startApi(config: Config, db: Database, temporal: Client, log: Logger): Promise<ApiServer> {
   const cursors = createCursorCodec(await cursorSecretOf(config));
+  // Verification asks DNS afresh; validation goes through a cache shared by every call of this process.
+  const resolver = createConfiguredResolver(config);
+  const verifier = createConfiguredVerifier(config, db, resolver);
+  const domains = createDomains({
+    managedDomain: config.managedDomain,
+    domainLimit: config.platformLimits.domains,
+    records: config.customerDomains,
+    cursors,
+    vault: createDkimKeyVault(await dkimKeySecretOf(config)),
+    verifier,
+    workflows: createDomainVerificationStarter(temporal, config.temporalTaskQueue),
+  });
+  const validator = createEmailValidator({ resolver: createCachingResolver(resolver), suppressions: EMPTY_SUPPRESSION_LISTS });
   const inboxes = createInboxes({
     managedDomain: config.managedDomain,
+    customerDomains: createConfiguredCapabilities(config, db, verifier),
     inboxLimit: config.platformLimits.inboxes,
     cursors,
     purges: createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize),
@@ -157,8 +211,19 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
   const reads = { inboxes, cursors, maxPageBytes: config.maxPageBytes };
   const threads = createThreads(reads);
   const messages = createMessages(reads);
+  const webhooks = createWebhookEndpoints({
+    endpointLimit: config.platformLimits.webhookEndpoints,
+    secretReplayMs: config.webhooks.secretReplayMs,
+    deliveryLeaseMs: deliveryLeaseMs(config.webhooks),
+    addressPolicy: config.webhooks,
+    cursors,
+  });
   const authenticator = createAuthenticator(db, config.keyCacheMs);
-  return startApiServer({ config, db, authenticator, inboxes, threads, messages, log }, config.httpPort, config.bindHost);
+  return startApiServer(
+    { config, db, authenticator, inboxes, threads, messages, webhooks, domains, validator, log },
+    config.httpPort,
+    config.bindHost,
+  );
 }
 
 /**

@@ -20,8 +20,15 @@ export interface InboxPurgeStarter {
   start(inbox: { id: string; organizationId: string }): Promise<void>;
 }
 
+/** The customer domains inboxes are created on (src/domains). */
+export interface InboxDomains {
+  /** The organization's domain: 404 when it is not one, 403 domain_not_verified unless its inbound capability holds. */
+  requireInboundForInbox(store: TenantStore, domainId: string): Promise<{ readonly id: string; readonly domain: string }>;
+}
+
 export interface InboxesDeps {
   readonly managedDomain: string;
+  readonly customerDomains: InboxDomains;
   readonly inboxLimit: number;
   readonly cursors: CursorCodec;
   readonly purges: InboxPurgeStarter;
@@ -70,11 +77,14 @@ export function createInboxes(deps: InboxesDeps) {
 
     async create(store: TenantStore, principal: Principal, input: CreateInboxInput): Promise<InboxRow> {
       requireUnrestrictedInboxes(principal, "create inboxes");
-      // Customer domains arrive with the domains feature; until then no domain id can exist for any tenant.
-      if (input.domainId !== undefined) throw new NotFound("domain");
+      // An inbox receives mail, so a customer domain must hold its inbound capability; it uses no managed allowance.
+      const customer =
+        input.domainId === undefined ? undefined : await deps.customerDomains.requireInboundForInbox(store, input.domainId);
       const localPart = input.localPart.toLowerCase();
-      const address = `${localPart}@${deps.managedDomain}`;
-      if (RESERVED_LOCAL_PARTS.has(localPart)) {
+      const domain = customer?.domain ?? deps.managedDomain;
+      const address = `${localPart}@${domain}`;
+      // The reserved names belong to the service on its managed domain; on a customer's domain they are the customer's.
+      if (!customer && RESERVED_LOCAL_PARTS.has(localPart)) {
         throw new Conflict("inbox_address_unavailable", `the address ${address} is not available`);
       }
       try {
@@ -85,7 +95,7 @@ export function createInboxes(deps: InboxesDeps) {
           if (live >= deps.inboxLimit) {
             throw new PermissionDenied(`the organization has reached its limit of ${deps.inboxLimit} inboxes`, "inbox_limit_reached");
           }
-          if (org.managedUsed >= org.managedLimit) {
+          if (!customer && org.managedUsed >= org.managedLimit) {
             throw new PermissionDenied(
               `the lifetime allowance of ${org.managedLimit} managed addresses is used up`,
               "managed_allowance_exhausted",
@@ -96,18 +106,20 @@ export function createInboxes(deps: InboxesDeps) {
             id: newId("inb"),
             organization: org,
             localPart,
-            domain: deps.managedDomain,
+            domain,
             address,
-            domainKind: "managed",
-            domainId: null,
+            domainKind: customer ? "customer" : "managed",
+            domainId: customer?.id ?? null,
             displayName: input.displayName,
             status: "active",
             createdAt: now,
             updatedAt: now,
             deletedAt: null,
           });
-          org.managedUsed += 1;
-          org.updatedAt = now;
+          if (!customer) {
+            org.managedUsed += 1;
+            org.updatedAt = now;
+          }
           await tx.em.flush();
           return inbox;
         });

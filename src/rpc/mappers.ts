@@ -11,11 +11,37 @@ import {
   type Message,
   type ThreadSummary,
 } from "../../gen/mailbox/v1/resources_pb.js";
+import {
+  CapabilityStateSchema,
+  DomainCheckSchema,
+  DomainSchema,
+  DomainTrafficSchema,
+  VerifyDomainResponseSchema,
+  type CapabilityState,
+  type Domain,
+  type DomainCheck,
+  type DomainTraffic,
+  type VerifyDomainResponse,
+} from "../../gen/mailbox/v1/domain_service_pb.js";
+import { EmailValidationSchema, type EmailValidation } from "../../gen/mailbox/v1/validation_service_pb.js";
 import type { AccessProfile } from "../accounts/profile.js";
+import type { CapabilityRecord, CustomerDomainRow } from "../db/entities/customer-domain.js";
+import { isEnabled } from "../domains/capability-state.js";
+import { recordsToPublish, type DomainCheck as Check, type DomainRecordSettings } from "../domains/checks.js";
+import type { DomainTraffic as Traffic } from "../domains/domains.js";
+import type { Verification } from "../domains/verifier.js";
+import type { ValidationResult } from "../validation/classify.js";
 import type { InboxRow } from "../db/entities/inbox.js";
 import type { StoredAddress } from "../db/entities/message.js";
 import type { ThreadRow } from "../db/entities/thread.js";
 import type { MessageWithAttachments } from "../mailbox/message-pages.js";
+import {
+  CreateWebhookResponseSchema,
+  WebhookEndpointSchema,
+  type CreateWebhookResponse,
+  type WebhookEndpoint,
+} from "../../gen/mailbox/v1/webhook_service_pb.js";
+import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
 
 export function toInbox(row: InboxRow): Inbox {
   return create(InboxSchema, {
@@ -122,4 +148,88 @@ export function threadSummaryFields(t: ThreadRow) {
 
 export function toThreadSummary(t: ThreadRow): ThreadSummary {
   return create(ThreadSummarySchema, threadSummaryFields(t));
+}
+
+function webhookEndpointFields(row: WebhookEndpointRow) {
+  return {
+    id: row.id,
+    url: row.url,
+    events: [...row.events],
+    status: row.status,
+    createdAt: timestampFromDate(row.createdAt),
+    updatedAt: timestampFromDate(row.updatedAt),
+  };
+}
+
+/** An endpoint as listed: never its signing secret. */
+export function toWebhookEndpoint(row: WebhookEndpointRow): WebhookEndpoint {
+  return create(WebhookEndpointSchema, webhookEndpointFields(row));
+}
+
+/** A created (or exactly replayed) endpoint: the one answer that carries the signing secret. */
+export function toCreateWebhookResponse(row: WebhookEndpointRow, replayed: boolean): CreateWebhookResponse {
+  return create(CreateWebhookResponseSchema, {
+    ...webhookEndpointFields(row),
+    signingSecret: row.signingSecret,
+    signingSecretReplayUntil: timestampFromDate(row.signingSecretReplayUntil),
+    replayed,
+  });
+}
+
+export function toDomain(row: CustomerDomainRow, records: DomainRecordSettings, now = new Date()): Domain {
+  return create(DomainSchema, {
+    id: row.id,
+    domain: row.domain,
+    dnsRecords: recordsToPublish(row, records),
+    capabilities: { inbound: isEnabled(row.inbound, now), outbound: isEnabled(row.outbound, now) },
+    createdAt: timestampFromDate(row.createdAt),
+    updatedAt: timestampFromDate(row.updatedAt),
+  });
+}
+
+function toDomainCheck(check: Check): DomainCheck {
+  return create(DomainCheckSchema, { ...check, found: [...check.found], gates: [...check.gates] });
+}
+
+export function toVerifyDomainResponse(v: Verification): VerifyDomainResponse {
+  return create(VerifyDomainResponseSchema, {
+    domain: v.domain.domain,
+    checks: v.checks.map(toDomainCheck),
+    capabilities: { inbound: isEnabled(v.domain.inbound, v.checkedAt), outbound: isEnabled(v.domain.outbound, v.checkedAt) },
+    checkedAt: timestampFromDate(v.checkedAt),
+  });
+}
+
+function toCapabilityState(record: CapabilityRecord, now: Date): CapabilityState {
+  const at = (iso: string | null) => (iso === null ? undefined : timestampFromDate(new Date(iso)));
+  return create(CapabilityStateSchema, {
+    enabled: isEnabled(record, now),
+    state: record.state,
+    lastCheckedAt: at(record.lastCheckedAt),
+    lastSuccessAt: at(record.lastSuccessAt),
+    graceUntil: at(record.graceUntil),
+  });
+}
+
+export function toDomainTraffic(t: Traffic, now = new Date()): DomainTraffic {
+  return create(DomainTrafficSchema, {
+    domainId: t.domain.id,
+    domain: t.domain.domain,
+    inbound: toCapabilityState(t.domain.inbound, now),
+    outbound: toCapabilityState(t.domain.outbound, now),
+    inboundMessages24h: t.inboundMessages24h,
+    outboundMessages24h: t.outboundMessages24h,
+    lastChecks: ((t.domain.lastChecks ?? []) as Check[]).map(toDomainCheck),
+  });
+}
+
+export function toEmailValidation(r: ValidationResult): EmailValidation {
+  return create(EmailValidationSchema, {
+    email: r.email,
+    normalized: r.normalized ?? undefined,
+    result: r.result,
+    reason: r.reason,
+    checks: r.checks,
+    suggestion: r.suggestion ?? undefined,
+  });
 }

@@ -10,13 +10,19 @@ import { ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
 import { ValidationService } from "../../gen/mailbox/v1/validation_service_pb.js";
 import { WebhookService } from "../../gen/mailbox/v1/webhook_service_pb.js";
 import type { Config } from "../config.js";
+import type { Domains } from "../domains/domains.js";
+import type { EmailValidator } from "../validation/validator.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Messages } from "../mailbox/messages.js";
 import type { Threads } from "../mailbox/threads.js";
+import type { WebhookEndpoints } from "../webhooks/endpoints.js";
 import { createAccountService } from "./account-service.js";
+import { createDomainService } from "./domain-service.js";
 import { createInboxService } from "./inbox-service.js";
 import { createMessageService } from "./message-service.js";
 import { createThreadService } from "./thread-service.js";
+import { createValidationService } from "./validation-service.js";
+import { createWebhookService } from "./webhook-service.js";
 
 /** Every service of the contract, in the order the route table and the OpenAPI document list them. */
 export const CONTRACT_SERVICES = [
@@ -35,6 +41,9 @@ export interface ServiceDeps {
   readonly inboxes: Inboxes;
   readonly threads: Threads;
   readonly messages: Messages;
+  readonly webhooks: WebhookEndpoints;
+  readonly domains: Domains;
+  readonly validator: EmailValidator;
 }
 
 export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => void {
@@ -42,14 +51,17 @@ export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => 
   const inbox = createInboxService(deps);
   const thread = createThreadService(deps);
   const message = createMessageService(deps);
+  const webhook = createWebhookService(deps);
+  const domain = createDomainService(deps);
+  const validation = createValidationService(deps);
   return (router) => {
     router.service(AccountService, account);
     router.service(InboxService, inbox);
-    router.service(ValidationService, {});
+    router.service(ValidationService, validation);
     router.service(ThreadService, thread);
     router.service(MessageService, message);
     router.service(DeliveryService, {});
-    router.service(DomainService, {});
-    router.service(WebhookService, {});
+    router.service(DomainService, domain);
+    router.service(WebhookService, webhook);
   };
 }

@@ -5,6 +5,10 @@ import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
 import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes } from "./search-attributes.js";
 import type { inboxPurge } from "../../workflows/inbox-purge.js";
+import type { domainVerification } from "../../workflows/domain-verification.js";
+import type { DomainVerificationStarter } from "../domains/domains.js";
+import type { webhookDelivery } from "../../workflows/webhook-delivery.js";
+import type { WebhookRetryStarter, WebhookSettings } from "../webhooks/deliveries.js";
 
 export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
 export const inboxKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.inboxId, SearchAttributeType.KEYWORD);
@@ -36,6 +40,60 @@ export function createInboxPurgeStarter(client: Client, taskQueue: string, batch
           { key: organizationKey, value: organizationId },
           { key: inboxKey, value: id },
         ],
+      });
+    },
+  };
+}
+
+/** The business key of a webhook delivery's retries: one per endpoint and event. */
+export function webhookDeliveryWorkflowId(endpointId: string, eventId: string): string {
+  return `webhook/${endpointId}/${eventId}`;
+}
+
+export function createWebhookRetryStarter(
+  client: Client,
+  taskQueue: string,
+  settings: Pick<WebhookSettings, "retryInitialMs" | "retryMaxMs">,
+): WebhookRetryStarter {
+  const retry = { initialMs: settings.retryInitialMs, maxMs: settings.retryMaxMs };
+  return {
+    async start(delivery) {
+      await client.workflow.start<typeof webhookDelivery>("webhookDelivery", {
+        workflowId: webhookDeliveryWorkflowId(delivery.endpointId, delivery.eventId),
+        taskQueue,
+        args: [
+          {
+            deliveryId: delivery.deliveryId,
+            organizationId: delivery.organizationId,
+            inboxId: delivery.inboxId,
+            attemptsSoFar: delivery.attempts,
+            retry,
+          },
+        ],
+        workflowIdConflictPolicy: "USE_EXISTING",
+        typedSearchAttributes: [
+          { key: organizationKey, value: delivery.organizationId },
+          { key: inboxKey, value: delivery.inboxId },
+        ],
+      });
+    },
+  };
+}
+
+/** The business key of a domain's re-check workflow: one per domain, found in the UI as domain/<domainId>. */
+export function domainVerificationWorkflowId(domainId: string): string {
+  return `domain/${domainId}`;
+}
+
+export function createDomainVerificationStarter(client: Client, taskQueue: string): DomainVerificationStarter {
+  return {
+    async start({ id, organizationId }) {
+      await client.workflow.start<typeof domainVerification>("domainVerification", {
+        workflowId: domainVerificationWorkflowId(id),
+        taskQueue,
+        args: [{ domainId: id, organizationId }],
+        workflowIdConflictPolicy: "USE_EXISTING",
+        typedSearchAttributes: [{ key: organizationKey, value: organizationId }],
       });
     },
   };

@@ -8,11 +8,16 @@ import type { Logger } from "../logger.js";
 const INTERVAL_MS = 60_000;
 
 export function startPurgeReconciler(db: Database, purges: InboxPurgeStarter, log: Logger): { stop(): Promise<void> } {
+  return startReconciler("purge", () => reconcilePurges(db, purges), log);
+}
+
+/** Runs one reconciliation now and then every minute until stopped; a failed round is logged and tried next time. */
+export function startReconciler(name: string, reconcile: () => Promise<unknown>, log: Logger): { stop(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
   const tick = () => {
-    running = reconcilePurges(db, purges).then(
+    running = reconcile().then(
       () => undefined,
-      (e: unknown) => log.warn("purge reconciliation failed", { error: e }),
+      (e: unknown) => log.warn(`${name} reconciliation failed`, { error: e }),
     );
   };
   tick();

@@ -2,12 +2,27 @@
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleOption } from "@temporalio/worker";
 import type { Database } from "../db/database.js";
+import type { Scanner } from "../scanning/scanner.js";
+import { createWebhookDeliverer, type WebhookSettings } from "../webhooks/deliveries.js";
+import { createAttachmentScanActivities } from "./activities/attachment-scan.js";
 import { createInboxPurgeActivities } from "./activities/inbox-purge.js";
+import { createDomainVerificationActivities, type DomainVerificationActivityDeps } from "./activities/domain-verification.js";
+import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.js";
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL("../../workflows/index.ts", import.meta.url));
 
-export function createActivities(deps: { db: Database }) {
-  return { ...createInboxPurgeActivities(deps.db) };
+export function createActivities(deps: {
+  db: Database;
+  scanner: Scanner;
+  webhooks: WebhookSettings;
+  domainVerification: DomainVerificationActivityDeps;
+}) {
+  return {
+    ...createDomainVerificationActivities(deps.domainVerification),
+    ...createInboxPurgeActivities(deps.db),
+    ...createAttachmentScanActivities(deps),
+    ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks)),
+  };
 }
 
 export interface WorkerOptions {
@@ -15,6 +30,12 @@ export interface WorkerOptions {
   readonly namespace: string;
   readonly taskQueue: string;
   readonly db: Database;
+  /** The attachment scanner of the scan activities (createScanner(config.scanning)). */
+  readonly scanner: Scanner;
+  /** Request timeout, attempts and address policy of the webhook delivery activities (config.webhooks). */
+  readonly webhooks: WebhookSettings;
+  /** The verifier and refresh age of the domain re-check activity (createConfiguredVerifier, config.customerDomains). */
+  readonly domainVerification: DomainVerificationActivityDeps;
   /** A prebuilt bundle (tests share one); otherwise workflows/ is bundled at start. */
   readonly workflowBundle?: WorkflowBundleOption;
 }

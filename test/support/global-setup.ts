@@ -3,6 +3,7 @@
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { bundleWorkflowCode } from "@temporalio/worker";
 import type { TestProject } from "vitest/node";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "../../src/temporal/search-attributes.js";
@@ -11,20 +12,25 @@ import { startEmbeddedPostgres } from "../../src/runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
 import { startTemporalDevServer } from "../../src/runtime/temporal-dev-server.js";
 import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
+import { startClamd, type ProvidedClamd } from "./clamd.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string;
     temporalAddress: string;
     workflowBundleCode: string;
+    clamd: ProvidedClamd;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Test processes trust the webhook receivers' test CA. Node reads NODE_EXTRA_CA_CERTS only at process start,
+  // and the test forks start after this setup, inheriting its environment.
+  process.env.NODE_EXTRA_CA_CERTS = fileURLToPath(new URL("../fixtures/webhook-tls/ca.pem", import.meta.url));
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-test-"));
   // The embedded PostgreSQL runs as an unprivileged user when the tests run as root: it must reach its data dir.
   await chmod(dataDir, 0o755);
-  const [pg, temporal] = await Promise.all([
+  const [pg, temporal, clamd] = await Promise.all([
     process.env.DATABASE_URL ? undefined : startEmbeddedPostgres({ dataDir }),
     (async () => {
       if (process.env.TEMPORAL_ADDRESS) return undefined;
@@ -34,6 +40,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
         searchAttributes: MAILBOX_SEARCH_ATTRIBUTES,
       });
     })(),
+    // A clamd that cannot start fails the scan tests with its reason, not every test of the run.
+    startClamd(join(dataDir, "clamd")).catch((e: unknown) => (e instanceof Error ? e.message : String(e))),
   ]);
   const databaseUrl = process.env.DATABASE_URL ?? pg!.url;
   const db = await openDatabase(databaseUrl);
@@ -44,10 +52,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("databaseUrl", databaseUrl);
   project.provide("temporalAddress", process.env.TEMPORAL_ADDRESS ?? temporal!.address);
   project.provide("workflowBundleCode", bundle.code);
+  project.provide("clamd", typeof clamd === "string" ? { failure: clamd } : { tcpAddress: clamd.tcpAddress, unixAddress: clamd.unixAddress, version: clamd.version });
 
   return async () => {
     await temporal?.stop();
     await pg?.stop();
+    if (typeof clamd !== "string") await clamd.stop();
     await rm(dataDir, { recursive: true, force: true });
   };
 }

@@ -19,6 +19,12 @@ import { createLogger } from "../../src/logger.js";
 import { startApi } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
 import { createWorker } from "../../src/temporal/worker.js";
+import { createConfiguredResolver } from "../../src/dns/servers.js";
+import { createConfiguredVerifier } from "../../src/domains/setup.js";
+import { createScanner } from "../../src/scanning/scanner.js";
+import type { AttachmentScanStarter, MessageReceivedOutbox } from "../../src/inbound/ports.js";
+import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 
 export interface TestApp {
   readonly baseUrl: string;
@@ -28,6 +34,8 @@ export interface TestApp {
   createTenant(options?: TenantOptions): Promise<Tenant>;
   /** Starts a worker on this app's task queue (tests that need one start it themselves). */
   startWorker(): Promise<{ stop(): Promise<void> }>;
+  /** Starts the smtp role in-process on a free port (stopped with the app), with the ports it reports to. */
+  startSmtp(deps: { outbox: MessageReceivedOutbox; scans: AttachmentScanStarter; sweeper?: SweeperOptions }): Promise<SmtpRole>;
   stop(): Promise<void>;
 }
 
@@ -67,6 +75,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     DATABASE_URL: inject("databaseUrl"),
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     HTTP_PORT: "0",
+    SMTP_PORT: "0",
     DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-app-")),
     CURSOR_SECRET: randomBytes(32).toString("hex"),
     TEMPORAL_TASK_QUEUE: uniqueName("test"),
@@ -82,6 +91,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const baseUrl = `http://127.0.0.1:${api.port}`;
   const workers: Worker[] = [];
   const runs: Promise<void>[] = [];
+  const smtpRoles: SmtpRole[] = [];
 
   async function request(key: string, method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) {
     const headers: Record<string, string> = { "x-api-key": key, ...options.headers };
@@ -133,6 +143,13 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         namespace: config.temporalNamespace,
         taskQueue: config.temporalTaskQueue,
         db,
+        scanner: createScanner(config.scanning),
+        webhooks: config.webhooks,
+        domainVerification: {
+          db,
+          verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
+          refreshMs: config.customerDomains.refreshMs,
+        },
         workflowBundle: { code: inject("workflowBundleCode") },
       });
       workers.push(worker);
@@ -145,7 +162,13 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         },
       };
     },
+    async startSmtp(deps) {
+      const role = await startSmtpRole({ config, db, log, ...deps });
+      smtpRoles.push(role);
+      return role;
+    },
     async stop() {
+      await Promise.all(smtpRoles.map((r) => r.stop()));
       for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
       await Promise.all(runs);
       await api.close();

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/domain_service.proto.
  */
 export const file_mailbox_v1_domain_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlsYm94L3YxL2RvbWFpbl9zZXJ2aWNlLnByb3RvEgptYWlsYm94LnYxInMKCURuc1JlY29yZBIMCgR0eXBlGAEgASgJEg8KB3B1cnBvc2UYAiABKAkSDAoEbmFtZRgDIAEoCRINCgV2YWx1ZRgEIAEoCRIdCghwcmlvcml0eRgFIAEoBUIGorsYAhABSACIAQFCCwoJX3ByaW9yaXR5IjcKEkRvbWFpbkNhcGFiaWxpdGllcxIPCgdpbmJvdW5kGAEgASgIEhAKCG91dGJvdW5kGAIgASgIIuYBCgZEb21haW4SCgoCaWQYASABKAkSDgoGZG9tYWluGAIgASgJEioKC2Ruc19yZWNvcmRzGAMgAygLMhUubWFpbGJveC52MS5EbnNSZWNvcmQSNAoMY2FwYWJpbGl0aWVzGAQgASgLMh4ubWFpbGJveC52MS5Eb21haW5DYXBhYmlsaXRpZXMSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMQoTQ3JlYXRlRG9tYWluUmVxdWVzdBIaCgZkb21haW4YASABKAlCCrpIB3IFEAEY/QEiOgoUQ3JlYXRlRG9tYWluUmVzcG9uc2USIgoGZG9tYWluGAEgASgLMhIubWFpbGJveC52MS5Eb21haW4iaQoSTGlzdERvbWFpbnNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAiABKAlCCrpIB3IFEAEYgARIAYgBAUIICgZfbGltaXRCCQoHX2N1cnNvciJkChNMaXN0RG9tYWluc1Jlc3BvbnNlEiMKB2RvbWFpbnMYASADKAsyEi5tYWlsYm94LnYxLkRvbWFpbhIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIvChBHZXREb21haW5SZXF1ZXN0EhsKCWRvbWFpbl9pZBgBIAEoCUIIukgFcgOwAQEiNwoRR2V0RG9tYWluUmVzcG9uc2USIgoGZG9tYWluGAEgASgLMhIubWFpbGJveC52MS5Eb21haW4iMgoTVmVyaWZ5RG9tYWluUmVxdWVzdBIbCglkb21haW5faWQYASABKAlCCLpIBXIDsAEBImEKC0RvbWFpbkNoZWNrEgwKBG5hbWUYASABKAkSEwoLcmVjb3JkX25hbWUYAiABKAkSEAoIZXhwZWN0ZWQYAyABKAkSDQoFZm91bmQYBCADKAkSDgoGc3RhdHVzGAUgASgJIrUBChRWZXJpZnlEb21haW5SZXNwb25zZRIOCgZkb21haW4YASABKAkSJwoGY2hlY2tzGAIgAygLMhcubWFpbGJveC52MS5Eb21haW5DaGVjaxI0CgxjYXBhYmlsaXRpZXMYAyABKAsyHi5tYWlsYm94LnYxLkRvbWFpbkNhcGFiaWxpdGllcxIuCgpjaGVja2VkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI2ChdHZXREb21haW5UcmFmZmljUmVxdWVzdBIbCglkb21haW5faWQYASABKAlCCLpIBXIDsAEBIpMCCg9DYXBhYmlsaXR5U3RhdGUSDwoHZW5hYmxlZBgBIAEoCBINCgVzdGF0ZRgCIAEoCRI4Cg9sYXN0X2NoZWNrZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESOAoPbGFzdF9zdWNjZXNzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgBiAEBEjQKC2dyYWNlX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBQhIKEF9sYXN0X2NoZWNrZWRfYXRCEgoQX2xhc3Rfc3VjY2Vzc19hdEIOCgxfZ3JhY2VfdW50aWwizAEKDURvbWFpblRyYWZmaWMSEQoJZG9tYWluX2lkGAEgASgJEg4KBmRvbWFpbhgCIAEoCRIsCgdpbmJvdW5kGAMgASgLMhsubWFpbGJveC52MS5DYXBhYmlsaXR5U3RhdGUSLQoIb3V0Ym91bmQYBCABKAsyGy5tYWlsYm94LnYxLkNhcGFiaWxpdHlTdGF0ZRIcChRpbmJvdW5kX21lc3NhZ2VzXzI0aBgFIAEoBRIdChVvdXRib3VuZF9tZXNzYWdlc18yNGgYBiABKAUiRgoYR2V0RG9tYWluVHJhZmZpY1Jlc3BvbnNlEioKB3RyYWZmaWMYASABKAsyGS5tYWlsYm94LnYxLkRvbWFpblRyYWZmaWMy1gUKDURvbWFpblNlcnZpY2USiQEKDENyZWF0ZURvbWFpbhIfLm1haWxib3gudjEuQ3JlYXRlRG9tYWluUmVxdWVzdBogLm1haWxib3gudjEuQ3JlYXRlRG9tYWluUmVzcG9uc2UiNqK7GBQKDWRvbWFpbjptYW5hZ2UQyQEgAYLT5JMCGDoBKmIGZG9tYWluIgsvdjEvZG9tYWlucxJ4CgtMaXN0RG9tYWlucxIeLm1haWxib3gudjEuTGlzdERvbWFpbnNSZXF1ZXN0Gh8ubWFpbGJveC52MS5MaXN0RG9tYWluc1Jlc3BvbnNlIiiiuxgRCg1kb21haW46bWFuYWdlIAGC0+STAg0SCy92MS9kb21haW5zEoYBCglHZXREb21haW4SHC5tYWlsYm94LnYxLkdldERvbWFpblJlcXVlc3QaHS5tYWlsYm94LnYxLkdldERvbWFpblJlc3BvbnNlIjyiuxgRCg1kb21haW46bWFuYWdlIAGC0+STAiFiBmRvbWFpbhIXL3YxL2RvbWFpbnMve2RvbWFpbl9pZH0SjgEKDFZlcmlmeURvbWFpbhIfLm1haWxib3gudjEuVmVyaWZ5RG9tYWluUmVxdWVzdBogLm1haWxib3gudjEuVmVyaWZ5RG9tYWluUmVzcG9uc2UiO6K7GBEKDWRvbWFpbjptYW5hZ2UgAYLT5JMCICIeL3YxL2RvbWFpbnMve2RvbWFpbl9pZH0vdmVyaWZ5EqQBChBHZXREb21haW5UcmFmZmljEiMubWFpbGJveC52MS5HZXREb21haW5UcmFmZmljUmVxdWVzdBokLm1haWxib3gudjEuR2V0RG9tYWluVHJhZmZpY1Jlc3BvbnNlIkWiuxgRCg1kb21haW46bWFuYWdlIAGC0+STAipiB3RyYWZmaWMSHy92MS9kb21haW5zL3tkb21haW5faWR9L3RyYWZmaWNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp, file_mailbox_v1_options]);
+  fileDesc("Ch9tYWlsYm94L3YxL2RvbWFpbl9zZXJ2aWNlLnByb3RvEgptYWlsYm94LnYxInMKCURuc1JlY29yZBIMCgR0eXBlGAEgASgJEg8KB3B1cnBvc2UYAiABKAkSDAoEbmFtZRgDIAEoCRINCgV2YWx1ZRgEIAEoCRIdCghwcmlvcml0eRgFIAEoBUIGorsYAhABSACIAQFCCwoJX3ByaW9yaXR5IjcKEkRvbWFpbkNhcGFiaWxpdGllcxIPCgdpbmJvdW5kGAEgASgIEhAKCG91dGJvdW5kGAIgASgIIuYBCgZEb21haW4SCgoCaWQYASABKAkSDgoGZG9tYWluGAIgASgJEioKC2Ruc19yZWNvcmRzGAMgAygLMhUubWFpbGJveC52MS5EbnNSZWNvcmQSNAoMY2FwYWJpbGl0aWVzGAQgASgLMh4ubWFpbGJveC52MS5Eb21haW5DYXBhYmlsaXRpZXMSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMQoTQ3JlYXRlRG9tYWluUmVxdWVzdBIaCgZkb21haW4YASABKAlCCrpIB3IFEAEY/QEiOgoUQ3JlYXRlRG9tYWluUmVzcG9uc2USIgoGZG9tYWluGAEgASgLMhIubWFpbGJveC52MS5Eb21haW4iaQoSTGlzdERvbWFpbnNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAiABKAlCCrpIB3IFEAEYgARIAYgBAUIICgZfbGltaXRCCQoHX2N1cnNvciJkChNMaXN0RG9tYWluc1Jlc3BvbnNlEiMKB2RvbWFpbnMYASADKAsyEi5tYWlsYm94LnYxLkRvbWFpbhIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIvChBHZXREb21haW5SZXF1ZXN0EhsKCWRvbWFpbl9pZBgBIAEoCUIIukgFcgOwAQEiNwoRR2V0RG9tYWluUmVzcG9uc2USIgoGZG9tYWluGAEgASgLMhIubWFpbGJveC52MS5Eb21haW4iMgoTVmVyaWZ5RG9tYWluUmVxdWVzdBIbCglkb21haW5faWQYASABKAlCCLpIBXIDsAEBIoABCgtEb21haW5DaGVjaxIMCgRuYW1lGAEgASgJEhMKC3JlY29yZF9uYW1lGAIgASgJEhAKCGV4cGVjdGVkGAMgASgJEg0KBWZvdW5kGAQgAygJEg4KBnN0YXR1cxgFIAEoCRINCgVnYXRlcxgGIAMoCRIOCgZkZXRhaWwYByABKAkitQEKFFZlcmlmeURvbWFpblJlc3BvbnNlEg4KBmRvbWFpbhgBIAEoCRInCgZjaGVja3MYAiADKAsyFy5tYWlsYm94LnYxLkRvbWFpbkNoZWNrEjQKDGNhcGFiaWxpdGllcxgDIAEoCzIeLm1haWxib3gudjEuRG9tYWluQ2FwYWJpbGl0aWVzEi4KCmNoZWNrZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjYKF0dldERvbWFpblRyYWZmaWNSZXF1ZXN0EhsKCWRvbWFpbl9pZBgBIAEoCUIIukgFcgOwAQEikwIKD0NhcGFiaWxpdHlTdGF0ZRIPCgdlbmFibGVkGAEgASgIEg0KBXN0YXRlGAIgASgJEjgKD2xhc3RfY2hlY2tlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARI4Cg9sYXN0X3N1Y2Nlc3NfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQESNAoLZ3JhY2VfdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAKIAQFCEgoQX2xhc3RfY2hlY2tlZF9hdEISChBfbGFzdF9zdWNjZXNzX2F0Qg4KDF9ncmFjZV91bnRpbCL6AQoNRG9tYWluVHJhZmZpYxIRCglkb21haW5faWQYASABKAkSDgoGZG9tYWluGAIgASgJEiwKB2luYm91bmQYAyABKAsyGy5tYWlsYm94LnYxLkNhcGFiaWxpdHlTdGF0ZRItCghvdXRib3VuZBgEIAEoCzIbLm1haWxib3gudjEuQ2FwYWJpbGl0eVN0YXRlEhwKFGluYm91bmRfbWVzc2FnZXNfMjRoGAUgASgFEh0KFW91dGJvdW5kX21lc3NhZ2VzXzI0aBgGIAEoBRIsCgtsYXN0X2NoZWNrcxgHIAMoCzIXLm1haWxib3gudjEuRG9tYWluQ2hlY2siRgoYR2V0RG9tYWluVHJhZmZpY1Jlc3BvbnNlEioKB3RyYWZmaWMYASABKAsyGS5tYWlsYm94LnYxLkRvbWFpblRyYWZmaWMyzAUKDURvbWFpblNlcnZpY2UShwEKDENyZWF0ZURvbWFpbhIfLm1haWxib3gudjEuQ3JlYXRlRG9tYWluUmVxdWVzdBogLm1haWxib3gudjEuQ3JlYXRlRG9tYWluUmVzcG9uc2UiNKK7GBIKDWRvbWFpbjptYW5hZ2UQyQGC0+STAhg6ASpiBmRvbWFpbiILL3YxL2RvbWFpbnMSdgoLTGlzdERvbWFpbnMSHi5tYWlsYm94LnYxLkxpc3REb21haW5zUmVxdWVzdBofLm1haWxib3gudjEuTGlzdERvbWFpbnNSZXNwb25zZSImorsYDwoNZG9tYWluOm1hbmFnZYLT5JMCDRILL3YxL2RvbWFpbnMShAEKCUdldERvbWFpbhIcLm1haWxib3gudjEuR2V0RG9tYWluUmVxdWVzdBodLm1haWxib3gudjEuR2V0RG9tYWluUmVzcG9uc2UiOqK7GA8KDWRvbWFpbjptYW5hZ2WC0+STAiFiBmRvbWFpbhIXL3YxL2RvbWFpbnMve2RvbWFpbl9pZH0SjAEKDFZlcmlmeURvbWFpbhIfLm1haWxib3gudjEuVmVyaWZ5RG9tYWluUmVxdWVzdBogLm1haWxib3gudjEuVmVyaWZ5RG9tYWluUmVzcG9uc2UiOaK7GA8KDWRvbWFpbjptYW5hZ2WC0+STAiAiHi92MS9kb21haW5zL3tkb21haW5faWR9L3ZlcmlmeRKiAQoQR2V0RG9tYWluVHJhZmZpYxIjLm1haWxib3gudjEuR2V0RG9tYWluVHJhZmZpY1JlcXVlc3QaJC5tYWlsYm94LnYxLkdldERvbWFpblRyYWZmaWNSZXNwb25zZSJDorsYDwoNZG9tYWluOm1hbmFnZYLT5JMCKmIHdHJhZmZpYxIfL3YxL2RvbWFpbnMve2RvbWFpbl9pZH0vdHJhZmZpY2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp, file_mailbox_v1_options]);
 
 /**
  * A DNS record to publish.
@@ -31,21 +31,24 @@ export type DnsRecord = Message<"mailbox.v1.DnsRecord"> & {
   type: string;
 
   /**
-   * What the record is for: ownership, dkim, spf or mx.
+   * What the record is for: ownership (a TXT record with the domain's token under an underscore name), dkim (the
+   * public key at <selector>._domainkey), mx (where inbound mail goes) or spf (a suggested SPF record; merge its
+   * include into an existing SPF record rather than publishing a second one).
    *
    * @generated from field: string purpose = 2;
    */
   purpose: string;
 
   /**
-   * The record name.
+   * The fully qualified record name, without a trailing dot.
    *
    * @generated from field: string name = 3;
    */
   name: string;
 
   /**
-   * The record value.
+   * The record value. A TXT value longer than 255 characters is published as several strings of one record,
+   * which DNS joins.
    *
    * @generated from field: string value = 4;
    */
@@ -73,7 +76,7 @@ export const DnsRecordSchema: GenMessage<DnsRecord> = /*@__PURE__*/
  */
 export type DomainCapabilities = Message<"mailbox.v1.DomainCapabilities"> & {
   /**
-   * Inbound mail is admitted for the domain (ownership and MX verified).
+   * Inbound mail is admitted for the domain and inboxes can be created on it (ownership and MX verified).
    *
    * @generated from field: bool inbound = 1;
    */
@@ -339,18 +342,33 @@ export type DomainCheck = Message<"mailbox.v1.DomainCheck"> & {
   expected: string;
 
   /**
-   * What was found.
+   * The records found at the name, of the type looked up; empty when there were none or DNS did not answer.
    *
    * @generated from field: repeated string found = 4;
    */
   found: string[];
 
   /**
-   * passed, failed or temporary_error.
+   * passed; failed (the records are missing or wrong: definitive); or temporary_error (SERVFAIL, a timeout:
+   * the previous result stands for the grace period).
    *
    * @generated from field: string status = 5;
    */
   status: string;
+
+  /**
+   * The capabilities this check gates: inbound, outbound, both, or none for the advisory spf check.
+   *
+   * @generated from field: repeated string gates = 6;
+   */
+  gates: string[];
+
+  /**
+   * What the check found, in words.
+   *
+   * @generated from field: string detail = 7;
+   */
+  detail: string;
 };
 
 /**
@@ -437,7 +455,8 @@ export type CapabilityState = Message<"mailbox.v1.CapabilityState"> & {
   enabled: boolean;
 
   /**
-   * verified, grace, failed or unverified.
+   * unverified (never verified), verified, grace (verified until grace_until despite a temporary DNS failure) or
+   * failed (verified once; a definitive failure, or a temporary one that outlasted the grace period, ended it).
    *
    * @generated from field: string state = 2;
    */
@@ -507,18 +526,25 @@ export type DomainTraffic = Message<"mailbox.v1.DomainTraffic"> & {
   outbound?: CapabilityState | undefined;
 
   /**
-   * Messages received for the domain in the last 24 hours.
+   * Messages received by the domain's inboxes in the last 24 hours.
    *
    * @generated from field: int32 inbound_messages_24h = 5;
    */
   inboundMessages24h: number;
 
   /**
-   * Messages sent from the domain in the last 24 hours.
+   * Messages sent from the domain's inboxes in the last 24 hours.
    *
    * @generated from field: int32 outbound_messages_24h = 6;
    */
   outboundMessages24h: number;
+
+  /**
+   * The checks of the last verification, empty before the first.
+   *
+   * @generated from field: repeated mailbox.v1.DomainCheck last_checks = 7;
+   */
+  lastChecks: DomainCheck[];
 };
 
 /**
@@ -552,11 +578,22 @@ export const GetDomainTrafficResponseSchema: GenMessage<GetDomainTrafficResponse
 /**
  * Customer-owned domains: register, publish DNS records, verify inbound and outbound capability.
  *
+ * Inbound capability (inboxes on the domain, mail admitted for it) needs the ownership TXT record and an MX record
+ * pointing at the service. Outbound capability (sending from the domain) needs the ownership record and the DKIM
+ * key record; the SPF record is checked and reported but does not gate sending, because DKIM alone aligns for
+ * DMARC and a domain's SPF record often has to carry other senders. The two capabilities verify independently.
+ * A workflow re-checks the records every refresh age, and a use of the domain after its last check is older than
+ * that re-checks them first. A temporary DNS failure (SERVFAIL, timeout) keeps a verified capability through a
+ * grace period; a definitive one (NXDOMAIN, record missing or wrong) ends it at once.
+ *
  * @generated from service mailbox.v1.DomainService
  */
 export const DomainService: GenService<{
   /**
-   * Registers a domain and returns the DNS records to publish.
+   * Registers a domain and returns the DNS records to publish. The name may be an IDN (it is stored as punycode);
+   * IP addresses, the managed domain and names below it are refused with 400 invalid_domain, a name the
+   * organization already registered with 409 domain_exists, and more than platformLimits.domains domains with 403
+   * domain_limit_reached. Each domain gets its own ownership token and its own 2048-bit RSA DKIM key.
    *
    * @generated from rpc mailbox.v1.DomainService.CreateDomain
    */
@@ -566,7 +603,8 @@ export const DomainService: GenService<{
     output: typeof CreateDomainResponseSchema;
   },
   /**
-   * Lists the organization's domains, newest first.
+   * Lists the organization's domains, newest first, as {domains, nextCursor}: pass nextCursor back as cursor for
+   * the next page; it is null on the last page.
    *
    * @generated from rpc mailbox.v1.DomainService.ListDomains
    */
@@ -586,7 +624,9 @@ export const DomainService: GenService<{
     output: typeof GetDomainResponseSchema;
   },
   /**
-   * Checks the published DNS records now and reports each check and the resulting capabilities.
+   * Checks the published DNS records now and reports each check (what was expected, what was found) and the
+   * resulting capabilities. The result is not a domain resource and has no id. A DNS failure is reported in the
+   * checks, never as an error of the call.
    *
    * @generated from rpc mailbox.v1.DomainService.VerifyDomain
    */
@@ -596,7 +636,9 @@ export const DomainService: GenService<{
     output: typeof VerifyDomainResponseSchema;
   },
   /**
-   * Returns the verification state per capability and recent traffic of a domain.
+   * Returns the verification state per capability (verified, grace, failed or unverified, with the last check,
+   * the last success and the end of a grace period), the checks of the last verification, and the messages
+   * received for and sent from the domain's inboxes in the last 24 hours.
    *
    * @generated from rpc mailbox.v1.DomainService.GetDomainTraffic
    */

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/validation_service.proto.
  */
 export const file_mailbox_v1_validation_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNtYWlsYm94L3YxL3ZhbGlkYXRpb25fc2VydmljZS5wcm90bxIKbWFpbGJveC52MSIxChRWYWxpZGF0ZUVtYWlsUmVxdWVzdBIZCgVlbWFpbBgBIAEoCUIKukgHcgUQARjAAiIxCg9WYWxpZGF0aW9uQ2hlY2sSDgoGcGFzc2VkGAEgASgIEg4KBmRldGFpbBgCIAEoCSKiAgoQVmFsaWRhdGlvbkNoZWNrcxIrCgZzeW50YXgYASABKAsyGy5tYWlsYm94LnYxLlZhbGlkYXRpb25DaGVjaxIrCgZkb21haW4YAiABKAsyGy5tYWlsYm94LnYxLlZhbGlkYXRpb25DaGVjaxInCgJteBgDIAEoCzIbLm1haWxib3gudjEuVmFsaWRhdGlvbkNoZWNrEi8KCmRpc3Bvc2FibGUYBCABKAsyGy5tYWlsYm94LnYxLlZhbGlkYXRpb25DaGVjaxIpCgRyb2xlGAUgASgLMhsubWFpbGJveC52MS5WYWxpZGF0aW9uQ2hlY2sSLwoKc3VwcHJlc3NlZBgGIAEoCzIbLm1haWxib3gudjEuVmFsaWRhdGlvbkNoZWNrIr4BCg9FbWFpbFZhbGlkYXRpb24SDQoFZW1haWwYASABKAkSFwoKbm9ybWFsaXplZBgCIAEoCUgAiAEBEg4KBnJlc3VsdBgDIAEoCRIOCgZyZWFzb24YBCABKAkSLAoGY2hlY2tzGAUgASgLMhwubWFpbGJveC52MS5WYWxpZGF0aW9uQ2hlY2tzEhcKCnN1Z2dlc3Rpb24YBiABKAlIAYgBAUINCgtfbm9ybWFsaXplZEINCgtfc3VnZ2VzdGlvbiJEChVWYWxpZGF0ZUVtYWlsUmVzcG9uc2USKwoGcmVzdWx0GAEgASgLMhsubWFpbGJveC52MS5FbWFpbFZhbGlkYXRpb24iPAoVVmFsaWRhdGVFbWFpbHNSZXF1ZXN0EiMKBmVtYWlscxgBIAMoCUITukgQkgENCAEQZCIHcgUQARjAAiJGChZWYWxpZGF0ZUVtYWlsc1Jlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5tYWlsYm94LnYxLkVtYWlsVmFsaWRhdGlvbjKvAgoRVmFsaWRhdGlvblNlcnZpY2USiwEKDVZhbGlkYXRlRW1haWwSIC5tYWlsYm94LnYxLlZhbGlkYXRlRW1haWxSZXF1ZXN0GiEubWFpbGJveC52MS5WYWxpZGF0ZUVtYWlsUmVzcG9uc2UiNaK7GBIKDnZhbGlkYXRpb246dXNlIAGC0+STAhk6ASpiBnJlc3VsdCIML3YxL3ZhbGlkYXRlEosBCg5WYWxpZGF0ZUVtYWlscxIhLm1haWxib3gudjEuVmFsaWRhdGVFbWFpbHNSZXF1ZXN0GiIubWFpbGJveC52MS5WYWxpZGF0ZUVtYWlsc1Jlc3BvbnNlIjKiuxgSCg52YWxpZGF0aW9uOnVzZSABgtPkkwIWOgEqIhEvdjEvdmFsaWRhdGUvYnVsa2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_mailbox_v1_options]);
+  fileDesc("CiNtYWlsYm94L3YxL3ZhbGlkYXRpb25fc2VydmljZS5wcm90bxIKbWFpbGJveC52MSIxChRWYWxpZGF0ZUVtYWlsUmVxdWVzdBIZCgVlbWFpbBgBIAEoCUIKukgHcgUQARjAAiIxCg9WYWxpZGF0aW9uQ2hlY2sSDgoGcGFzc2VkGAEgASgIEg4KBmRldGFpbBgCIAEoCSKiAgoQVmFsaWRhdGlvbkNoZWNrcxIrCgZzeW50YXgYASABKAsyGy5tYWlsYm94LnYxLlZhbGlkYXRpb25DaGVjaxIrCgZkb21haW4YAiABKAsyGy5tYWlsYm94LnYxLlZhbGlkYXRpb25DaGVjaxInCgJteBgDIAEoCzIbLm1haWxib3gudjEuVmFsaWRhdGlvbkNoZWNrEi8KCmRpc3Bvc2FibGUYBCABKAsyGy5tYWlsYm94LnYxLlZhbGlkYXRpb25DaGVjaxIpCgRyb2xlGAUgASgLMhsubWFpbGJveC52MS5WYWxpZGF0aW9uQ2hlY2sSLwoKc3VwcHJlc3NlZBgGIAEoCzIbLm1haWxib3gudjEuVmFsaWRhdGlvbkNoZWNrIr4BCg9FbWFpbFZhbGlkYXRpb24SDQoFZW1haWwYASABKAkSFwoKbm9ybWFsaXplZBgCIAEoCUgAiAEBEg4KBnJlc3VsdBgDIAEoCRIOCgZyZWFzb24YBCABKAkSLAoGY2hlY2tzGAUgASgLMhwubWFpbGJveC52MS5WYWxpZGF0aW9uQ2hlY2tzEhcKCnN1Z2dlc3Rpb24YBiABKAlIAYgBAUINCgtfbm9ybWFsaXplZEINCgtfc3VnZ2VzdGlvbiJEChVWYWxpZGF0ZUVtYWlsUmVzcG9uc2USKwoGcmVzdWx0GAEgASgLMhsubWFpbGJveC52MS5FbWFpbFZhbGlkYXRpb24iPAoVVmFsaWRhdGVFbWFpbHNSZXF1ZXN0EiMKBmVtYWlscxgBIAMoCUITukgQkgENCAEQZCIHcgUQARjAAiJGChZWYWxpZGF0ZUVtYWlsc1Jlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5tYWlsYm94LnYxLkVtYWlsVmFsaWRhdGlvbjKrAgoRVmFsaWRhdGlvblNlcnZpY2USiQEKDVZhbGlkYXRlRW1haWwSIC5tYWlsYm94LnYxLlZhbGlkYXRlRW1haWxSZXF1ZXN0GiEubWFpbGJveC52MS5WYWxpZGF0ZUVtYWlsUmVzcG9uc2UiM6K7GBAKDnZhbGlkYXRpb246dXNlgtPkkwIZOgEqYgZyZXN1bHQiDC92MS92YWxpZGF0ZRKJAQoOVmFsaWRhdGVFbWFpbHMSIS5tYWlsYm94LnYxLlZhbGlkYXRlRW1haWxzUmVxdWVzdBoiLm1haWxib3gudjEuVmFsaWRhdGVFbWFpbHNSZXNwb25zZSIworsYEAoOdmFsaWRhdGlvbjp1c2WC0+STAhY6ASoiES92MS92YWxpZGF0ZS9idWxrYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_mailbox_v1_options]);
 
 /**
  * Request for ValidateEmail.
@@ -22,7 +22,9 @@ export const file_mailbox_v1_validation_service: GenFile = /*@__PURE__*/
  */
 export type ValidateEmailRequest = Message<"mailbox.v1.ValidateEmailRequest"> & {
   /**
-   * The address to validate.
+   * The address to validate. An address that is not well formed is answered with result undeliverable and
+   * reason invalid_syntax, with the problem in checks.syntax.detail, rather than refused: saying why is what the
+   * call is for.
    *
    * @generated from field: string email = 1;
    */
@@ -71,14 +73,15 @@ export const ValidationCheckSchema: GenMessage<ValidationCheck> = /*@__PURE__*/
  */
 export type ValidationChecks = Message<"mailbox.v1.ValidationChecks"> & {
   /**
-   * RFC 5321/5322 syntax and length limits.
+   * RFC 5321 mailbox syntax with quoted local parts and RFC 6531 internationalised addresses; a local part of at
+   * most 64 octets, an address of at most 254.
    *
    * @generated from field: mailbox.v1.ValidationCheck syntax = 1;
    */
   syntax?: ValidationCheck | undefined;
 
   /**
-   * The domain exists in DNS.
+   * The domain exists in DNS (not NXDOMAIN).
    *
    * @generated from field: mailbox.v1.ValidationCheck domain = 2;
    */
@@ -148,7 +151,9 @@ export type EmailValidation = Message<"mailbox.v1.EmailValidation"> & {
   result: string;
 
   /**
-   * The main reason for the result.
+   * The deciding reason, most decisive first. undeliverable: invalid_syntax, suppressed, domain_not_found,
+   * null_mx, no_mail_server. unknown: dns_unavailable. risky: address_literal, disposable_domain, role_account,
+   * possible_typo. deliverable: accepts_mail.
    *
    * @generated from field: string reason = 4;
    */
@@ -162,7 +167,7 @@ export type EmailValidation = Message<"mailbox.v1.EmailValidation"> & {
   checks?: ValidationChecks | undefined;
 
   /**
-   * A suggested correction for a mistyped common domain, or null.
+   * A suggested domain for a mistyped domain of a big mailbox provider (gmial.com: gmail.com), or null.
    *
    * @generated from field: optional string suggestion = 6;
    */
@@ -240,7 +245,9 @@ export const ValidateEmailsResponseSchema: GenMessage<ValidateEmailsResponse> = 
   messageDesc(file_mailbox_v1_validation_service, 6);
 
 /**
- * Email address validation.
+ * Email address validation. No SMTP probe is made: deliverable means the address is well formed, its domain
+ * accepts mail and nothing flags it, not that the mailbox exists. DNS answers are cached for their TTL; a bulk
+ * call looks up each distinct domain once, all in parallel. DNS trouble makes a result unknown, never an error.
  *
  * @generated from service mailbox.v1.ValidationService
  */

@@ -1,0 +1,43 @@
+// Where DNS questions go: the DNS_SERVERS list (IP:port, [IPv6]:port, or an IP alone for port 53), or the
+// system's resolvers when it is unset.
+import { getServers } from "node:dns";
+import net from "node:net";
+import type { Config } from "../config.js";
+import { createResolver, type DnsResolver, type DnsServerAddress } from "./resolver.js";
+
+/** Parses "127.0.0.1:5353, [::1]:53, 10.0.0.2"; returns the entries it cannot read in `invalid`. */
+export function parseDnsServers(list: string): { servers: DnsServerAddress[]; invalid: string[] } {
+  const servers: DnsServerAddress[] = [];
+  const invalid: string[] = [];
+  for (const entry of list.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    const server = parseOne(entry);
+    if (server) servers.push(server);
+    else invalid.push(entry);
+  }
+  return { servers, invalid };
+}
+
+function parseOne(entry: string): DnsServerAddress | undefined {
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const plain = /^([^:]+)(?::(\d{1,5}))?$/.exec(entry);
+  const [host, port] = bracketed
+    ? [bracketed[1]!, bracketed[2]]
+    : net.isIPv6(entry)
+      ? [entry, undefined]
+      : [plain?.[1] ?? "", plain?.[2]];
+  const portNumber = port === undefined ? 53 : Number(port);
+  if (!net.isIP(host) || !Number.isInteger(portNumber) || portNumber < 1 || portNumber > 65535) return undefined;
+  return { host, port: portNumber };
+}
+
+/** The resolvers the operating system uses (resolv.conf on Linux). */
+export function systemDnsServers(): DnsServerAddress[] {
+  return parseDnsServers(getServers().join(",")).servers;
+}
+
+/** The resolver every DNS question of the service goes through: DNS_SERVERS, else the system's resolvers. */
+export function createConfiguredResolver(config: Pick<Config, "dnsServers" | "dnsTimeoutMs">): DnsResolver {
+  const servers = config.dnsServers ?? systemDnsServers();
+  if (servers.length === 0) throw new Error("no DNS server: set DNS_SERVERS (the system lists none)");
+  return createResolver({ servers, timeoutMs: config.dnsTimeoutMs });
+}

@@ -1,0 +1,147 @@
+// Customer domains: registration (name rules, platform limit, DNS records and a DKIM key of its own), reads,
+// verification on request, and the traffic view.
+import { randomBytes } from "node:crypto";
+import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
+import { CustomerDomain, Organization } from "../db/entities/index.js";
+import type { CustomerDomainRow } from "../db/entities/customer-domain.js";
+import type { TenantStore } from "../db/tenant-store.js";
+import { isAtOrBelow, toAsciiDomain } from "../dns/names.js";
+import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.js";
+import { newUuid } from "../ids.js";
+import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+import { initialCapability } from "./capability-state.js";
+import type { DomainRecordSettings } from "./checks.js";
+import { generateDkimKeyPair, type DkimKeyVault } from "./dkim-keys.js";
+import type { DomainVerifier, Verification } from "./verifier.js";
+
+/** Starts the re-check workflow of a domain; idempotent per domain. */
+export interface DomainVerificationStarter {
+  start(domain: { readonly id: string; readonly organizationId: string }): Promise<void>;
+}
+
+export interface DomainsDeps {
+  readonly managedDomain: string;
+  readonly domainLimit: number;
+  readonly records: DomainRecordSettings;
+  readonly cursors: CursorCodec;
+  readonly vault: DkimKeyVault;
+  readonly verifier: DomainVerifier;
+  readonly workflows: DomainVerificationStarter;
+}
+
+export interface DomainTraffic {
+  readonly domain: CustomerDomainRow;
+  readonly inboundMessages24h: number;
+  readonly outboundMessages24h: number;
+}
+
+/** Special-use names that are never delegated in the public DNS (RFC 6761 §6.3, §6.4). */
+const UNDELEGATED_TLDS = new Set(["localhost", "invalid"]);
+
+export type Domains = ReturnType<typeof createDomains>;
+
+export function createDomains(deps: DomainsDeps) {
+  async function find(store: TenantStore, domainId: string): Promise<CustomerDomainRow> {
+    const domain = await store.findOne(CustomerDomain, { id: domainId });
+    if (!domain) throw new NotFound("domain");
+    return domain;
+  }
+
+  return {
+    find,
+
+    async create(store: TenantStore, name: string): Promise<CustomerDomainRow> {
+      const domain = registrableName(name, deps.managedDomain);
+      // Key generation takes tens of milliseconds of CPU: before the transaction, not while it holds a lock.
+      const keys = await generateDkimKeyPair();
+      const id = newUuid();
+      try {
+        return await store.transactional(async (tx) => {
+          // The organization row lock serialises concurrent registrations, so the count cannot overshoot.
+          const org = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+          if ((await tx.count(CustomerDomain, { domain })) > 0) throw domainExists(domain);
+          if ((await tx.count(CustomerDomain, {})) >= deps.domainLimit) {
+            throw new PermissionDenied(`the organization has reached its limit of ${deps.domainLimit} domains`, "domain_limit_reached");
+          }
+          const now = new Date();
+          const row = tx.em.create(CustomerDomain, {
+            id,
+            organization: org,
+            domain,
+            ownershipToken: randomBytes(16).toString("hex"),
+            dkimSelector: `mbx${randomBytes(4).toString("hex")}`,
+            dkimPublicKey: keys.publicKey,
+            dkimPrivateKeyEncrypted: deps.vault.seal(id, keys.privateKeyPem),
+            inbound: initialCapability(),
+            outbound: initialCapability(),
+            lastChecks: null,
+            lastCheckedAt: null,
+            createdAt: now,
+            updatedAt: now,
+          });
+          await tx.em.flush();
+          return row;
+        });
+      } catch (e) {
+        if (e instanceof UniqueConstraintViolationException) throw domainExists(domain);
+        throw e;
+      }
+    },
+
+    async list(store: TenantStore, page: { limit?: number; cursor?: string }) {
+      const scope = { organizationId: store.organizationId, resource: "domains" };
+      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
+      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await store.find(CustomerDomain, afterPosition(position), {
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        limit: limit + 1,
+      });
+      const items = rows.slice(0, limit);
+      const last = items[items.length - 1];
+      return { items, nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined };
+    },
+
+    /**
+     * Checks the records now. The re-check workflow is (re)started here rather than at registration: before the
+     * first verification there is nothing to keep verified, and a lost start is made good by the next verify.
+     */
+    async verify(store: TenantStore, domainId: string): Promise<Verification> {
+      await find(store, domainId);
+      const verification = await deps.verifier.verify(domainId);
+      if (!verification) throw new NotFound("domain");
+      await deps.workflows.start({ id: domainId, organizationId: store.organizationId });
+      return verification;
+    },
+
+    async traffic(store: TenantStore, domainId: string): Promise<DomainTraffic> {
+      const domain = await find(store, domainId);
+      const since = new Date(Date.now() - 24 * 3_600_000);
+      const rows = await store.em.getConnection().execute<{ direction: string; n: number }[]>(
+        `select m.direction, count(*)::int as n from messages m join inboxes i on i.id = m.inbox_id
+          where i.organization_id = ? and i.domain_id = ? and m.organization_id = ? and m.created_at > ?
+          group by m.direction`,
+        [store.organizationId, domainId, store.organizationId, since],
+      );
+      const count = (direction: string) => rows.find((r) => r.direction === direction)?.n ?? 0;
+      return { domain, inboundMessages24h: count("inbound"), outboundMessages24h: count("outbound") };
+    },
+  };
+}
+
+function domainExists(domain: string): Conflict {
+  return new Conflict("domain_exists", `${domain} is already registered in this organization`);
+}
+
+/** The A-label form of a name an organization may register, or a 400 invalid_domain saying why not. */
+export function registrableName(name: string, managedDomain: string): string {
+  const ascii = toAsciiDomain(name.trim());
+  if (!ascii.ok) throw new InvalidRequest(`domain: ${ascii.problem}`, "invalid_domain");
+  const { domain } = ascii;
+  if (isAtOrBelow(domain, managedDomain)) {
+    throw new InvalidRequest(`domain: ${managedDomain} and the names below it belong to the service`, "invalid_domain");
+  }
+  if (UNDELEGATED_TLDS.has(domain.slice(domain.lastIndexOf(".") + 1))) {
+    throw new InvalidRequest("domain: a special-use name that public DNS never resolves", "invalid_domain");
+  }
+  return domain;
+}

@@ -1,0 +1,87 @@
+// The smtp role: the SMTP listener, the processor that turns accepted mail into stored messages, and the sweeper
+// that recovers what a crashed process had accepted. Stopped in reverse: no new mail, then the work in hand.
+import type { Config } from "../config.js";
+import type { Database } from "../db/database.js";
+import type { Logger } from "../logger.js";
+import { createInboundHooks } from "../mail/inbound-hooks.js";
+import { createEmailParser } from "../mail/parse.js";
+import { startSmtpServer } from "../mail/smtp-server.js";
+import { loadTlsCertificate } from "../mail/tls-certificate.js";
+import { createRecipientAdmission } from "./admission.js";
+import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
+import { createInboundProcessor } from "./processor.js";
+import { storeRawMessage } from "./receive.js";
+import { DEFAULT_SWEEPER_OPTIONS, startInboundSweeper, type SweeperOptions } from "./sweeper.js";
+
+export interface SmtpRoleDeps {
+  readonly config: Config;
+  readonly db: Database;
+  readonly log: Logger;
+  readonly outbox: MessageReceivedOutbox;
+  readonly scans: AttachmentScanStarter;
+  readonly sweeper?: SweeperOptions;
+}
+
+export interface SmtpRole {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
+  const { config, db, log } = deps;
+  const { smtp } = config;
+  const tls = await loadTlsCertificate({ certPath: smtp.tlsCertPath, keyPath: smtp.tlsKeyPath, dataDir: config.dataDir, hostname: smtp.hostname });
+  const parser = createEmailParser({
+    timeoutMs: config.inbound.parseTimeoutMs,
+    memoryMb: config.inbound.parseMemoryMb,
+    workers: config.inbound.concurrency,
+    maxHeaderBytes: smtp.maxHeaderBytes,
+    maxMimeParts: smtp.maxMimeParts,
+  });
+  const processor = createInboundProcessor({
+    db,
+    parser,
+    outbox: deps.outbox,
+    scans: deps.scans,
+    log,
+    hostname: smtp.hostname,
+    concurrency: config.inbound.concurrency,
+  });
+  const sweeper = startInboundSweeper(db, processor, log, deps.sweeper ?? DEFAULT_SWEEPER_OPTIONS);
+  const hooks = createInboundHooks({
+    admit: createRecipientAdmission(db, config.managedDomain),
+    store: (message) => storeRawMessage(db, message),
+    accepted: (rawId) => processor.submit(rawId),
+    limits: { ...smtp, maxMessageBytes: config.platformLimits.messageContentBytes },
+  });
+  try {
+    const server = await startSmtpServer(
+      {
+        hostname: smtp.hostname,
+        tls,
+        maxConnections: smtp.maxConnections,
+        idleTimeoutMs: smtp.idleTimeoutMs,
+        sessionTimeoutMs: smtp.sessionTimeoutMs,
+        maxMessageBytes: config.platformLimits.messageContentBytes,
+        log,
+      },
+      hooks,
+      config.smtpPort,
+      config.bindHost,
+    );
+    return {
+      port: server.port,
+      async stop() {
+        await server.close();
+        await sweeper.stop();
+        await processor.stop();
+        await parser.close();
+      },
+    };
+  } catch (e) {
+    await sweeper.stop();
+    await processor.stop();
+    await parser.close();
+    throw e;
+  }
+}

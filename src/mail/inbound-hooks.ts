@@ -1,0 +1,109 @@
+// The SMTP hooks of receiving: recipient admission at RCPT, and at DATA the size and structure limits checked as
+// the message streams in, then the raw message committed before the 250. Domain outcomes become SMTP replies here.
+import type { SMTPServerDataStream, SMTPServerEnvelope, SMTPServerSession } from "smtp-server";
+import type { AdmitRecipient, AdmittedRecipient } from "../inbound/admission.js";
+import type { ReceivedMessage, SessionFacts } from "../inbound/receive.js";
+import { MessageStructureCheck, type LimitViolation, type MessageLimits } from "./message-limits.js";
+import { SmtpError } from "./smtp-error.js";
+import type { SmtpHooks } from "./smtp-server.js";
+
+export interface InboundHooksDeps {
+  readonly admit: AdmitRecipient;
+  /** Commits the raw message; resolves with its id. */
+  readonly store: (message: ReceivedMessage) => Promise<string>;
+  /** Called with the id of each committed message, after the commit. */
+  readonly accepted: (rawId: string) => void;
+  readonly limits: MessageLimits & { readonly maxMessageBytes: number; readonly maxRecipients: number };
+}
+
+/** Longest HELO name or envelope sender kept (RFC 5321 paths are at most 256 octets; the rest is noise). */
+const MAX_STORED_NAME = 512;
+
+export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
+  const { limits } = deps;
+  // smtp-server makes a new envelope for every transaction, so state keyed by it ends with the transaction.
+  const admittedByEnvelope = new WeakMap<SMTPServerEnvelope, Map<string, AdmittedRecipient>>();
+  const admittedOf = (envelope: SMTPServerEnvelope) => {
+    let admitted = admittedByEnvelope.get(envelope);
+    if (!admitted) admittedByEnvelope.set(envelope, (admitted = new Map()));
+    return admitted;
+  };
+
+  const violationReplies: Record<LimitViolation, SmtpError> = {
+    header_too_large: new SmtpError(552, "5.3.4", `message header exceeds ${limits.maxHeaderBytes} bytes`),
+    mime_too_deep: new SmtpError(554, "5.6.0", `MIME parts nested deeper than ${limits.maxMimeDepth} levels`),
+    too_many_parts: new SmtpError(554, "5.6.0", `message has more than ${limits.maxMimeParts} MIME parts`),
+  };
+
+  return {
+    async rcptTo(recipient, session) {
+      const admitted = admittedOf(session.envelope);
+      const address = recipient.toLowerCase();
+      if (!admitted.has(address) && admitted.size >= limits.maxRecipients) {
+        throw new SmtpError(452, "4.5.3", "too many recipients in this transaction, send the rest in another");
+      }
+      const admission = await deps.admit(address);
+      switch (admission.kind) {
+        case "admitted":
+          admitted.set(address, admission.recipient);
+          return;
+        case "unknown_mailbox":
+          throw new SmtpError(550, "5.1.1", `<${recipient}>: no such mailbox here`);
+        case "mailbox_disabled":
+          throw new SmtpError(550, "5.2.1", `<${recipient}>: mailbox disabled`);
+        case "foreign_domain":
+          throw new SmtpError(550, "5.7.1", `<${recipient}>: relaying denied`);
+      }
+    },
+
+    async data(stream, session) {
+      const raw = await readWithinLimits(stream, limits, violationReplies);
+      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
+      const rawId = await deps.store({
+        mailFrom: mailFrom.slice(0, MAX_STORED_NAME),
+        recipients: [...admittedOf(session.envelope).values()],
+        session: sessionFacts(session),
+        raw,
+      });
+      deps.accepted(rawId);
+      return `2.0.0 Ok: queued as ${rawId}`;
+    },
+  };
+}
+
+/** Reads the message, keeping nothing once it is over the size limit (the rest is drained, as SMTP requires). */
+async function readWithinLimits(
+  stream: SMTPServerDataStream,
+  limits: InboundHooksDeps["limits"],
+  violationReplies: Record<LimitViolation, SmtpError>,
+): Promise<Buffer> {
+  const structure = new MessageStructureCheck(limits);
+  let chunks: Buffer[] = [];
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (stream.sizeExceeded) {
+        chunks = [];
+        continue;
+      }
+      chunks.push(chunk);
+      structure.write(chunk);
+    }
+  } catch {
+    // The client went away mid-message: nobody is left to read a reply, and nothing was stored.
+    throw new SmtpError(451, "4.4.2", "connection lost during DATA");
+  }
+  if (stream.sizeExceeded) throw new SmtpError(552, "5.3.4", `message exceeds the maximum size of ${limits.maxMessageBytes} bytes`);
+  const violation = structure.finish();
+  if (violation) throw violationReplies[violation];
+  return Buffer.concat(chunks);
+}
+
+function sessionFacts(session: SMTPServerSession): SessionFacts {
+  const tls = session.tlsOptions;
+  return {
+    remoteIp: session.remoteAddress,
+    // Typed string by smtp-server but false until HELO/EHLO; DATA cannot come before it.
+    helo: (session.hostNameAppearsAs || "").slice(0, MAX_STORED_NAME),
+    tls: tls ? { protocol: tls.version, cipher: tls.name } : null,
+  };
+}

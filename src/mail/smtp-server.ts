@@ -1,0 +1,117 @@
+// The SMTP listener: smtp-server configured for receiving only (no AUTH, no relaying), STARTTLS with our
+// certificate, the session limits, and the one adapter that turns async hooks into smtp-server's callbacks.
+import type { AddressInfo } from "node:net";
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
+import type { Logger } from "../logger.js";
+import { localError, SmtpError } from "./smtp-error.js";
+import type { TlsCertificate } from "./tls-certificate.js";
+
+/** The receiving logic. A hook refuses by throwing SmtpError; any other error is answered 451 and logged. */
+export interface SmtpHooks {
+  /** RCPT TO: resolves when the recipient is admitted. */
+  rcptTo(recipient: string, session: SMTPServerSession): Promise<void>;
+  /** DATA: consumes the message and resolves with the text of the 250 reply once it is durable. */
+  data(message: SMTPServerDataStream, session: SMTPServerSession): Promise<string>;
+}
+
+export interface SmtpServerOptions {
+  /** Banner and EHLO name. */
+  readonly hostname: string;
+  readonly tls: TlsCertificate;
+  readonly maxConnections: number;
+  readonly idleTimeoutMs: number;
+  readonly sessionTimeoutMs: number;
+  /** Advertised with SIZE; a message over it is flagged on its stream (the data hook refuses it). */
+  readonly maxMessageBytes: number;
+  readonly log: Logger;
+}
+
+export interface RunningSmtpServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * RFC 5321 caps a command line at 512 octets; extension parameters (SIZE, BODY, SMTPUTF8 addresses) may add a
+ * little. smtp-server's 16 KiB default exists for AUTH blobs, and AUTH is off here.
+ */
+const MAX_COMMAND_BYTES = 2048;
+/** How long close() lets open sessions finish before they are told 421 and dropped. */
+const CLOSE_GRACE_MS = 5000;
+
+export async function startSmtpServer(options: SmtpServerOptions, hooks: SmtpHooks, port: number, host: string): Promise<RunningSmtpServer> {
+  const { log } = options;
+  const deadlines = new Map<string, NodeJS.Timeout>();
+
+  /** The one adapter between async hooks and smtp-server's callbacks. */
+  function settle<R>(work: Promise<R>, done: (err: Error | null, value?: R) => void, hook: string): void {
+    work.then(
+      (value) => done(null, value),
+      (e: unknown) => {
+        if (e instanceof SmtpError) return done(e);
+        log.error("smtp hook failed", { hook, error: e });
+        done(localError());
+      },
+    );
+  }
+
+  const server: SMTPServer = new SMTPServer({
+    name: options.hostname,
+    banner: "ready",
+    key: options.tls.key,
+    cert: options.tls.cert,
+    // Receiving only: no AUTH means no submission and no relaying through this port.
+    disabledCommands: ["AUTH"],
+    size: options.maxMessageBytes,
+    maxClients: options.maxConnections,
+    socketTimeout: options.idleTimeoutMs,
+    closeTimeout: CLOSE_GRACE_MS,
+    maxCommandLength: MAX_COMMAND_BYTES,
+    // Reverse DNS says nothing we store, and would make every connection wait on a resolver.
+    disableReverseLookup: true,
+    logger: false,
+    onConnect(session, callback) {
+      const timer = setTimeout(() => endSession(session.id), options.sessionTimeoutMs);
+      timer.unref();
+      deadlines.set(session.id, timer);
+      callback();
+    },
+    onClose(session) {
+      clearTimeout(deadlines.get(session.id));
+      deadlines.delete(session.id);
+    },
+    onRcptTo(address, session, callback) {
+      settle(hooks.rcptTo(address.address, session), callback, "rcptTo");
+    },
+    onData(stream, session, callback) {
+      settle(hooks.data(stream, session), callback, "data");
+    },
+  });
+
+  /** The idle timeout alone lets a client that trickles bytes hold a connection forever. */
+  function endSession(id: string): void {
+    deadlines.delete(id);
+    for (const connection of server.connections) {
+      if (connection.id !== id) continue;
+      connection.send(421, "4.4.2 session time limit reached, closing connection");
+      connection.close();
+    }
+  }
+
+  server.on("error", (error: Error) => log.warn("smtp connection error", { error: error.message }));
+  await new Promise<void>((resolve, reject) => {
+    server.server.once("error", reject);
+    server.listen(port, host, () => {
+      server.server.off("error", reject);
+      resolve();
+    });
+  });
+  return {
+    port: (server.server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const timer of deadlines.values()) clearTimeout(timer);
+        server.close(() => resolve());
+      }),
+  };
+}

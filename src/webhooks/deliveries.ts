@@ -1,0 +1,150 @@
+// The life of one outbox row (one event for one endpoint): pending → delivering → delivered, or back to pending
+// after a failed attempt, or failed (dropped) when the attempts are used up or the endpoint is deleted.
+//
+// An attempt claims the row first (status delivering, attempts + 1), so two processes never send the same attempt,
+// and a claim is a lease: a row left delivering by a crashed process can be claimed again once the lease ends.
+import { LockMode } from "@mikro-orm/core";
+import type { WebhookAttemptResult } from "../../workflows/webhook-delivery.js";
+import type { Config } from "../config.js";
+import type { Database } from "../db/database.js";
+import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
+import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
+import { inboxIdOf } from "./events.js";
+import { createWebhookSender } from "./sender.js";
+
+export type WebhookSettings = Config["webhooks"];
+
+/** Time a claim holds beyond the request timeout before another attempt may take the row over. */
+const LEASE_MARGIN_MS = 30_000;
+/** How long a row may wait for its first attempt, or past its latest possible retry, before it counts as lost. */
+const ORPHAN_GRACE_MS = 60_000;
+const RECONCILE_BATCH = 1000;
+
+export const ENDPOINT_DELETED = "the endpoint was deleted";
+
+export function deliveryLeaseMs(settings: WebhookSettings): number {
+  return settings.timeoutMs + LEASE_MARGIN_MS;
+}
+
+/** The rows of an endpoint whose attempt is running now (delete answers 409 while there is one). */
+export function inFlightDeliveries(endpointId: string, leaseMs: number, now = new Date()) {
+  return { endpointId, status: "delivering", lastAttemptAt: { $gt: new Date(now.getTime() - leaseMs) } };
+}
+
+/** What a durable retry needs: the business key, the search attributes, and how many attempts were made. */
+export interface DeliveryRef {
+  readonly deliveryId: string;
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly attempts: number;
+}
+
+/** Starts the durable retries of a delivery (the webhook delivery workflow); idempotent per endpoint and event. */
+export interface WebhookRetryStarter {
+  start(delivery: DeliveryRef): Promise<void>;
+}
+
+export function refOf(row: WebhookDeliveryRow): DeliveryRef {
+  return {
+    deliveryId: row.id,
+    endpointId: row.endpointId,
+    eventId: row.eventId,
+    organizationId: row.organization.id,
+    inboxId: inboxIdOf(row.payload),
+    attempts: row.attempts,
+  };
+}
+
+interface Claimed {
+  readonly claimed: true;
+  readonly url: string;
+  readonly secret: string;
+  readonly eventId: string;
+  readonly body: string;
+  /** Attempts with this one. */
+  readonly attempts: number;
+}
+
+type Claim = Claimed | { readonly claimed: false; readonly result: WebhookAttemptResult };
+
+export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
+
+export function createWebhookDeliverer(db: Database, settings: WebhookSettings) {
+  const send = createWebhookSender(settings);
+  const leaseMs = deliveryLeaseMs(settings);
+
+  async function claim(deliveryId: string): Promise<Claim> {
+    const row = await db.fork().findOne(WebhookDelivery, deliveryId, { fields: ["endpointId"] });
+    if (!row) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
+    return db.fork().transactional(async (em): Promise<Claim> => {
+      // The endpoint is locked before the delivery, in the order deletion locks them, so the two cannot deadlock;
+      // a delete that commits first leaves no active endpoint here, one that comes second sees this claim.
+      const endpoint = await em.findOne(WebhookEndpoint, { id: row.endpointId, status: "active" }, { lockMode: LockMode.PESSIMISTIC_READ });
+      const delivery = await em.findOne(WebhookDelivery, deliveryId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const now = new Date();
+      if (!delivery) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
+      const status: string = delivery.status;
+      if (status === "delivered" || status === "failed") return { claimed: false, result: { outcome: status, attempts: delivery.attempts } };
+      if (!endpoint) {
+        Object.assign(delivery, { status: "failed", lastError: ENDPOINT_DELETED, updatedAt: now });
+        return { claimed: false, result: { outcome: "failed", attempts: delivery.attempts } };
+      }
+      if (status === "delivering" && delivery.lastAttemptAt!.getTime() > now.getTime() - leaseMs) {
+        return { claimed: false, result: { outcome: "busy", attempts: delivery.attempts } };
+      }
+      Object.assign(delivery, { status: "delivering", attempts: delivery.attempts + 1, lastAttemptAt: now, updatedAt: now });
+      return {
+        claimed: true,
+        url: endpoint.url,
+        secret: endpoint.signingSecret,
+        eventId: delivery.eventId,
+        body: delivery.payload,
+        attempts: delivery.attempts,
+      };
+    });
+  }
+
+  return {
+    /** Makes one attempt if the row is due one; never throws for a receiver's failure, only for our own. */
+    async attempt(deliveryId: string): Promise<WebhookAttemptResult> {
+      const c = await claim(deliveryId);
+      if (!c.claimed) return c.result;
+      const sent = await send({ url: c.url, secret: c.secret, eventId: c.eventId, body: c.body });
+      const status = sent.ok ? "delivered" : c.attempts >= settings.maxAttempts ? "failed" : "pending";
+      // Conditional on the claim still being ours: a lease taken over by another attempt is not overwritten.
+      const recorded = await db
+        .fork()
+        .nativeUpdate(
+          WebhookDelivery,
+          { id: deliveryId, status: "delivering", attempts: c.attempts },
+          { status, lastError: sent.ok ? null : sent.error, updatedAt: new Date() },
+        );
+      if (recorded === 0) return { outcome: "busy", attempts: c.attempts };
+      return { outcome: status === "pending" ? "retry" : status, attempts: c.attempts };
+    },
+  };
+}
+
+/**
+ * Starts retries for deliveries that lost theirs: never attempted (the process died between the commit and the
+ * dispatch), overdue for a retry (the workflow start failed), or left delivering past the lease (the process died
+ * mid-attempt). Starts are idempotent by workflow id, so a delivery whose workflow runs is left be.
+ */
+export async function reconcileWebhookDeliveries(db: Database, retries: WebhookRetryStarter, settings: WebhookSettings): Promise<number> {
+  const now = Date.now();
+  const lost = await db.fork().find(
+    WebhookDelivery,
+    {
+      $or: [
+        { status: "pending", attempts: 0, createdAt: { $lt: new Date(now - ORPHAN_GRACE_MS) } },
+        { status: "pending", attempts: { $gt: 0 }, lastAttemptAt: { $lt: new Date(now - settings.retryMaxMs - ORPHAN_GRACE_MS) } },
+        { status: "delivering", lastAttemptAt: { $lt: new Date(now - deliveryLeaseMs(settings)) } },
+      ],
+    },
+    { orderBy: { createdAt: "asc" }, limit: RECONCILE_BATCH },
+  );
+  for (const row of lost) await retries.start(refOf(row));
+  return lost.length;
+}

@@ -1,0 +1,145 @@
+// Webhook endpoints: idempotent creation (spec endpoint rules 8-9), listing without secrets, and deletion that
+// leaves a tombstone and drops the endpoint's pending deliveries.
+import { createHash } from "node:crypto";
+import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
+import type { Principal } from "../auth/principal.js";
+import { requireUnrestrictedInboxes } from "../auth/principal.js";
+import { Organization, WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
+import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
+import type { TenantStore } from "../db/tenant-store.js";
+import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
+import { newId } from "../ids.js";
+import type { Page } from "../inboxes/inboxes.js";
+import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+import { ENDPOINT_DELETED, inFlightDeliveries } from "./deliveries.js";
+import { newSigningSecret } from "./signature.js";
+import { normalizeWebhookUrl, type AddressPolicy } from "./url-policy.js";
+
+/** The partial unique index on (organization, url) of active endpoints (see the mailboxes migration). */
+const LIVE_URL_UNIQUE = "webhook_endpoints_live_url_unique";
+
+export interface WebhookEndpointsDeps {
+  /** platformLimits.webhookEndpoints: active endpoints per organization. */
+  readonly endpointLimit: number;
+  /** How long an exact retry of a create returns the secret again. */
+  readonly secretReplayMs: number;
+  /** How long a delivery's claim holds: deletion answers 409 while a claim that recent exists. */
+  readonly deliveryLeaseMs: number;
+  readonly addressPolicy: AddressPolicy;
+  readonly cursors: CursorCodec;
+}
+
+export interface CreateWebhookInput {
+  readonly idempotencyKey: string;
+  readonly url: string;
+  readonly events: readonly string[];
+}
+
+export interface CreatedWebhook {
+  readonly endpoint: WebhookEndpointRow;
+  /** True when this answers an exact retry of an earlier create. */
+  readonly replayed: boolean;
+}
+
+export type WebhookEndpoints = ReturnType<typeof createWebhookEndpoints>;
+
+export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
+  /** What an earlier create with the same key means for this one. */
+  function replay(existing: WebhookEndpointRow, requestHash: string): CreatedWebhook {
+    if (existing.requestHash !== requestHash) {
+      throw new Conflict("idempotency_key_conflict", "this idempotency key was used with a different url or events");
+    }
+    if (existing.status === "deleted") {
+      throw new Gone("webhook_endpoint_deleted", "the endpoint created with this idempotency key was deleted; use a fresh key");
+    }
+    if (Date.now() > existing.signingSecretReplayUntil.getTime()) {
+      throw new Conflict("webhook_secret_replay_expired", "the signing secret is no longer returned for this idempotency key");
+    }
+    return { endpoint: existing, replayed: true };
+  }
+
+  async function insert(store: TenantStore, input: CreateWebhookInput, url: string, requestHash: string): Promise<WebhookEndpointRow> {
+    return store.transactional(async (tx) => {
+      // The organization row lock serialises concurrent creates, so the endpoint count cannot overshoot the limit.
+      const org = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if ((await tx.count(WebhookEndpoint, { status: "active" })) >= deps.endpointLimit) {
+        throw new PermissionDenied(
+          `the organization has reached its limit of ${deps.endpointLimit} webhook endpoints`,
+          "webhook_endpoint_limit_reached",
+        );
+      }
+      const now = new Date();
+      const endpoint = tx.em.create(WebhookEndpoint, {
+        id: newId("whk"),
+        organization: org,
+        url,
+        events: [...input.events],
+        status: "active",
+        signingSecret: newSigningSecret(),
+        signingSecretReplayUntil: new Date(now.getTime() + deps.secretReplayMs),
+        idempotencyKey: input.idempotencyKey,
+        requestHash,
+        createdAt: now,
+        updatedAt: now,
+        deletedAt: null,
+      });
+      await tx.em.flush();
+      return endpoint;
+    });
+  }
+
+  return {
+    async create(store: TenantStore, principal: Principal, input: CreateWebhookInput): Promise<CreatedWebhook> {
+      requireUnrestrictedInboxes(principal, "manage webhook endpoints");
+      const url = normalizeWebhookUrl(input.url, deps.addressPolicy);
+      const requestHash = createHash("sha256").update(JSON.stringify({ url, events: input.events })).digest("hex");
+      const earlier = await store.findOne(WebhookEndpoint, { idempotencyKey: input.idempotencyKey });
+      if (earlier) return replay(earlier, requestHash);
+      try {
+        return { endpoint: await insert(store, input, url, requestHash), replayed: false };
+      } catch (e) {
+        if (!(e instanceof UniqueConstraintViolationException)) throw e;
+        // The unique constraints decide races: a concurrent create with the same key won, or the URL is taken.
+        const winner = await store.findOne(WebhookEndpoint, { idempotencyKey: input.idempotencyKey });
+        if (winner) return replay(winner, requestHash);
+        if ((e as { constraint?: string }).constraint === LIVE_URL_UNIQUE) {
+          throw new Conflict("webhook_endpoint_exists", "an active endpoint with this url exists in the organization");
+        }
+        throw e;
+      }
+    },
+
+    async list(store: TenantStore, page: { limit?: number; cursor?: string }): Promise<Page<WebhookEndpointRow>> {
+      const scope = { organizationId: store.organizationId, resource: "webhooks" };
+      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
+      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await store.find(
+        WebhookEndpoint,
+        { status: "active", ...afterPosition(position) },
+        { orderBy: [{ createdAt: "desc" }, { id: "desc" }], limit: limit + 1 },
+      );
+      const items = rows.slice(0, limit);
+      const last = items[items.length - 1];
+      return { items, nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined };
+    },
+
+    async delete(store: TenantStore, principal: Principal, webhookId: string): Promise<void> {
+      requireUnrestrictedInboxes(principal, "manage webhook endpoints");
+      await store.transactional(async (tx) => {
+        // Locked before its deliveries, as a delivery attempt locks them (see deliveries.ts claim).
+        const [endpoint] = await tx.find(WebhookEndpoint, { id: webhookId, status: "active" }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        if (!endpoint) throw new NotFound("webhook endpoint");
+        if ((await tx.count(WebhookDelivery, inFlightDeliveries(webhookId, deps.deliveryLeaseMs))) > 0) {
+          throw new Conflict("webhook_delivery_in_progress", "a delivery to this endpoint is in flight; retry the delete shortly");
+        }
+        const now = new Date();
+        Object.assign(endpoint, { status: "deleted", deletedAt: now, updatedAt: now });
+        await tx.em.nativeUpdate(
+          WebhookDelivery,
+          { organization: tx.organizationId, endpointId: webhookId, status: "pending" },
+          { status: "failed", lastError: ENDPOINT_DELETED, updatedAt: now },
+        );
+      });
+    },
+  };
+}

@@ -1,0 +1,211 @@
+// The SMTP edge under abuse: relaying, unknown recipients, every session limit with its proper reply, SMTP
+// smuggling, and durable acceptance (451 when the commit fails). A raw socket client sends the exact bytes.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { updateOrganization } from "../../src/admin/organizations.js";
+import { InboundRawMessage, Message } from "../../src/db/entities/index.js";
+import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+import { recordingPorts } from "../support/inbound-ports.js";
+import { RawSmtpClient, sendRaw, transaction } from "../support/smtp-client.js";
+
+const LIMITS = {
+  LIMIT_MESSAGE_CONTENT_BYTES: "65536",
+  SMTP_MAX_RECIPIENTS: "3",
+  SMTP_MAX_HEADER_BYTES: "2048",
+  SMTP_MAX_MIME_DEPTH: "3",
+  SMTP_MAX_MIME_PARTS: "10",
+};
+
+let app: TestApp;
+let smtp: SmtpRole;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  app = await startTestApp(LIMITS);
+  const ports = recordingPorts();
+  smtp = await app.startSmtp({ outbox: ports.outbox, scans: ports.scans });
+  tenant = await app.createTenant({ managedLimit: 100 });
+});
+afterAll(() => app?.stop());
+
+async function createInbox(): Promise<{ id: string; address: string }> {
+  const res = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("limits"), displayName: "Limits" } });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+const storedCount = (inboxId: string) => app.db.fork().count(Message, { inboxId });
+const rawCount = (mailFrom: string) => app.db.fork().count(InboundRawMessage, { mailFrom });
+const sender = () => `${uniqueName("sender")}@example.org`;
+const message = (subject: string, body = "body") => `From: someone@example.org\r\nSubject: ${subject}\r\n\r\n${body}\r\n`;
+
+/** A message whose MIME parts nest `depth` multiparts deep. */
+function nestedMessage(depth: number): string {
+  let part = "Content-Type: text/plain\r\n\r\nthe leaf\r\n";
+  for (let level = depth; level >= 1; level--) {
+    part = `Content-Type: multipart/mixed; boundary="level-${level}"\r\n\r\n--level-${level}\r\n${part}--level-${level}--\r\n`;
+  }
+  return `From: someone@example.org\r\nSubject: nested ${depth}\r\n${part}`;
+}
+
+/** A message of `parts` MIME parts in all: the multipart root and its text children. */
+function manyPartsMessage(parts: number): string {
+  const children = Array.from({ length: parts - 1 }, (_, i) => `--sep\r\nContent-Type: text/plain\r\n\r\npart ${i + 1}\r\n`).join("");
+  return `From: someone@example.org\r\nSubject: ${parts} parts\r\nContent-Type: multipart/mixed; boundary=sep\r\n\r\n${children}--sep--\r\n`;
+}
+
+describe("recipient admission", () => {
+  test("refuses every domain it does not receive for with 550 5.7.1, so it is never an open relay", async () => {
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO relay.example");
+    expect((await client.command(`MAIL FROM:<${sender()}>`))?.code).toBe(250);
+    for (const rcpt of ["victim@gmail.com", `x@sub.${app.config.managedDomain}`, `x@${app.config.managedDomain}.evil.example`]) {
+      const reply = await client.command(`RCPT TO:<${rcpt}>`);
+      expect([reply?.code, reply?.text]).toEqual([550, expect.stringMatching(/^5\.7\.1 /)]);
+    }
+    expect((await client.command("DATA"))?.code).toBe(503);
+    await client.quit();
+  });
+
+  test("refuses an unknown or deleted local part with 550 5.1.1 and a suspended organization's inbox with 550 5.2.1", async () => {
+    const deleted = await createInbox();
+    expect((await tenant.request("DELETE", `/v1/inboxes/${deleted.id}`)).status).toBe(204);
+    const suspended = await app.createTenant();
+    const res = await suspended.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("susp"), displayName: "S" } });
+    await updateOrganization(app.db.fork(), suspended.organizationId, { status: "suspended" });
+
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO c.example");
+    await client.command(`MAIL FROM:<${sender()}>`);
+    const unknown = await client.command(`RCPT TO:<${uniqueName("nobody")}@${app.config.managedDomain}>`);
+    expect([unknown?.code, unknown?.text]).toEqual([550, expect.stringMatching(/^5\.1\.1 /)]);
+    const gone = await client.command(`RCPT TO:<${deleted.address}>`);
+    expect([gone?.code, gone?.text]).toEqual([550, expect.stringMatching(/^5\.1\.1 /)]);
+    const disabled = await client.command(`RCPT TO:<${res.body.address}>`);
+    expect([disabled?.code, disabled?.text]).toEqual([550, expect.stringMatching(/^5\.2\.1 /)]);
+    await client.quit();
+  });
+
+  test("admits an address whatever its case, and stores the message once for its inbox", async () => {
+    const inbox = await createInbox();
+    const replies = await sendRaw(smtp.port, { from: sender(), to: [inbox.address.toUpperCase(), inbox.address], data: message("case") });
+    expect(replies.rcpt.map((r) => r?.code)).toEqual([250, 250]);
+    expect(replies.message?.code).toBe(250);
+    await eventually(async () => ((await storedCount(inbox.id)) === 1 ? true : undefined));
+  });
+
+  test("answers 452 4.5.3 past the recipient limit and delivers to the recipients it admitted", async () => {
+    const inboxes = [await createInbox(), await createInbox(), await createInbox(), await createInbox()];
+    const replies = await sendRaw(smtp.port, { from: sender(), to: inboxes.map((i) => i.address), data: message("many") });
+    expect(replies.rcpt.map((r) => r?.code)).toEqual([250, 250, 250, 452]);
+    expect(replies.rcpt[3]?.text).toMatch(/^4\.5\.3 /);
+    expect(replies.message?.code).toBe(250);
+    for (const inbox of inboxes.slice(0, 3)) await eventually(async () => ((await storedCount(inbox.id)) === 1 ? true : undefined));
+    expect(await storedCount(inboxes[3]!.id)).toBe(0);
+  });
+});
+
+describe("message limits", () => {
+  test("refuses a message over messageContentBytes with 552 5.3.4 once DATA ends, and stores nothing", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    const big = message("too big", "x".repeat(70_000));
+    const replies = await sendRaw(smtp.port, { from, to: [inbox.address], data: big });
+    expect([replies.message?.code, replies.message?.text]).toEqual([552, expect.stringMatching(/^5\.3\.4 /)]);
+    expect(await rawCount(from)).toBe(0);
+
+    const fits = message("fits", "y".repeat(60_000));
+    expect((await sendRaw(smtp.port, { from, to: [inbox.address], data: fits })).message?.code).toBe(250);
+  });
+
+  test("refuses a declared SIZE over the limit at MAIL FROM", async () => {
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    const ehlo = await client.command("EHLO c.example");
+    expect(ehlo?.text).toContain("SIZE 65536");
+    expect((await client.command(`MAIL FROM:<${sender()}> SIZE=100000`))?.code).toBe(552);
+    await client.quit();
+  });
+
+  test("refuses a header section over the limit with 552 5.3.4", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    const data = `From: someone@example.org\r\nX-Padding: ${"h".repeat(2100)}\r\nSubject: fat header\r\n\r\nbody\r\n`;
+    const replies = await sendRaw(smtp.port, { from, to: [inbox.address], data });
+    expect([replies.message?.code, replies.message?.text]).toEqual([552, expect.stringMatching(/^5\.3\.4 message header/)]);
+    expect(await rawCount(from)).toBe(0);
+  });
+
+  test("refuses MIME nested deeper than the limit, or with more parts, with 554 5.6.0", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    const send = (data: string) => sendRaw(smtp.port, { from, to: [inbox.address], data });
+    expect((await send(nestedMessage(3))).message?.code).toBe(250);
+    const deep = (await send(nestedMessage(4))).message;
+    expect([deep?.code, deep?.text]).toEqual([554, expect.stringMatching(/^5\.6\.0 MIME parts nested deeper than 3/)]);
+    expect((await send(manyPartsMessage(10))).message?.code).toBe(250);
+    const wide = (await send(manyPartsMessage(11))).message;
+    expect([wide?.code, wide?.text]).toEqual([554, expect.stringMatching(/^5\.6\.0 message has more than 10 MIME parts/)]);
+    await eventually(async () => ((await storedCount(inbox.id)) === 2 ? true : undefined));
+    expect(await rawCount(from)).toBe(0);
+  });
+
+  test("drops a session whose command line is longer than 2048 bytes with 421", async () => {
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO c.example");
+    const reply = await client.command(`NOOP ${"n".repeat(3000)}`);
+    expect(reply?.code).toBe(421);
+    await client.closed;
+  });
+});
+
+describe("SMTP smuggling", () => {
+  // Each payload ends the DATA early under a lenient reading of <LF>.<LF>-style terminators, then starts a
+  // second transaction (the attack of CVE-2023-51764/-51765/-51766). Only <CRLF>.<CRLF> ends DATA here.
+  test.each([
+    ["<LF>.<LF>", "\n.\n"],
+    ["<CR><LF>.<LF>", "\r\n.\n"],
+    ["<LF>.<CR><LF>", "\n.\r\n"],
+    ["<CR>.<CR><LF>", "\r.\r\n"],
+  ])("a %s sequence never produces a second message", async (_name, terminator) => {
+    const inbox = await createInbox();
+    const smuggled = `MAIL FROM:<ceo@${app.config.managedDomain}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\nSubject: smuggled\r\n\r\nwire the money\r\n`;
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO smuggler.example");
+    const replies = await transaction(client, { from: sender(), to: [inbox.address], data: `Subject: outer\r\n\r\nhello${terminator}${smuggled}` });
+    expect(replies.message?.code).toBe(250);
+    // Nothing else answers: the smuggled commands were message content, not commands.
+    expect((await client.command("NOOP"))?.code).toBe(250);
+    await client.quit();
+    const [stored] = await eventually(async () => {
+      const rows = await app.db.fork().find(Message, { inboxId: inbox.id });
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(stored!.subject).toBe("outer");
+    expect(stored!.text).toContain("wire the money");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await storedCount(inbox.id)).toBe(1);
+  });
+});
+
+describe("durable acceptance", () => {
+  test("answers 451 when the raw message cannot be committed, so the sender keeps it and retries", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    // A real PostgreSQL failure on the commit of this one sender's mail: a trigger that refuses its row.
+    const fn = `refuse_${uniqueName("raw").replace(/-/g, "_")}`;
+    const conn = app.db.fork().getConnection();
+    await conn.execute(`create function ${fn}() returns trigger language plpgsql as $$ begin
+      if new.mail_from = '${from}' then raise exception 'disk full'; end if; return new; end $$`);
+    await conn.execute(`create trigger ${fn} before insert on inbound_raw_messages for each row execute function ${fn}()`);
+    try {
+      const refused = await sendRaw(smtp.port, { from, to: [inbox.address], data: message("unlucky") });
+      expect([refused.message?.code, refused.message?.text]).toEqual([451, expect.stringMatching(/^4\.3\.0 /)]);
+    } finally {
+      await conn.execute(`drop trigger ${fn} on inbound_raw_messages`);
+      await conn.execute(`drop function ${fn}()`);
+    }
+    const retried = await sendRaw(smtp.port, { from, to: [inbox.address], data: message("lucky") });
+    expect(retried.message?.code).toBe(250);
+    await eventually(async () => ((await storedCount(inbox.id)) === 1 ? true : undefined));
+  });
+});

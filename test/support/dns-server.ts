@@ -1,0 +1,176 @@
+// A real DNS server for tests (dns2), answering over UDP and TCP on one loopback port from zones the test
+// controls: records with TTLs, NXDOMAIN vs NODATA (with an SOA for negative caching), CNAME chains, SERVFAIL,
+// REFUSED, silence (a timeout for the client) and delays. It logs every question so tests can count lookups.
+import type { AddressInfo, Socket } from "node:net";
+import dns2 from "dns2";
+import type { DnsServerAddress } from "../../src/dns/resolver.js";
+
+const { Packet } = dns2;
+
+export type RecordInput =
+  | { type: "A" | "AAAA"; address: string }
+  | { type: "CNAME"; target: string }
+  | { type: "MX"; preference: number; exchange: string }
+  /** One TXT record; several strings make one record of several character-strings (a long DKIM key). */
+  | { type: "TXT"; text: string | string[] };
+
+export type Failure = "servfail" | "refused" | "timeout";
+
+export interface TestDnsServer {
+  readonly address: DnsServerAddress;
+  /** "127.0.0.1:port", the DNS_SERVERS value that reaches this server. */
+  readonly serverList: string;
+  /** Replaces the records of one type at a name. */
+  set(name: string, records: RecordInput[], ttl?: number): void;
+  /** Removes the records of one type at a name, or every record at it. */
+  remove(name: string, type?: RecordInput["type"]): void;
+  /** Makes questions about a name (any type, or one type) fail this way until cleared. */
+  fail(name: string, failure: Failure, type?: RecordInput["type"]): void;
+  clearFailure(name: string): void;
+  /** Holds every answer about a name (or every answer, for "*") this long. */
+  delay(name: string, ms: number): void;
+  /** The SOA TTL and MINIMUM of negative answers (NXDOMAIN, NODATA). */
+  negativeTtl: number;
+  /** How many questions arrived for a name (and type), over either transport. */
+  queries(name: string, type?: RecordInput["type"]): number;
+  /** Questions that arrived over TCP. */
+  tcpQueries(name: string): number;
+  stop(): Promise<void>;
+}
+
+interface Stored {
+  readonly record: RecordInput;
+  readonly ttl: number;
+}
+
+const norm = (name: string) => name.replace(/\.$/, "").toLowerCase();
+
+export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer> {
+  const zone = new Map<string, Stored[]>();
+  const failures = new Map<string, { failure: Failure; type: string | undefined }>();
+  const delays = new Map<string, number>();
+  const log: { name: string; type: string; tcp: boolean }[] = [];
+  let negativeTtl = 60;
+
+  const exists = (name: string) => [...zone.keys()].some((owner) => owner === name || owner.endsWith(`.${name}`));
+
+  const handle = (request: dns2.Packet, send: (response: dns2.Packet) => Promise<Buffer>, tcp: boolean) => {
+    const question = request.questions[0];
+    if (!question) return;
+    const name = norm(question.name);
+    const type = Packet.typeName(question.type);
+    log.push({ name, type, tcp });
+    const response = Packet.createResponseFromRequest(request);
+    response.header.ra = 1;
+    const failure = failures.get(name);
+    if (failure && (failure.type === undefined || failure.type === type)) {
+      if (failure.failure === "timeout") return;
+      response.header.rcode = failure.failure === "servfail" ? Packet.RCODE.SERVFAIL : Packet.RCODE.REFUSED;
+      void send(response);
+      return;
+    }
+    let owner = name;
+    for (let hops = 0; hops < 8; hops++) {
+      const here = zone.get(owner) ?? [];
+      const cname = here.find((s) => s.record.type === "CNAME");
+      if (cname && type !== "CNAME" && cname.record.type === "CNAME") {
+        response.answers.push(resource(owner, cname));
+        owner = norm(cname.record.target);
+        continue;
+      }
+      for (const stored of here) if (stored.record.type === type) response.answers.push(resource(owner, stored));
+      break;
+    }
+    if (response.answers.length === 0 || response.answers.every((a) => a.type === Packet.TYPE.CNAME && type !== "CNAME")) {
+      if (response.answers.length === 0 && !exists(name)) response.header.rcode = Packet.RCODE.NXDOMAIN;
+      response.authorities.push({
+        name: name.split(".").slice(-2).join("."),
+        type: Packet.TYPE.SOA,
+        class: Packet.CLASS.IN,
+        ttl: negativeTtl,
+        primary: "ns.test",
+        admin: "hostmaster.test",
+        serial: 1,
+        refresh: 3600,
+        retry: 600,
+        expiration: 86400,
+        minimum: negativeTtl,
+      } as never);
+    }
+    const wait = delays.get(name) ?? delays.get("*") ?? 0;
+    if (wait > 0) setTimeout(() => void send(response), wait);
+    else void send(response);
+  };
+
+  const udp = dns2.createUDPServer((req, send) => handle(req, send as never, false));
+  udp.on("requestError", () => undefined);
+  await udp.listen(0, host);
+  const port = (udp.address() as AddressInfo).port;
+  const tcp = dns2.createTCPServer((req, send) => handle(req, send as never, true));
+  tcp.on("requestError", () => undefined);
+  // Connections left waiting by a "timeout" failure would hold close() for the server's idle timeout.
+  const connections = new Set<Socket>();
+  tcp.on("connection", (socket: Socket) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    tcp.once("error", reject);
+    tcp.listen(port, host, () => resolve());
+  });
+
+  return {
+    address: { host, port },
+    serverList: `${host}:${port}`,
+    set(name, records, ttl = 300) {
+      const owner = norm(name);
+      const types = new Set(records.map((r) => r.type));
+      const kept = (zone.get(owner) ?? []).filter((s) => !types.has(s.record.type));
+      zone.set(owner, [...kept, ...records.map((record) => ({ record, ttl }))]);
+    },
+    remove(name, type) {
+      const owner = norm(name);
+      const kept = type === undefined ? [] : (zone.get(owner) ?? []).filter((s) => s.record.type !== type);
+      if (kept.length === 0) zone.delete(owner);
+      else zone.set(owner, kept);
+    },
+    fail(name, failure, type) {
+      failures.set(norm(name), { failure, type });
+    },
+    clearFailure(name) {
+      failures.delete(norm(name));
+    },
+    delay(name, ms) {
+      delays.set(name === "*" ? "*" : norm(name), ms);
+    },
+    get negativeTtl() {
+      return negativeTtl;
+    },
+    set negativeTtl(ttl: number) {
+      negativeTtl = ttl;
+    },
+    queries: (name, type) => log.filter((q) => q.name === norm(name) && (type === undefined || q.type === type)).length,
+    tcpQueries: (name) => log.filter((q) => q.name === norm(name) && q.tcp).length,
+    async stop() {
+      await new Promise<void>((resolve) => udp.close(() => resolve()));
+      for (const socket of connections) socket.destroy();
+      await new Promise<void>((resolve) => tcp.close(() => resolve()));
+    },
+  };
+}
+
+function resource(owner: string, { record, ttl }: Stored): dns2.Packet.Resource {
+  const base = { name: owner, class: Packet.CLASS.IN, ttl };
+  switch (record.type) {
+    case "A":
+      return { ...base, type: Packet.TYPE.A, address: record.address } as never;
+    case "AAAA":
+      return { ...base, type: Packet.TYPE.AAAA, address: record.address } as never;
+    case "CNAME":
+      return { ...base, type: Packet.TYPE.CNAME, domain: record.target } as never;
+    case "MX":
+      return { ...base, type: Packet.TYPE.MX, priority: record.preference, exchange: record.exchange } as never;
+    case "TXT":
+      return { ...base, type: Packet.TYPE.TXT, data: Array.isArray(record.text) ? record.text : [record.text] } as never;
+  }
+}

@@ -1,0 +1,38 @@
+// Recording implementations of the ports inbound processing reports to (webhook outbox, attachment scans), for
+// tests of the smtp role that assert what it reported and when. PostgreSQL, SMTP and Temporal stay real.
+import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "../../src/inbound/ports.js";
+
+export interface RecordingPorts {
+  readonly outbox: MessageReceivedOutbox;
+  readonly scans: AttachmentScanStarter;
+  /** Each enqueued event, with whether it ran inside the caller's transaction. */
+  readonly enqueued: (MessageReceivedEvent & { readonly inTransaction: boolean })[];
+  readonly dispatched: string[][];
+  readonly scansStarted: { messageId: string; organizationId: string; inboxId: string }[];
+}
+
+export function recordingPorts(): RecordingPorts {
+  const enqueued: RecordingPorts["enqueued"] = [];
+  const dispatched: string[][] = [];
+  const scansStarted: RecordingPorts["scansStarted"] = [];
+  return {
+    enqueued,
+    dispatched,
+    scansStarted,
+    outbox: {
+      async enqueue(em, event) {
+        const { organizationId, inboxId, threadId, messageId } = event;
+        enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: em.isInTransaction() });
+        return [`delivery-of-${messageId}`];
+      },
+      dispatch(ids) {
+        dispatched.push([...ids]);
+      },
+    },
+    scans: {
+      async start({ messageId, organizationId, inboxId }) {
+        scansStarted.push({ messageId, organizationId, inboxId });
+      },
+    },
+  };
+}

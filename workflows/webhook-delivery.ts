@@ -1,0 +1,63 @@
+// Retries one webhook delivery (one event for one endpoint) until the receiver answers 2xx or the attempts are used
+// up. Every attempt is an activity that sends the same event id and body; between attempts the workflow sleeps an
+// exponential, jittered backoff, so the schedule survives any restart of workers or the service.
+import { proxyActivities, sleep } from "@temporalio/workflow";
+import type { WebhookDeliveryActivities } from "../src/temporal/activities/webhook-delivery.js";
+
+/**
+ * Failures of our own side (database down, worker lost) only: a receiver's failure is a result, not an error. An
+ * attempt is idempotent (it claims the row first), so it is retried until it runs.
+ */
+const ATTEMPT_RETRY = { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "1m" } as const;
+/** Longer than the longest request timeout (WEBHOOK_TIMEOUT_MS ≤ 60 s) plus the database work around it. */
+const ATTEMPT_TIMEOUT = "2m";
+/** How long to wait when another process holds the delivery's claim (its attempt is still running). */
+const BUSY_WAIT_MS = 5_000;
+
+const activities = proxyActivities<WebhookDeliveryActivities>({ startToCloseTimeout: ATTEMPT_TIMEOUT, retry: ATTEMPT_RETRY });
+
+export interface WebhookRetrySchedule {
+  /** The wait after the first failed attempt; it doubles after each further one. */
+  readonly initialMs: number;
+  /** The longest wait between two attempts. */
+  readonly maxMs: number;
+}
+
+export interface WebhookDeliveryArgs {
+  readonly deliveryId: string;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  /** Attempts already made (the prompt one): the first wait follows from it. */
+  readonly attemptsSoFar: number;
+  readonly retry: WebhookRetrySchedule;
+}
+
+/** The outcome of one attempt: retry and busy keep the workflow going, delivered and failed (dropped) end it. */
+export interface WebhookAttemptResult {
+  readonly outcome: "delivered" | "failed" | "retry" | "busy";
+  /** Attempts made so far, this one included. */
+  readonly attempts: number;
+}
+
+/**
+ * The wait after `attempts` failed attempts: "equal jitter", half of the capped exponential delay plus a random
+ * part of the other half, so receivers recovering from an outage are not hit by every retry at once.
+ */
+export function webhookRetryDelayMs(attempts: number, schedule: WebhookRetrySchedule, random: number): number {
+  const cap = Math.min(schedule.maxMs, schedule.initialMs * 2 ** Math.max(0, attempts - 1));
+  return Math.round(cap / 2 + (random * cap) / 2);
+}
+
+export async function webhookDelivery(args: WebhookDeliveryArgs): Promise<WebhookAttemptResult> {
+  let attempts = args.attemptsSoFar;
+  let busy = false;
+  for (;;) {
+    // Math.random is deterministic inside a workflow (seeded per run), so replays wait the same.
+    if (busy) await sleep(BUSY_WAIT_MS);
+    else if (attempts > 0) await sleep(webhookRetryDelayMs(attempts, args.retry, Math.random()));
+    const result = await activities.attemptWebhookDelivery(args.deliveryId);
+    if (result.outcome === "delivered" || result.outcome === "failed") return result;
+    busy = result.outcome === "busy";
+    attempts = result.attempts;
+  }
+}
