@@ -182,7 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
       sessionTimeoutMs: int("SMTP_SESSION_TIMEOUT_MS", 600_000, 1000, 86_400_000),
       maxHeaderBytes: int("SMTP_MAX_HEADER_BYTES", 256 * 1024, 1024, 16 * 1024 * 1024),
       maxMimeDepth: int("SMTP_MAX_MIME_DEPTH", 20, 1, 1000),
-      maxMimeParts: int("SMTP_MAX_MIME_PARTS", 500, 1, 100_000),
+      // At most 1000: attachment ids number a message's attachments 1..999 (spec id shape).
+      maxMimeParts: int("SMTP_MAX_MIME_PARTS", 500, 1, 1000),
     },
     inbound: {
       parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),

@@ -30,15 +30,17 @@ import {
 } from "./temporal/client.js";
 import { startPurgeReconciler, startReconciler } from "./temporal/reconciler.js";
 import { createWorker } from "./temporal/worker.js";
-import { deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
+import { createWebhookDeliverer, deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
 import { createWebhookEndpoints } from "./webhooks/endpoints.js";
 import { createScanner } from "./scanning/scanner.js";
-import { EMPTY_SUPPRESSION_LISTS } from "./validation/suppressions.js";
+import { createSuppressionLookup } from "./validation/suppressions.js";
 import { createEmailValidator } from "./validation/validator.js";
 import { createAttachmentScanStarter } from "./scanning/attachment-scan-starter.js";
 import { reconcileAttachmentScans } from "./scanning/attachment-scan-reconciler.js";
+import { startSmtpRole, type SmtpRole } from "./inbound/smtp-role.js";
+import { createWebhookOutbox } from "./webhooks/outbox.js";
 
-export type Role = "api" | "worker";
+export type Role = "api" | "worker" | "smtp";
 
 interface Infrastructure {
   readonly databaseUrl: string;
@@ -111,6 +113,7 @@ async function persistedSecret(config: Config, configured: string | undefined, f
 
 export interface RunningService {
   readonly api: ApiServer | undefined;
+  readonly smtp: SmtpRole | undefined;
   readonly databaseUrl: string;
   readonly temporalAddress: string;
   stop(): Promise<void>;
@@ -170,6 +173,29 @@ export async function startService(config: Config, roles: readonly Role[], optio
       stops.push(scanReconciler.stop);
       log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
     }
+    let smtp: SmtpRole | undefined;
+    if (roles.includes("smtp")) {
+      const outbox = createWebhookOutbox({
+        db,
+        deliverer: createWebhookDeliverer(db, config.webhooks),
+        retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
+        log,
+      });
+      const role = await startSmtpRole({
+        config,
+        db,
+        log,
+        outbox,
+        scans: createAttachmentScanStarter(temporal, config.temporalTaskQueue),
+        domains: createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config))),
+      });
+      smtp = role;
+      stops.push(async () => {
+        await role.stop();
+        await outbox.drain();
+      });
+      log.info("SMTP listening", { address: `${config.bindHost}:${role.port}`, hostname: config.smtp.hostname });
+    }
     if (options.embedded) {
       await writeFile(
         join(config.dataDir, RUNTIME_FILE),
@@ -179,7 +205,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
       stops.push(() => rm(join(config.dataDir, RUNTIME_FILE), { force: true }));
     }
     if (infra.temporalUiUrl) log.info("Temporal Web UI", { url: infra.temporalUiUrl });
-    return { api, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, stop };
+    return { api, smtp, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, stop };
   } catch (e) {
     await stop();
     throw e;
@@ -200,7 +226,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     verifier,
     workflows: createDomainVerificationStarter(temporal, config.temporalTaskQueue),
   });
-  const validator = createEmailValidator({ resolver: createCachingResolver(resolver), suppressions: EMPTY_SUPPRESSION_LISTS });
+  const validator = createEmailValidator({ resolver: createCachingResolver(resolver), suppressions: createSuppressionLookup(db) });
   const inboxes = createInboxes({
     managedDomain: config.managedDomain,
     customerDomains: createConfiguredCapabilities(config, db, verifier),

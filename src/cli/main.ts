@@ -15,7 +15,7 @@ import { openOperatorDatabase, startService, type Role } from "../main.js";
 
 const USAGE = `mailbox <command>
 
-  start                              database, Temporal, API and worker, embedded defaults
+  start                              database, Temporal, API, worker and SMTP, embedded defaults
   serve --role api|worker|smtp       one role against DATABASE_URL and TEMPORAL_ADDRESS
   worker                             same as serve --role worker
   migrate                            apply committed migrations
@@ -71,7 +71,7 @@ export async function main(argv: string[]): Promise<number> {
     const command = positionals.join(" ");
     switch (command) {
       case "start":
-        return await serveUntilSignal(config, ["api", "worker"], true);
+        return await serveUntilSignal(config, ["api", "worker", "smtp"], true);
       case "serve":
         return await serveUntilSignal(config, [roleOf(flags.role)], false);
       case "worker":
@@ -106,8 +106,7 @@ function fail(e: unknown): number {
 }
 
 function roleOf(role: string | undefined): Role {
-  if (role === "api" || role === "worker") return role;
-  if (role === "smtp") throw new UsageError("the smtp role is not implemented yet (it arrives with inbound mail)");
+  if (role === "api" || role === "worker" || role === "smtp") return role;
   throw new UsageError("--role must be api, worker or smtp");
 }
 
@@ -115,6 +114,7 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
   const service = await startService(config, roles, { embedded });
   const summary = {
     api: service.api ? `http://${config.bindHost}:${service.api.port}` : null,
+    smtp: service.smtp ? `${config.bindHost}:${service.smtp.port}` : null,
     roles,
     temporal: service.temporalAddress,
     database: service.databaseUrl.replace(/\/\/[^@]*@/, "//"),

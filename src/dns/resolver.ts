@@ -42,7 +42,7 @@ export interface ResolverOptions {
 }
 
 /** Two attempts: one lost datagram or one failing server does not fail a lookup; more would only add latency. */
-export const ATTEMPTS = 2;
+const ATTEMPTS = 2;
 
 class Temporary extends Error {}
 

@@ -31,13 +31,18 @@ function parseOne(entry: string): DnsServerAddress | undefined {
 }
 
 /** The resolvers the operating system uses (resolv.conf on Linux). */
-export function systemDnsServers(): DnsServerAddress[] {
+function systemDnsServers(): DnsServerAddress[] {
   return parseDnsServers(getServers().join(",")).servers;
 }
 
 /** The resolver every DNS question of the service goes through: DNS_SERVERS, else the system's resolvers. */
 export function createConfiguredResolver(config: Pick<Config, "dnsServers" | "dnsTimeoutMs">): DnsResolver {
   const servers = config.dnsServers ?? systemDnsServers();
-  if (servers.length === 0) throw new Error("no DNS server: set DNS_SERVERS (the system lists none)");
+  // Without a server every lookup is a temporary failure (validation says unknown, verification keeps its grace)
+  // rather than a process that cannot start its other roles.
+  if (servers.length === 0) {
+    const reason = "no DNS server: DNS_SERVERS is unset and the system lists none";
+    return { lookup: async () => ({ kind: "temporary", reason }) };
+  }
   return createResolver({ servers, timeoutMs: config.dnsTimeoutMs });
 }

@@ -28,9 +28,9 @@ export interface PublishedRecord {
   readonly priority?: number;
 }
 
-export const OWNERSHIP_LABEL = "_mailbox-verification";
+const OWNERSHIP_LABEL = "_mailbox-verification";
 const OWNERSHIP_PREFIX = "mailbox-verification=";
-export const MX_PRIORITY = 10;
+const MX_PRIORITY = 10;
 
 export const ownershipName = (k: DomainKeys) => `${OWNERSHIP_LABEL}.${k.domain}`;
 export const dkimName = (k: DomainKeys) => `${k.dkimSelector}._domainkey.${k.domain}`;

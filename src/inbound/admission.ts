@@ -1,8 +1,11 @@
 // Who may receive mail: recipient admission by the envelope address (never the To: header). Only active inboxes
-// of active organizations on a domain this service receives for are admitted; anything else is refused at RCPT,
-// so the service is never an open relay and never stores mail nobody can read.
+// of active organizations are admitted, on the managed domain or on a customer domain whose inbound capability
+// holds (spec States rule 3); anything else is refused at RCPT, so the service is never an open relay and never
+// stores mail nobody can read.
 import type { Database } from "../db/database.js";
 import { Inbox } from "../db/entities/index.js";
+import { toAsciiDomain } from "../dns/names.js";
+import type { DomainCapabilities } from "../domains/capabilities.js";
 
 export interface AdmittedRecipient {
   /** The envelope address, lower-cased. */
@@ -14,6 +17,8 @@ export type Admission =
   | { readonly kind: "admitted"; readonly recipient: AdmittedRecipient }
   /** The domain is not one this service receives for: relaying. */
   | { readonly kind: "foreign_domain" }
+  /** A customer domain whose inbound capability does not hold; `temporary` when only DNS trouble is to blame. */
+  | { readonly kind: "domain_not_verified"; readonly temporary: boolean }
   /** No inbox has this address, or it is deleted. */
   | { readonly kind: "unknown_mailbox" }
   /** The inbox exists but its organization is suspended. */
@@ -21,18 +26,31 @@ export type Admission =
 
 export type AdmitRecipient = (address: string) => Promise<Admission>;
 
-export function createRecipientAdmission(db: Database, managedDomain: string): AdmitRecipient {
-  return async (address) => {
-    const normalized = address.toLowerCase();
-    const at = normalized.lastIndexOf("@");
-    const domain = normalized.slice(at + 1).replace(/\.$/, "");
-    // Customer domains join here once the domains feature verifies their inbound capability (spec rule 3).
-    if (at <= 0 || domain !== managedDomain) return { kind: "foreign_domain" };
-    const inbox = await db
-      .fork()
-      .findOne(Inbox, { address: `${normalized.slice(0, at)}@${domain}` }, { populate: ["organization"], fields: ["id", "status", "organization.status"] });
-    if (!inbox || inbox.status !== "active") return { kind: "unknown_mailbox" };
+/** The customer domains side of admission (src/domains): undefined when no organization registered the domain. */
+export type InboundDomains = Pick<DomainCapabilities, "inboundDomainStatus">;
+
+export function createRecipientAdmission(db: Database, managedDomain: string, domains: InboundDomains): AdmitRecipient {
+  async function inboxAt(localPart: string, domain: string, domainId: string | null): Promise<Admission> {
+    const inbox = await db.fork().findOne(
+      Inbox,
+      { address: `${localPart}@${domain}` },
+      { populate: ["organization"], fields: ["id", "status", "domainId", "organization.status"] },
+    );
+    if (!inbox || inbox.status !== "active" || inbox.domainId !== domainId) return { kind: "unknown_mailbox" };
     if (inbox.organization.status !== "active") return { kind: "mailbox_disabled" };
-    return { kind: "admitted", recipient: { address: normalized, inboxId: inbox.id } };
+    return { kind: "admitted", recipient: { address: `${localPart}@${domain}`, inboxId: inbox.id } };
+  }
+
+  return async (address) => {
+    const at = address.lastIndexOf("@");
+    const ascii = toAsciiDomain(address.slice(at + 1));
+    if (at <= 0 || !ascii.ok) return { kind: "foreign_domain" };
+    const localPart = address.slice(0, at).toLowerCase();
+    if (ascii.domain === managedDomain) return inboxAt(localPart, ascii.domain, null);
+    const status = await domains.inboundDomainStatus(ascii.domain);
+    if (!status) return { kind: "foreign_domain" };
+    if (!status.admitted) return { kind: "domain_not_verified", temporary: status.temporary };
+    // The inbox must be on the registration that holds the capability, not on another organization's claim.
+    return inboxAt(localPart, ascii.domain, status.domainId);
   };
 }

@@ -17,7 +17,7 @@ import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedEmail } from "../mail/parse.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
-import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
+import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
 import { parentMessageIds, summaryWith } from "./threading.js";
 
 export interface InboundProcessorDeps {
@@ -32,11 +32,7 @@ export interface InboundProcessorDeps {
   readonly concurrency: number;
 }
 
-export interface StoredInboundMessage {
-  readonly messageId: string;
-  readonly organizationId: string;
-  readonly inboxId: string;
-  readonly threadId: string;
+interface StoredInboundMessage extends MessageReceivedEvent {
   readonly attachmentCount: number;
 }
 
@@ -50,7 +46,7 @@ export interface InboundProcessor {
 /** Queued ids per process beyond which new ones wait for the sweeper instead of memory. */
 const MAX_QUEUED = 10_000;
 /** Failed attempts (errors, not parse problems) after which a raw message is marked failed and left alone. */
-export const MAX_ATTEMPTS = 5;
+const MAX_ATTEMPTS = 5;
 
 export function createInboundProcessor(deps: InboundProcessorDeps): InboundProcessor {
   const { db, log } = deps;
@@ -75,12 +71,14 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       await process(rawId);
     } catch (error) {
       log.error("inbound processing failed", { rawId, error });
-      await recordFailure(rawId, error).catch((e: unknown) => log.error("recording an inbound failure failed", { rawId, error: e }));
+      await recordFailure(rawId, error).catch((e: unknown) =>
+        log.error("recording an inbound failure failed", { rawId, error: e }),
+      );
     }
   }
 
-  /** The messages stored, or null when the raw message is not pending (done, or taken by another process). */
-  async function process(rawId: string): Promise<StoredInboundMessage[] | null> {
+  /** Does nothing when the raw message is no longer pending (done, or being processed by another process). */
+  async function process(rawId: string): Promise<void> {
     const committed = await db.fork().transactional(async (em) => {
       const raw = await em.findOne(
         InboundRawMessage,
@@ -112,16 +110,23 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       await em.flush();
       return { stored, deliveryIds };
     });
-    if (!committed) return null;
+    if (!committed) return;
     deps.outbox.dispatch(committed.deliveryIds);
     for (const message of committed.stored.filter((m) => m.attachmentCount > 0)) {
       // The scanning side retries unscanned attachments durably; a failed start here only delays the scan.
-      deps.scans.start(message).catch((error: unknown) => log.warn("attachment scan start failed", { messageId: message.messageId, error }));
+      deps.scans
+        .start(message)
+        .catch((error: unknown) => log.warn("attachment scan start failed", { messageId: message.messageId, error }));
     }
-    return committed.stored;
   }
 
-  async function storeCopy(em: EntityManager, inbox: InboxRow, email: ParsedEmail, raw: InboundRawMessageRow, now: Date): Promise<StoredInboundMessage> {
+  async function storeCopy(
+    em: EntityManager,
+    inbox: InboxRow,
+    email: ParsedEmail,
+    raw: InboundRawMessageRow,
+    now: Date,
+  ): Promise<StoredInboundMessage> {
     const thread = await threadFor(em, inbox, email, now);
     const messageId = newId("msg");
     const attachments = email.attachments.slice(0, MAX_ATTACHMENTS);
@@ -176,7 +181,13 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       updatedAt: now,
     });
     await em.flush();
-    return { messageId, organizationId: inbox.organization.id, inboxId: inbox.id, threadId: thread.id, attachmentCount: attachments.length };
+    return {
+      messageId,
+      organizationId: inbox.organization.id,
+      inboxId: inbox.id,
+      threadId: thread.id,
+      attachmentCount: attachments.length,
+    };
   }
 
   /** The thread of the newest message of the inbox this one answers (locked for the summary), else a new one. */

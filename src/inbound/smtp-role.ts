@@ -7,7 +7,7 @@ import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { createEmailParser } from "../mail/parse.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
-import { createRecipientAdmission } from "./admission.js";
+import { createRecipientAdmission, type InboundDomains } from "./admission.js";
 import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
 import { createInboundProcessor } from "./processor.js";
 import { storeRawMessage } from "./receive.js";
@@ -19,6 +19,8 @@ export interface SmtpRoleDeps {
   readonly log: Logger;
   readonly outbox: MessageReceivedOutbox;
   readonly scans: AttachmentScanStarter;
+  /** Inbound capability of customer domains (src/domains). */
+  readonly domains: InboundDomains;
   readonly sweeper?: SweeperOptions;
 }
 
@@ -30,7 +32,12 @@ export interface SmtpRole {
 export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
   const { config, db, log } = deps;
   const { smtp } = config;
-  const tls = await loadTlsCertificate({ certPath: smtp.tlsCertPath, keyPath: smtp.tlsKeyPath, dataDir: config.dataDir, hostname: smtp.hostname });
+  const tls = await loadTlsCertificate({
+    certPath: smtp.tlsCertPath,
+    keyPath: smtp.tlsKeyPath,
+    dataDir: config.dataDir,
+    hostname: smtp.hostname,
+  });
   const parser = createEmailParser({
     timeoutMs: config.inbound.parseTimeoutMs,
     memoryMb: config.inbound.parseMemoryMb,
@@ -48,11 +55,22 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     concurrency: config.inbound.concurrency,
   });
   const sweeper = startInboundSweeper(db, processor, log, deps.sweeper ?? DEFAULT_SWEEPER_OPTIONS);
+  const stopProcessing = async () => {
+    await sweeper.stop();
+    await processor.stop();
+    await parser.close();
+  };
   const hooks = createInboundHooks({
-    admit: createRecipientAdmission(db, config.managedDomain),
+    admit: createRecipientAdmission(db, config.managedDomain, deps.domains),
     store: (message) => storeRawMessage(db, message),
     accepted: (rawId) => processor.submit(rawId),
-    limits: { ...smtp, maxMessageBytes: config.platformLimits.messageContentBytes },
+    limits: {
+      maxMessageBytes: config.platformLimits.messageContentBytes,
+      maxRecipients: smtp.maxRecipients,
+      maxHeaderBytes: smtp.maxHeaderBytes,
+      maxMimeDepth: smtp.maxMimeDepth,
+      maxMimeParts: smtp.maxMimeParts,
+    },
   });
   try {
     const server = await startSmtpServer(
@@ -73,15 +91,11 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
       port: server.port,
       async stop() {
         await server.close();
-        await sweeper.stop();
-        await processor.stop();
-        await parser.close();
+        await stopProcessing();
       },
     };
   } catch (e) {
-    await sweeper.stop();
-    await processor.stop();
-    await parser.close();
+    await stopProcessing();
     throw e;
   }
 }

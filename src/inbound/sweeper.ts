@@ -1,6 +1,7 @@
 // Finds raw messages that are still pending after a while (their process crashed after the 250, or its queue was
-// full) and hands them to the processor, which claims each with FOR UPDATE SKIP LOCKED. The first sweep at start
-// takes every pending row: after a restart, whatever the last run accepted gets processed.
+// full) and hands them to the processor, which claims each with FOR UPDATE SKIP LOCKED. After a crash, what the
+// dead process had accepted is processed within staleAfterMs + intervalMs of the restart (or by any other smtp
+// process); younger rows are left to the live process that accepted them.
 import type { Database } from "../db/database.js";
 import { InboundRawMessage } from "../db/entities/index.js";
 import type { Logger } from "../logger.js";
@@ -16,16 +17,21 @@ export const DEFAULT_SWEEPER_OPTIONS: SweeperOptions = { intervalMs: 5000, stale
 
 const BATCH = 200;
 
-export function startInboundSweeper(db: Database, processor: InboundProcessor, log: Logger, options: SweeperOptions): { stop(): Promise<void> } {
+export function startInboundSweeper(
+  db: Database,
+  processor: InboundProcessor,
+  log: Logger,
+  options: SweeperOptions,
+): { stop(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
-  const sweep = (staleAfterMs: number) => {
-    running = pendingRawIds(db, staleAfterMs).then(
+  const sweep = () => {
+    running = pendingRawIds(db, options.staleAfterMs).then(
       (ids) => ids.forEach((id) => processor.submit(id)),
       (error: unknown) => log.warn("inbound sweep failed", { error }),
     );
   };
-  sweep(0);
-  const timer = setInterval(() => sweep(options.staleAfterMs), options.intervalMs);
+  sweep();
+  const timer = setInterval(sweep, options.intervalMs);
   timer.unref();
   return {
     async stop() {

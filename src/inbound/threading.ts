@@ -46,7 +46,8 @@ export function mergeParticipants(existing: readonly string[], addresses: readon
  */
 export function summaryWith(thread: ThreadSummary | null, message: JoiningMessage): ThreadSummary {
   if (thread === null) {
-    return { subject: message.subject, participants: mergeParticipants([], message.addresses), messageCount: 1, lastMessageAt: message.at };
+    const participants = mergeParticipants([], message.addresses);
+    return { subject: message.subject, participants, messageCount: 1, lastMessageAt: message.at };
   }
   return {
     subject: thread.subject,

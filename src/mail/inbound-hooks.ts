@@ -29,12 +29,6 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
     return admitted;
   };
 
-  const violationReplies: Record<LimitViolation, SmtpError> = {
-    header_too_large: new SmtpError(552, "5.3.4", `message header exceeds ${limits.maxHeaderBytes} bytes`),
-    mime_too_deep: new SmtpError(554, "5.6.0", `MIME parts nested deeper than ${limits.maxMimeDepth} levels`),
-    too_many_parts: new SmtpError(554, "5.6.0", `message has more than ${limits.maxMimeParts} MIME parts`),
-  };
-
   return {
     async rcptTo(recipient, session) {
       const admitted = admittedOf(session.envelope);
@@ -53,11 +47,16 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
           throw new SmtpError(550, "5.2.1", `<${recipient}>: mailbox disabled`);
         case "foreign_domain":
           throw new SmtpError(550, "5.7.1", `<${recipient}>: relaying denied`);
+        case "domain_not_verified":
+          // DNS trouble past the grace period may pass (the records may be fine): the sender tries again later.
+          throw admission.temporary
+            ? new SmtpError(450, "4.4.3", `<${recipient}>: the domain's records cannot be checked now, try again later`)
+            : new SmtpError(550, "5.7.1", `<${recipient}>: mail for this domain is not accepted`);
       }
     },
 
     async data(stream, session) {
-      const raw = await readWithinLimits(stream, limits, violationReplies);
+      const raw = await readWithinLimits(stream, limits);
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
       const rawId = await deps.store({
         mailFrom: mailFrom.slice(0, MAX_STORED_NAME),
@@ -72,11 +71,7 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
 }
 
 /** Reads the message, keeping nothing once it is over the size limit (the rest is drained, as SMTP requires). */
-async function readWithinLimits(
-  stream: SMTPServerDataStream,
-  limits: InboundHooksDeps["limits"],
-  violationReplies: Record<LimitViolation, SmtpError>,
-): Promise<Buffer> {
+async function readWithinLimits(stream: SMTPServerDataStream, limits: InboundHooksDeps["limits"]): Promise<Buffer> {
   const structure = new MessageStructureCheck(limits);
   let chunks: Buffer[] = [];
   try {
@@ -92,10 +87,23 @@ async function readWithinLimits(
     // The client went away mid-message: nobody is left to read a reply, and nothing was stored.
     throw new SmtpError(451, "4.4.2", "connection lost during DATA");
   }
-  if (stream.sizeExceeded) throw new SmtpError(552, "5.3.4", `message exceeds the maximum size of ${limits.maxMessageBytes} bytes`);
+  if (stream.sizeExceeded) {
+    throw new SmtpError(552, "5.3.4", `message exceeds the maximum size of ${limits.maxMessageBytes} bytes`);
+  }
   const violation = structure.finish();
-  if (violation) throw violationReplies[violation];
+  if (violation) throw violationReply(violation, limits);
   return Buffer.concat(chunks);
+}
+
+function violationReply(violation: LimitViolation, limits: MessageLimits): SmtpError {
+  switch (violation) {
+    case "header_too_large":
+      return new SmtpError(552, "5.3.4", `message header exceeds ${limits.maxHeaderBytes} bytes`);
+    case "mime_too_deep":
+      return new SmtpError(554, "5.6.0", `MIME parts nested deeper than ${limits.maxMimeDepth} levels`);
+    case "too_many_parts":
+      return new SmtpError(554, "5.6.0", `message has more than ${limits.maxMimeParts} MIME parts`);
+  }
 }
 
 function sessionFacts(session: SMTPServerSession): SessionFacts {

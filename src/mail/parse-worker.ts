@@ -1,10 +1,26 @@
-// The parser worker thread (see parse.ts): one raw message in, one ParsedEmail out. Node loads this file with its
-// own type stripping, outside tsx, so it imports only packages at run time (our modules as types only) and uses
-// no TypeScript syntax that needs compiling.
+// The parser worker thread (see parse.ts): jobs in (a raw message, or HTML to make text of), results out. Node
+// loads this file with its own type stripping, outside tsx, so it imports only packages at run time (our modules
+// as types only) and uses no TypeScript syntax that needs compiling.
 import { randomUUID } from "node:crypto";
 import { parentPort, workerData } from "node:worker_threads";
-import { MailParser, type AddressObject, type AttachmentStream, type EmailAddress, type Headers, type MailParserOptions, type MessageText } from "mailparser";
-import type { DerivedText, ParsedAddress, ParsedAttachment, ParsedEmail, ParseWorkerJob, ParseWorkerResult, ParseWorkerSettings } from "./parse.js";
+import {
+  MailParser,
+  type AddressObject,
+  type AttachmentStream,
+  type EmailAddress,
+  type Headers,
+  type MailParserOptions,
+  type MessageText,
+} from "mailparser";
+import type {
+  DerivedText,
+  ParsedAddress,
+  ParsedAttachment,
+  ParsedEmail,
+  ParseWorkerJob,
+  ParseWorkerResult,
+  ParseWorkerSettings,
+} from "./parse.js";
 
 const settings = workerData as ParseWorkerSettings;
 
@@ -52,7 +68,8 @@ parentPort!.on("message", (job: ParseWorkerJob) => {
     job.kind === "message" ? parse(Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength)) : textFromHtml(job.html);
   work.then(
     (value) => parentPort!.postMessage({ ok: true, value } satisfies ParseWorkerResult<ParsedEmail | DerivedText>),
-    (e: unknown) => parentPort!.postMessage({ ok: false, error: e instanceof Error ? e.message : String(e) } satisfies ParseWorkerResult<never>),
+    (e: unknown) =>
+      parentPort!.postMessage({ ok: false, error: e instanceof Error ? e.message : String(e) } satisfies ParseWorkerResult<never>),
   );
 });
 
@@ -117,7 +134,11 @@ function collect(raw: Buffer, options: MailParserOptions): Promise<Collected> {
       const chunks: Buffer[] = [];
       part.content.on("data", (chunk: Buffer) => chunks.push(chunk));
       part.content.on("end", () => {
-        attachments.push({ filename: part.filename ? clean(utf8FromBinary(part.filename)) : null, contentType: clean(part.contentType), content: Buffer.concat(chunks) });
+        attachments.push({
+          filename: part.filename ? clean(utf8FromBinary(part.filename)) : null,
+          contentType: clean(part.contentType),
+          content: Buffer.concat(chunks),
+        });
         part.release();
       });
     });

@@ -66,7 +66,9 @@ export interface ParseWorkerSettings {
  * A worker job: a whole message (its text from text parts only), or text made from HTML, the costly part, done
  * apart so that blowing the budget on it keeps the rest of the message.
  */
-export type ParseWorkerJob = { readonly kind: "message"; readonly raw: Uint8Array } | { readonly kind: "html-to-text"; readonly html: string };
+export type ParseWorkerJob =
+  | { readonly kind: "message"; readonly raw: Uint8Array }
+  | { readonly kind: "html-to-text"; readonly html: string };
 
 export interface DerivedText {
   readonly text: string;
@@ -101,7 +103,10 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
   function spawn(): Promise<Worker> {
     const worker = new Worker(WORKER_URL, {
       workerData: { maxHeaderBytes: options.maxHeaderBytes, maxMimeParts: options.maxMimeParts } satisfies ParseWorkerSettings,
-      resourceLimits: { maxOldGenerationSizeMb: options.memoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.ceil(options.memoryMb / 4)) },
+      resourceLimits: {
+        maxOldGenerationSizeMb: options.memoryMb,
+        maxYoungGenerationSizeMb: Math.min(64, Math.ceil(options.memoryMb / 4)),
+      },
     });
     worker.unref();
     // An error after a job gave up on the worker (out of memory while being terminated) must not go unheard:
@@ -211,7 +216,7 @@ function lostBody(raw: Uint8Array, email: ParsedEmail, maxHeaderBytes: number): 
 }
 
 /** The header section of a raw message (up to the blank line, at most maxBytes), as a message of its own. */
-export function headerSection(raw: Uint8Array, maxBytes: number): Uint8Array {
+function headerSection(raw: Uint8Array, maxBytes: number): Uint8Array {
   const buf = Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.byteLength, maxBytes));
   const crlf = buf.indexOf("\r\n\r\n");
   const lf = buf.indexOf("\n\n");

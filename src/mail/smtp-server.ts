@@ -39,7 +39,12 @@ const MAX_COMMAND_BYTES = 2048;
 /** How long close() lets open sessions finish before they are told 421 and dropped. */
 const CLOSE_GRACE_MS = 5000;
 
-export async function startSmtpServer(options: SmtpServerOptions, hooks: SmtpHooks, port: number, host: string): Promise<RunningSmtpServer> {
+export async function startSmtpServer(
+  options: SmtpServerOptions,
+  hooks: SmtpHooks,
+  port: number,
+  host: string,
+): Promise<RunningSmtpServer> {
   const { log } = options;
   const deadlines = new Map<string, NodeJS.Timeout>();
 

@@ -1,8 +1,18 @@
-// The suppression list before outbound delivery exists. Addresses are suppressed by delivery (hard bounces,
-// complaints); no code path can suppress one yet, so every organization's list is empty by construction and this
-// answer is the true one. Outbound delivery replaces it with a query on its suppressions table.
+// The organization's suppression list, as validation reads it: the rows outbound delivery writes (hard bounces,
+// complaints) and operators add. Addresses are stored lower-cased, as validation normalises them.
+import type { Database } from "../db/database.js";
+import { Suppression } from "../db/entities/index.js";
 import type { SuppressionLookup } from "./validator.js";
 
-export const EMPTY_SUPPRESSION_LISTS: SuppressionLookup = {
-  suppressedAmong: () => Promise.resolve(new Set<string>()),
-};
+export function createSuppressionLookup(db: Database): SuppressionLookup {
+  return {
+    async suppressedAmong(organizationId, addresses) {
+      const rows = await db.fork().find(
+        Suppression,
+        { organization: organizationId, email: { $in: [...addresses] } },
+        { fields: ["email"] },
+      );
+      return new Set(rows.map((r) => r.email));
+    },
+  };
+}

@@ -4,7 +4,7 @@
 // nothing flags the address, not that the mailbox exists.
 import type { DnsResolver } from "../dns/resolver.js";
 import { classify, mailHostOf, type MailHost, type ValidationResult } from "./classify.js";
-import { disposableDomainOf } from "./disposable.js";
+import { loadDisposableDomains } from "./disposable.js";
 import { isRoleAccount } from "./roles.js";
 import { parseAddress } from "./syntax.js";
 import { suggestDomain } from "./typos.js";
@@ -24,6 +24,8 @@ export interface EmailValidatorDeps {
 export type EmailValidator = ReturnType<typeof createEmailValidator>;
 
 export function createEmailValidator(deps: EmailValidatorDeps) {
+  const disposableDomainOf = loadDisposableDomains();
+
   async function mailHost(domain: string): Promise<MailHost> {
     const mx = await deps.resolver.lookup(domain, "MX");
     if (mx.kind !== "nodata") return mailHostOf(mx);

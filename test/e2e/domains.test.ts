@@ -4,8 +4,7 @@
 import { createPublicKey } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DomainService } from "../../gen/mailbox/v1/domain_service_pb.js";
-import { Message } from "../../src/db/entities/index.js";
-import { CustomerDomain } from "../../src/db/entities/index.js";
+import { CustomerDomain, Message } from "../../src/db/entities/index.js";
 import { newId } from "../../src/ids.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";

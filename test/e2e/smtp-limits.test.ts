@@ -2,7 +2,7 @@
 // smuggling, and durable acceptance (451 when the commit fails). A raw socket client sends the exact bytes.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { updateOrganization } from "../../src/admin/organizations.js";
-import { InboundRawMessage, Message } from "../../src/db/entities/index.js";
+import { CustomerDomain, InboundRawMessage, Message } from "../../src/db/entities/index.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { recordingPorts } from "../support/inbound-ports.js";
@@ -84,6 +84,34 @@ describe("recipient admission", () => {
     const disabled = await client.command(`RCPT TO:<${res.body.address}>`);
     expect([disabled?.code, disabled?.text]).toEqual([550, expect.stringMatching(/^5\.2\.1 /)]);
     await client.quit();
+  });
+
+  test("admits inboxes of an inbound-verified customer domain, and refuses a registered but unverified one with 550 5.7.1", async () => {
+    const register = async () => {
+      const res = await tenant.request("POST", "/v1/domains", { body: { domain: `${uniqueName("corp")}.example` } });
+      expect(res.status).toBe(201);
+      return res.body as { id: string; domain: string };
+    };
+    const verified = await register();
+    const unverified = await register();
+    // Verified by a check that just ran (what POST /v1/domains/{id}/verify records when the DNS records pass).
+    const now = new Date();
+    const passed = { state: "verified", lastCheckedAt: now.toISOString(), lastSuccessAt: now.toISOString(), graceUntil: null };
+    await app.db.fork().nativeUpdate(CustomerDomain, { id: verified.id }, { inbound: passed, lastCheckedAt: now });
+    const created = await tenant.request("POST", "/v1/inboxes", { body: { localPart: "sales", displayName: "Sales", domainId: verified.id } });
+    expect(created.status).toBe(201);
+
+    const from = sender();
+    const replies = await sendRaw(smtp.port, {
+      from,
+      to: [`Sales@${verified.domain.toUpperCase()}`, `nobody@${verified.domain}`, `sales@${unverified.domain}`],
+      data: message("to a customer domain"),
+    });
+    expect(replies.rcpt.map((r) => r?.code)).toEqual([250, 550, 550]);
+    expect(replies.rcpt[1]?.text).toMatch(/^5\.1\.1 /);
+    expect(replies.rcpt[2]?.text).toMatch(/^5\.7\.1 /);
+    expect(replies.message?.code).toBe(250);
+    await eventually(async () => ((await storedCount(created.body.id)) === 1 ? true : undefined));
   });
 
   test("admits an address whatever its case, and stores the message once for its inbox", async () => {
@@ -171,7 +199,8 @@ describe("SMTP smuggling", () => {
     const smuggled = `MAIL FROM:<ceo@${app.config.managedDomain}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\nSubject: smuggled\r\n\r\nwire the money\r\n`;
     const { client } = await RawSmtpClient.connect(smtp.port);
     await client.command("EHLO smuggler.example");
-    const replies = await transaction(client, { from: sender(), to: [inbox.address], data: `Subject: outer\r\n\r\nhello${terminator}${smuggled}` });
+    const data = `Subject: outer\r\n\r\nhello${terminator}${smuggled}`;
+    const replies = await transaction(client, { from: sender(), to: [inbox.address], data });
     expect(replies.message?.code).toBe(250);
     // Nothing else answers: the smuggled commands were message content, not commands.
     expect((await client.command("NOOP"))?.code).toBe(250);

@@ -94,10 +94,20 @@ describe("receiving", () => {
         attachments: expect.any(String),
       },
     });
-    expect(res.body).toMatchObject({ subject: "Quarterly numbers", participants: ["alice@example.org", inbox.address, "bob@example.org"], messageCount: 1 });
+    expect(res.body).toMatchObject({
+      subject: "Quarterly numbers",
+      participants: ["alice@example.org", inbox.address, "bob@example.org"],
+      messageCount: 1,
+    });
     // Processed completely: the raw message is gone, and the event was enqueued inside the storing transaction.
     expect(await app.db.fork().count(InboundRawMessage, { id: message!.rawId! })).toBe(0);
-    expect(ports.enqueued).toContainEqual({ organizationId: tenant.organizationId, inboxId: inbox.id, threadId: message!.threadId, messageId: message!.id, inTransaction: true });
+    expect(ports.enqueued).toContainEqual({
+      organizationId: tenant.organizationId,
+      inboxId: inbox.id,
+      threadId: message!.threadId,
+      messageId: message!.id,
+      inTransaction: true,
+    });
     expect(ports.dispatched).toContainEqual([`delivery-of-${message!.id}`]);
   });
 
@@ -117,8 +127,15 @@ for secure in (False, True):
     await run("python3", ["-c", script, String(smtp.port), inbox.address], { timeout: 30_000 });
     const messages = await storedMessages(inbox.id, 2);
     const bySubject = Object.fromEntries(messages.map((m) => [m.subject, m]));
-    expect(bySubject["secure=False"]!.inboundSecurity).toEqual({ remoteIp: "127.0.0.1", helo: "py.client.example", tls: { encrypted: false, protocol: null, cipher: null } });
-    expect(bySubject["secure=True"]!.inboundSecurity).toMatchObject({ helo: "py.client.example", tls: { encrypted: true, protocol: expect.stringMatching(/^TLSv1\.[23]$/) } });
+    expect(bySubject["secure=False"]!.inboundSecurity).toEqual({
+      remoteIp: "127.0.0.1",
+      helo: "py.client.example",
+      tls: { encrypted: false, protocol: null, cipher: null },
+    });
+    expect(bySubject["secure=True"]!.inboundSecurity).toMatchObject({
+      helo: "py.client.example",
+      tls: { encrypted: true, protocol: expect.stringMatching(/^TLSv1\.[23]$/) },
+    });
     expect(bySubject["secure=True"]!).toMatchObject({ from: { email: "py@example.net", name: "Py" }, text: "from python\n", html: null });
   });
 
@@ -176,7 +193,9 @@ for secure in (False, True):
     });
     const [message] = await storedMessages(inbox.id);
     const hex = message!.id.slice(4);
-    const attachments = await app.db.fork().find(Attachment, { messageId: message!.id }, { orderBy: { position: "asc" }, populate: ["content"] });
+    const attachments = await app.db
+      .fork()
+      .find(Attachment, { messageId: message!.id }, { orderBy: { position: "asc" }, populate: ["content"] });
     expect(attachments.map((a) => [a.id, a.filename, a.contentType, a.size, a.scanState])).toEqual([
       [`att_${hex}_1`, "reportfdp.exe", "application/x-msdownload", 13, "unscanned"],
       [`att_${hex}_2`, "notes.txt", "text/plain", 11, "unscanned"],

@@ -17,14 +17,14 @@ afterAll(async () => {
 test("mailbox start runs the whole service on embedded defaults and stops cleanly", async () => {
   dataDir = await mkdtemp(join(tmpdir(), "mailbox-start-"));
   await chmod(dataDir, 0o755);
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, HTTP_PORT: "0", TEMPORAL_UI_PORT: "0", LOG_LEVEL: "warn" };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, HTTP_PORT: "0", SMTP_PORT: "0", TEMPORAL_UI_PORT: "0", LOG_LEVEL: "warn" };
   delete env.DATABASE_URL;
   delete env.TEMPORAL_ADDRESS;
   const child = spawn(process.execPath, ["src/cli/mailbox.js", "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   let stdout = "";
-  const summary = await new Promise<{ api: string; roles: string[] }>((resolve, reject) => {
+  const summary = await new Promise<{ api: string; smtp: string; roles: string[] }>((resolve, reject) => {
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
       const line = stdout.split("\n").find((l) => l.startsWith("{"));
@@ -33,7 +33,8 @@ test("mailbox start runs the whole service on embedded defaults and stops cleanl
     child.once("exit", (code) => reject(new Error(`start exited with ${code}: ${stderr}`)));
   });
   try {
-    expect(summary.roles).toEqual(["api", "worker"]);
+    expect(summary.roles).toEqual(["api", "worker", "smtp"]);
+    expect(summary.smtp).toMatch(/^127\.0\.0\.1:\d+$/);
     const openapi = await fetch(`${summary.api}/openapi.json`);
     expect(openapi.status).toBe(200);
     expect(((await openapi.json()) as { info: { version: string } }).info.version).toBe("0.1.0-private-beta");

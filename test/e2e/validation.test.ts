@@ -1,7 +1,10 @@
 // Email validation over the JSON face against a real DNS server on loopback: the result of tricky addresses,
-// strict input, one lookup per distinct domain in parallel, the TTL cache, and DNS trouble as `unknown`.
+// strict input, the organization's suppressions, one lookup per distinct domain in parallel, the TTL cache, and DNS
+// trouble as `unknown`.
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ValidationService } from "../../gen/mailbox/v1/validation_service_pb.js";
+import { Suppression } from "../../src/db/entities/index.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 
@@ -63,6 +66,22 @@ describe("POST /v1/validate", () => {
     const res = await tenant.request("POST", "/v1/validate", { body });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("invalid_request");
+  });
+
+  test("says undeliverable for an address on the organization's suppression list, and only for that organization", async () => {
+    const [tenant, other] = [await app.createTenant(), await app.createTenant()];
+    const domain = mailDomain();
+    const em = app.db.fork();
+    em.create(Suppression, { id: randomUUID(), organization: tenant.organizationId, email: `gone@${domain}`, reason: "hard_bounce", detail: null, createdAt: new Date() });
+    await em.flush();
+    const email = `Gone@${domain}`;
+    const res = await tenant.request("POST", "/v1/validate", { body: { email } });
+    expect(res.body).toMatchObject({
+      result: "undeliverable",
+      reason: "suppressed",
+      checks: { suppressed: { passed: false, detail: "the address is on this organization's suppression list" } },
+    });
+    expect((await other.request("POST", "/v1/validate", { body: { email } })).body).toMatchObject({ result: "deliverable" });
   });
 
   test("needs the validation:use scope", async () => {

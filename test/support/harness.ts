@@ -20,7 +20,7 @@ import { startApi } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
 import { createWorker } from "../../src/temporal/worker.js";
 import { createConfiguredResolver } from "../../src/dns/servers.js";
-import { createConfiguredVerifier } from "../../src/domains/setup.js";
+import { createConfiguredCapabilities, createConfiguredVerifier } from "../../src/domains/setup.js";
 import { createScanner } from "../../src/scanning/scanner.js";
 import type { AttachmentScanStarter, MessageReceivedOutbox } from "../../src/inbound/ports.js";
 import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
@@ -35,7 +35,7 @@ export interface TestApp {
   /** Starts a worker on this app's task queue (tests that need one start it themselves). */
   startWorker(): Promise<{ stop(): Promise<void> }>;
   /** Starts the smtp role in-process on a free port (stopped with the app), with the ports it reports to. */
-  startSmtp(deps: { outbox: MessageReceivedOutbox; scans: AttachmentScanStarter; sweeper?: SweeperOptions }): Promise<SmtpRole>;
+  startSmtp(ports: { outbox: MessageReceivedOutbox; scans: AttachmentScanStarter; sweeper?: SweeperOptions }): Promise<SmtpRole>;
   stop(): Promise<void>;
 }
 
@@ -162,8 +162,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         },
       };
     },
-    async startSmtp(deps) {
-      const role = await startSmtpRole({ config, db, log, ...deps });
+    async startSmtp(ports) {
+      const domains = createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config)));
+      const role = await startSmtpRole({ config, db, log, domains, ...ports });
       smtpRoles.push(role);
       return role;
     },

@@ -2,6 +2,7 @@
 import dgram from "node:dgram";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { loadConfig } from "../../src/config.js";
 import { createCachingResolver } from "../../src/dns/cache.js";
 import { createResolver, type DnsResolver } from "../../src/dns/resolver.js";
 import { parseDnsServers } from "../../src/dns/servers.js";
@@ -168,12 +169,31 @@ describe("the caching resolver", () => {
   });
 });
 
-describe("DNS_SERVERS", () => {
+describe("the DNS and verification settings", () => {
+  test("are read from DNS_SERVERS, DOMAIN_VERIFY_REFRESH and DOMAIN_VERIFY_GRACE, with defaults", () => {
+    const config = loadConfig({ DNS_SERVERS: "127.0.0.1:5353", DOMAIN_VERIFY_REFRESH: "5s", DOMAIN_VERIFY_GRACE: "2h" });
+    expect(config.dnsServers).toEqual([{ host: "127.0.0.1", port: 5353 }]);
+    expect(config.customerDomains).toMatchObject({ refreshMs: 5000, graceMs: 7_200_000 });
+    expect(loadConfig({}).dnsServers).toBeUndefined();
+    expect(loadConfig({}).customerDomains).toMatchObject({
+      refreshMs: 6 * 3_600_000,
+      graceMs: 72 * 3_600_000,
+      inboundMxHost: "mx.agents.localhost",
+      spfInclude: "_spf.agents.localhost",
+    });
+  });
+
+  test("name every bad value in one error", () => {
+    expect(() => loadConfig({ DNS_SERVERS: "dns.example", DOMAIN_VERIFY_REFRESH: "500ms", DOMAIN_VERIFY_GRACE: "6 hours" })).toThrow(
+      /DNS_SERVERS[\s\S]*DOMAIN_VERIFY_REFRESH[\s\S]*DOMAIN_VERIFY_GRACE/,
+    );
+  });
+
   test.each([
     ["127.0.0.1:5353", [{ host: "127.0.0.1", port: 5353 }], []],
     ["10.0.0.2, [::1]:53, ::1", [{ host: "10.0.0.2", port: 53 }, { host: "::1", port: 53 }, { host: "::1", port: 53 }], []],
     ["dns.example:53, 1.2.3.4:99999, 1.2.3.4:53:1", [], ["dns.example:53", "1.2.3.4:99999", "1.2.3.4:53:1"]],
-  ])("reads %j", (list, servers, invalid) => {
+  ])("read the DNS_SERVERS list %j into servers and invalid entries", (list, servers, invalid) => {
     expect(parseDnsServers(list)).toEqual({ servers, invalid });
   });
 });
