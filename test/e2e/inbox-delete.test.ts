@@ -1,7 +1,9 @@
 // Inbox deletion: gone for reads at once, a second delete is 409 while the purge workflow has not finished,
 // and the purge is a real Temporal workflow with a business-key id and search attributes.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { Inbox } from "../../src/db/entities/index.js";
+import { Attachment, Inbox, InboundRawMessage, Message, Thread } from "../../src/db/entities/index.js";
+import { newUuid } from "../../src/ids.js";
+import { storeInbound } from "../support/mail-fixtures.js";
 import { inboxPurgeWorkflowId } from "../../src/temporal/client.js";
 import { reconcilePurges } from "../../src/temporal/reconciler.js";
 import { createInboxPurgeStarter } from "../../src/temporal/client.js";
@@ -10,7 +12,7 @@ import { eventually, startTestApp, uniqueName, type TestApp } from "../support/h
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ PURGE_BATCH_SIZE: "10" });
 });
 afterAll(() => app?.stop());
 
@@ -64,4 +66,41 @@ test("the reconciler starts the purge of an inbox whose workflow start was lost"
   } finally {
     await worker.stop();
   }
+});
+
+test("the purge removes a big mailbox in batches, with raw mail kept for it alone, and leaves others' mail", async () => {
+  const tenant = await app.createTenant({ managedLimit: 5 });
+  const make = async () => (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("big"), displayName: "B" } })).body.id as string;
+  const [doomed, kept] = [await make(), await make()];
+  for (let i = 0; i < 25; i++) {
+    await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: doomed, attachments: [{ filename: "a.txt", content: "a", scanState: "clean" }] });
+  }
+  await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: kept });
+  const raw = (inboxIds: string[]) => {
+    const em = app.db.fork();
+    const row = em.create(InboundRawMessage, {
+      id: newUuid(), receivedAt: new Date(), mailFrom: "a@example.net", rcptTo: inboxIds.map(() => "x@agents.test"), inboxIds,
+      remoteIp: "127.0.0.1", helo: "h", tlsProtocol: null, tlsCipher: null, size: 3, raw: Buffer.from("raw"),
+      status: "failed", attempts: 5, error: "parse budget", processedAt: null,
+    });
+    return em.flush().then(() => row.id);
+  };
+  const alone = await raw([doomed]);
+  const shared = await raw([doomed, kept]);
+
+  expect((await tenant.request("DELETE", `/v1/inboxes/${doomed}`)).status).toBe(204);
+  const worker = await app.startWorker();
+  try {
+    const result = await app.temporal.workflow.getHandle(inboxPurgeWorkflowId(doomed)).result();
+    expect(result.deletedRows).toBe(25 + 25 + 25 + 1);
+  } finally {
+    await worker.stop();
+  }
+  const em = app.db.fork();
+  expect(await em.count(Message, { inboxId: doomed })).toBe(0);
+  expect(await em.count(Attachment, { inboxId: doomed })).toBe(0);
+  expect(await em.count(Thread, { inboxId: doomed })).toBe(0);
+  expect(await em.count(InboundRawMessage, { id: alone })).toBe(0);
+  expect(await em.count(InboundRawMessage, { id: shared })).toBe(1);
+  expect(await em.count(Message, { inboxId: kept })).toBe(1);
 });

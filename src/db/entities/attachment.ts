@@ -26,7 +26,15 @@ export const Attachment = defineEntity({
     scannedAt: p.datetime(3).nullable(),
     createdAt: p.datetime(3),
   },
-  indexes: [{ properties: ["messageId"] }, { properties: ["inboxId"] }],
+  indexes: [
+    { properties: ["messageId"] },
+    { properties: ["inboxId"] },
+    // The scan reconciler looks for attachments left unscanned; the partial index stays as small as that backlog.
+    {
+      name: "attachments_unscanned_created_at_index",
+      expression: `create index "attachments_unscanned_created_at_index" on "attachments" ("created_at") where "scan_state" = 'unscanned'`,
+    },
+  ],
 });
 
 export type AttachmentRow = InferEntity<typeof Attachment>;

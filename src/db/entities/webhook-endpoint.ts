@@ -27,7 +27,14 @@ export const WebhookEndpoint = defineEntity({
     deletedAt: p.datetime(3).nullable(),
   },
   uniques: [{ properties: ["organization", "idempotencyKey"] }],
-  indexes: [{ properties: ["organization", "createdAt", "id"] }],
+  indexes: [
+    { properties: ["organization", "createdAt", "id"] },
+    // A URL is registered once per organization among live endpoints; deleted ones free it.
+    {
+      name: "webhook_endpoints_live_url_unique",
+      expression: `create unique index "webhook_endpoints_live_url_unique" on "webhook_endpoints" ("organization_id", "url") where "status" = 'active'`,
+    },
+  ],
 });
 
 export type WebhookEndpointRow = InferEntity<typeof WebhookEndpoint>;

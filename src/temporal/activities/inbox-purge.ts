@@ -3,18 +3,24 @@ import type { Database } from "../../db/database.js";
 import { Inbox } from "../../db/entities/index.js";
 
 /**
- * Tables that hold an inbox's mail (each has an inbox_id column), purged in this order, children first. The inbox
- * row itself stays as a tombstone.
+ * What holds an inbox's mail, purged in this order, children first: each entry selects the rows of one inbox. Raw
+ * inbound messages kept after a parse failure go too when they were addressed to this inbox alone (a raw message
+ * for several inboxes is also the other recipients' mail). The inbox row itself stays as a tombstone.
  */
-export const MAILBOX_DATA_TABLES: readonly string[] = ["attachments", "messages", "threads"];
+export const MAILBOX_DATA: readonly { table: string; where: string }[] = [
+  { table: "attachments", where: "inbox_id = ?" },
+  { table: "messages", where: "inbox_id = ?" },
+  { table: "threads", where: "inbox_id = ?" },
+  { table: "inbound_raw_messages", where: "inbox_ids = array[?]::text[]" },
+];
 
 export function createInboxPurgeActivities(db: Database) {
   return {
     async purgeMailboxBatch(inboxId: string, batchSize: number): Promise<number> {
       const conn = db.fork().getConnection();
-      for (const table of MAILBOX_DATA_TABLES) {
+      for (const { table, where } of MAILBOX_DATA) {
         const res = await conn.execute<{ affectedRows: number }>(
-          `delete from ${table} where ctid in (select ctid from ${table} where inbox_id = ? limit ?)`,
+          `delete from ${table} where ctid in (select ctid from ${table} where ${where} limit ?)`,
           [inboxId, batchSize],
           "run",
         );
