@@ -19,9 +19,10 @@ import { unitOfWork } from "./interceptors/unit-of-work.js";
 import { validateRequests } from "./interceptors/validate.js";
 import type { Logger } from "./logger.js";
 import { createRestGateway } from "./rest/gateway.js";
+import { createInProcessInvoker } from "./rest/in-process-invoker.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { buildRouteTable } from "./rest/routes.js";
-import { CONTRACT_SERVICES, registerServices, type ServiceDeps } from "./rpc/services.js";
+import { CONTRACT_SERVICES, createServiceSpecs, type ServiceDeps } from "./rpc/services.js";
 
 export interface ApiServerDeps extends ServiceDeps {
   readonly config: Config;
@@ -47,15 +48,17 @@ export function createApiHandler(
   deps: ApiServerDeps,
   peerAddressOf: (req: IncomingMessage) => string | undefined,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const router = createConnectRouter({ interceptors: interceptorsOf(deps) });
-  registerServices(deps)(router);
+  const interceptors = interceptorsOf(deps);
+  const specs = createServiceSpecs(deps);
+  const router = createConnectRouter({ interceptors });
+  for (const spec of specs) for (const m of Object.values(spec.methods)) router.rpc(m.method, m.impl as never);
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const contextValuesOf = (req: IncomingMessage) => createContextValues().set(kPeerAddress, peerAddressOf(req));
   const routes = buildRouteTable(CONTRACT_SERVICES);
   let openApi: unknown;
   const gateway = createRestGateway({
     routes,
-    handlers,
+    invoke: createInProcessInvoker(specs, interceptors),
     contextValuesOf,
     maxBodyBytes: deps.config.platformLimits.messageContentBytes * 2,
     documents: { "/openapi.json": () => (openApi ??= buildOpenApi(routes)) },

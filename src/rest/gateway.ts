@@ -1,13 +1,12 @@
 // The generic /v1 gateway: matches a request against the route table read from the contract, binds path, query,
-// headers and body into the request message, and calls the same router in-process. Nothing here knows any
+// headers and body into the request message, and calls the router's implementations and interceptors in-process. Nothing here knows any
 // particular endpoint.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { ScalarType, type Message } from "@bufbuild/protobuf";
+import { ScalarType, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { httpError, httpErrorOf, type HttpError } from "./http-errors.js";
-import { createInProcessTransport } from "./in-process-transport.js";
+import type { UnaryInvoker } from "./in-process-invoker.js";
 import { readRequest, RestInputError, writeMessage } from "./json.js";
 import { matchRoute, type Route } from "./routes.js";
 
@@ -16,7 +15,8 @@ const FORWARDED_HEADERS = ["x-api-key", "user-agent"];
 
 export interface RestGatewayOptions {
   readonly routes: readonly Route[];
-  readonly handlers: ReadonlyMap<string, UniversalHandler>;
+  /** Runs an RPC through the router's interceptors and implementations, in-process. */
+  readonly invoke: UnaryInvoker;
   readonly contextValuesOf: (req: IncomingMessage) => ContextValues;
   readonly maxBodyBytes: number;
   /** Other documents served beside /v1, such as /openapi.json. */
@@ -24,7 +24,7 @@ export interface RestGatewayOptions {
 }
 
 export function createRestGateway(options: RestGatewayOptions) {
-  const { routes, handlers } = options;
+  const { routes, invoke } = options;
 
   return async function restGateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
@@ -52,9 +52,13 @@ export function createRestGateway(options: RestGatewayOptions) {
       }
       const abort = new AbortController();
       res.once("close", () => abort.abort());
-      const transport = createInProcessTransport(handlers, options.contextValuesOf(req));
-      const reply = await transport.unary(route.method as never, abort.signal, undefined, header, input as never);
-      sendSuccess(res, route, reply.message as Message);
+      const output = await invoke(route.method as DescMethodUnary, input, {
+        url: url.href,
+        header,
+        contextValues: options.contextValuesOf(req),
+        signal: abort.signal,
+      });
+      sendSuccess(res, route, output);
     } catch (e) {
       if (e instanceof URIError) return sendError(res, httpError(400, "invalid_request", "malformed percent-encoding in the path"));
       if (e instanceof RestInputError) return sendError(res, httpError(400, "invalid_request", e.message));

@@ -1,6 +1,6 @@
-// Registration of every proto service in one place. Services whose operations later work builds are registered
-// with no implementation: Connect answers them `unimplemented`, which both faces render as 501 not_implemented.
-import type { ConnectRouter } from "@connectrpc/connect";
+// Registration of every proto service in one place.
+import type { DescService } from "@bufbuild/protobuf";
+import { createServiceImplSpec, type ServiceImpl, type ServiceImplSpec } from "@connectrpc/connect";
 import { AccountService } from "../../gen/mailbox/v1/account_service_pb.js";
 import { DeliveryService } from "../../gen/mailbox/v1/delivery_service_pb.js";
 import { DomainService } from "../../gen/mailbox/v1/domain_service_pb.js";
@@ -46,22 +46,25 @@ export interface ServiceDeps {
   readonly validator: EmailValidator;
 }
 
-export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => void {
-  const account = createAccountService(deps);
-  const inbox = createInboxService(deps);
-  const thread = createThreadService(deps);
-  const message = createMessageService(deps);
-  const webhook = createWebhookService(deps);
-  const domain = createDomainService(deps);
-  const validation = createValidationService(deps);
-  return (router) => {
-    router.service(AccountService, account);
-    router.service(InboxService, inbox);
-    router.service(ValidationService, validation);
-    router.service(ThreadService, thread);
-    router.service(MessageService, message);
-    router.service(DeliveryService, {});
-    router.service(DomainService, domain);
-    router.service(WebhookService, webhook);
-  };
+/**
+ * Every service of the contract with its implementation, as Connect implementation specs: the router serves them to
+ * Connect, gRPC and gRPC-Web, and the JSON face invokes the very same specs. Services whose operations later work
+ * builds have no implementation: Connect answers them `unimplemented`, rendered as 501 not_implemented.
+ */
+export function createServiceSpecs(deps: ServiceDeps): ServiceImplSpec[] {
+  return [
+    spec(AccountService, createAccountService(deps)),
+    spec(ValidationService, createValidationService(deps)),
+    spec(InboxService, createInboxService(deps)),
+    spec(ThreadService, createThreadService(deps)),
+    spec(MessageService, createMessageService(deps)),
+    spec(DeliveryService, {}),
+    spec(DomainService, createDomainService(deps)),
+    spec(WebhookService, createWebhookService(deps)),
+  ];
+}
+
+// Ties each implementation's type to its service (createServiceImplSpec cannot infer it from the descriptor).
+function spec<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceImplSpec {
+  return createServiceImplSpec<S>(service, impl);
 }
