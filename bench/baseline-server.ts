@@ -208,9 +208,8 @@ server.listen(config.httpPort, config.bindHost, () => {
   console.log(JSON.stringify({ api: `http://${config.bindHost}:${port}` }));
 });
 
-// An orderly exit, so that --cpu-prof can write its profile.
+// An orderly exit (requests in flight finish first), so that --cpu-prof can write its profile.
 process.once("SIGTERM", () => {
-  server.close();
-  server.closeAllConnections();
-  void pool.end().finally(() => process.exit(0));
+  server.close(() => void pool.end().finally(() => process.exit(0)));
+  server.closeIdleConnections();
 });

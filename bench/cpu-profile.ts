@@ -1,10 +1,18 @@
-// Where a server's CPU time went, from a V8 .cpuprofile (node --cpu-prof): self and inclusive time per code area
-// (a package, a project directory, Node internals, GC), and the hottest functions.
+// Where a server's main-thread CPU time went, from a V8 .cpuprofile (node --cpu-prof), counted from the first HTTP
+// request on (start-up excluded). Each sample is charged to the nearest frame outside Node's own code: its npm
+// package or project directory. A socket write issued by the pg driver counts as pg; one issued by the JSON
+// gateway counts as src/rest.
 import { readFile } from "node:fs/promises";
+
+interface CallFrame {
+  readonly functionName: string;
+  readonly url: string;
+  readonly lineNumber: number;
+}
 
 interface ProfileNode {
   readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  readonly callFrame: CallFrame;
   readonly children?: readonly number[];
 }
 
@@ -14,19 +22,19 @@ interface Profile {
   readonly timeDeltas: readonly number[];
 }
 
-const TOP_AREAS = 16;
-const TOP_FUNCTIONS = 20;
+const TOP_OWNERS = 18;
+const TOP_FUNCTIONS = 15;
+const NODE_CORE = "node core (event loop, HTTP parser, sockets)";
 
-/** The code area of a frame: an npm package, a project directory, a Node module, or a V8 pseudo-frame. */
-function areaOf({ functionName, url }: ProfileNode["callFrame"]): string {
-  if (url === "") return functionName.startsWith("(") ? functionName : "(native)";
+/** The npm package or project directory of a frame; undefined for Node's own code and V8 builtins. */
+function ownerOf(url: string): string | undefined {
+  if (url === "" || url.startsWith("node:")) return undefined;
   const pkg = /.*\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
-  if (pkg) return pkg[1]!;
-  const node = /^node:(?:internal\/)?([^/]+)/.exec(url);
-  if (node) return `node:${node[1]!.replace(/\.js$/, "")}`;
-  const project = /\/(src|gen|bench|workflows)\/(?:([^/]+)\/)?/.exec(url);
-  if (project) return project[2] ? `${project[1]}/${project[2]}` : project[1]!;
-  return url;
+  if (pkg) return pkg[1];
+  const project = /\/(src|gen|bench|workflows)\/(.*)$/.exec(url);
+  if (!project) return url;
+  const [dir] = project[2]!.split("/");
+  return project[2]!.includes("/") ? `${project[1]}/${dir}` : `${project[1]}/${project[2]}`;
 }
 
 export async function summarizeCpuProfile(file: string): Promise<string> {
@@ -34,35 +42,39 @@ export async function summarizeCpuProfile(file: string): Promise<string> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parentOf = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
+  const stackOf = function* (id: number) {
+    for (let n: number | undefined = id; n !== undefined; n = parentOf.get(n)) yield byId.get(n)!.callFrame;
+  };
 
-  const self = new Map<string, number>();
-  const inclusive = new Map<string, number>();
+  const owners = new Map<string, number>();
   const functions = new Map<string, number>();
-  let total = 0;
+  let serving = false;
+  let busy = 0;
   profile.samples.forEach((id, i) => {
+    serving ||= [...stackOf(id)].some((f) => f.url === "node:_http_server");
+    const leaf = byId.get(id)!.callFrame;
+    if (!serving || leaf.functionName === "(idle)") return;
     const dt = profile.timeDeltas[i] ?? 0;
-    total += dt;
-    const leaf = byId.get(id)!;
-    add(self, areaOf(leaf.callFrame), dt);
-    const { functionName, url, lineNumber } = leaf.callFrame;
-    add(functions, `${functionName || "(anonymous)"} ${shortUrl(url)}:${lineNumber + 1}`, dt);
-    // Each area once per sample, however often it recurs on the stack.
-    const seen = new Set<string>();
-    for (let n: number | undefined = id; n !== undefined; n = parentOf.get(n)) seen.add(areaOf(byId.get(n)!.callFrame));
-    for (const area of seen) add(inclusive, area, dt);
+    busy += dt;
+    add(owners, chargedTo(leaf, stackOf(id)), dt);
+    add(functions, `${leaf.functionName || "(anonymous)"} ${shortUrl(leaf.url)}${leaf.url ? `:${leaf.lineNumber + 1}` : ""}`, dt);
   });
 
-  const idle = self.get("(idle)") ?? 0;
-  const busy = total - idle;
   const pct = (t: number) => `${((t / busy) * 100).toFixed(1).padStart(5)}%`;
-  const lines = [`${file}: ${(total / 1e6).toFixed(1)} s profiled, ${(busy / 1e6).toFixed(1)} s busy (shares below are of busy time)`];
-  lines.push("  self  inclusive  area");
-  for (const [area, t] of top(self, TOP_AREAS)) {
-    if (area !== "(idle)") lines.push(`${pct(t)}  ${pct(inclusive.get(area) ?? 0)}     ${area}`);
-  }
-  lines.push("  self  function");
-  for (const [fn, t] of top(functions, TOP_FUNCTIONS)) if (!fn.startsWith("(idle)")) lines.push(`${pct(t)}  ${fn}`);
+  const lines = [`${file}: ${(busy / 1e6).toFixed(1)} s of main-thread CPU while serving`, "  charged to"];
+  for (const [owner, t] of top(owners, TOP_OWNERS)) lines.push(`${pct(t)}  ${owner}`);
+  lines.push("  hottest functions (self time)");
+  for (const [fn, t] of top(functions, TOP_FUNCTIONS)) lines.push(`${pct(t)}  ${fn}`);
   return lines.join("\n");
+}
+
+function chargedTo(leaf: CallFrame, stack: Iterable<CallFrame>): string {
+  if (leaf.functionName === "(garbage collector)" || leaf.functionName === "(program)") return leaf.functionName;
+  for (const frame of stack) {
+    const owner = ownerOf(frame.url);
+    if (owner !== undefined) return owner;
+  }
+  return NODE_CORE;
 }
 
 function add(map: Map<string, number>, key: string, value: number): void {
@@ -74,5 +86,5 @@ function top(map: ReadonlyMap<string, number>, n: number): [string, number][] {
 }
 
 function shortUrl(url: string): string {
-  return url.replace(/^.*\/node_modules\//, "").replace(/^file:\/\/.*?\/(src|gen|bench|workflows)\//, "$1/");
+  return url.replace(/^.*\/node_modules\//, "").replace(/^.*\/(src|gen|bench|workflows)\//, "$1/");
 }

@@ -10,7 +10,8 @@ export type ProcessGroups = Readonly<Record<string, () => readonly number[]>>;
 interface Sample {
   readonly at: number;
   readonly machineBusy: number;
-  readonly groups: Readonly<Record<string, number>>;
+  /** Ticks so far per process, per group. */
+  readonly groups: Readonly<Record<string, ReadonlyMap<number, number>>>;
 }
 
 /** Cores used on average over an interval, per group and for the whole machine (busy = not idle or iowait). */
@@ -33,7 +34,9 @@ export function startCpuMeter(groups: ProcessGroups): { stop(): CpuShare } {
       const end = sample();
       const seconds = (end.at - start.at) / 1000;
       const cores = (ticks: number) => ticks / TICKS_PER_S / seconds;
-      const used = Object.fromEntries(Object.keys(groups).map((name) => [name, cores(end.groups[name]! - start.groups[name]!)]));
+      const used = Object.fromEntries(
+        Object.keys(groups).map((name) => [name, cores(ticksBetween(start.groups[name]!, end.groups[name]!))]),
+      );
       const machineCores = cores(end.machineBusy - start.machineBusy);
       const otherCores = Math.max(0, machineCores - Object.values(used).reduce((a, b) => a + b, 0));
       return { machineCores, otherCores, groups: used };
@@ -52,12 +55,22 @@ export function withChildren(pid: number): number[] {
   return pids;
 }
 
-function ticksOf(pids: readonly number[]): number {
-  let sum = 0;
+function ticksOf(pids: readonly number[]): Map<number, number> {
+  const ticks = new Map<number, number>();
   for (const pid of pids) {
     const stat = statFields(pid);
-    if (stat) sum += Number(stat[11]) + Number(stat[12]); // utime, stime
+    if (stat) ticks.set(pid, Number(stat[11]) + Number(stat[12])); // utime, stime
   }
+  return ticks;
+}
+
+/**
+ * Per process, so that processes coming and going (pooled PostgreSQL backends) do not skew the sum: a process that
+ * started meanwhile counts from zero; one that exited meanwhile loses its last ticks (an underestimate).
+ */
+function ticksBetween(start: ReadonlyMap<number, number>, end: ReadonlyMap<number, number>): number {
+  let sum = 0;
+  for (const [pid, ticks] of end) sum += ticks - (start.get(pid) ?? 0);
   return sum;
 }
 
@@ -76,4 +89,19 @@ function machineBusyTicks(): number {
   const ticks = fields.map(Number);
   const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0); // user … steal; guest time is already in user
   return total - ticks[3]! - ticks[4]!; // minus idle and iowait
+}
+
+/**
+ * Waits, at most `maxWaitMs`, for a second in which the whole machine used at most `quietCores`: other work on a
+ * shared machine (a test run, a compiler) would otherwise compete with the next run. Returns the time waited.
+ */
+export async function waitForQuiet(quietCores: number, maxWaitMs: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const before = machineBusyTicks();
+    await new Promise((r) => setTimeout(r, 1000));
+    const busyCores = (machineBusyTicks() - before) / TICKS_PER_S;
+    const waited = performance.now() - started;
+    if (busyCores <= quietCores || waited >= maxWaitMs) return waited;
+  }
 }

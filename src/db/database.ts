@@ -9,6 +9,8 @@ export interface Database {
   readonly orm: MikroORM;
   /** A fresh EntityManager for one unit of work (an RPC call, an activity, an SMTP transaction). */
   fork(): EntityManager;
+  /** Raw SQL on the pool, for hot paths where entity hydration costs more than the query (key lookup, counters). */
+  query<T>(sql: string, params?: readonly unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
 
@@ -34,6 +36,7 @@ export async function openDatabase(url: string, options: { poolMax?: number } = 
   return {
     orm,
     fork: () => orm.em.fork(),
+    query: (sql, params = []) => orm.em.getConnection().execute(sql, [...params], "all"),
     close: () => orm.close(),
   };
 }

@@ -142,7 +142,7 @@ export function createInboxes(deps: InboxesDeps) {
           ...(principal.inboxIds === null ? {} : { id: { $in: [...principal.inboxIds] } }),
           ...afterPosition(position),
         },
-        { orderBy: [{ createdAt: "desc" }, { id: "desc" }], limit: limit + 1 },
+        { orderBy: [{ createdAt: "desc" }, { id: "desc" }], limit: limit + 1, disableIdentityMap: true },
       );
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];

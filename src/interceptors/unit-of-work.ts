@@ -1,8 +1,22 @@
-// One EntityManager fork per call, scoped to the caller's organization; flushed when the handler succeeds.
+// One EntityManager fork per call, scoped to the caller's organization; flushed when a writing handler succeeds.
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
+import { http } from "../../gen/google/api/annotations_pb.js";
 import type { Database } from "../db/database.js";
 import { TenantStore } from "../db/tenant-store.js";
 import { kPrincipal, kTenant } from "./context.js";
+
+const reads = new WeakMap<DescMethod, boolean>();
+
+/** A GET operation of the contract only reads: computing change sets over what it loaded would be wasted work. */
+function isRead(method: DescMethod): boolean {
+  let read = reads.get(method);
+  if (read === undefined) {
+    read = getOption(method, http).pattern.case === "get";
+    reads.set(method, read);
+  }
+  return read;
+}
 
 export function unitOfWork(db: Database): Interceptor {
   return (next) => async (req) => {
@@ -10,7 +24,7 @@ export function unitOfWork(db: Database): Interceptor {
     const store = new TenantStore(db.fork(), principal.organizationId);
     req.contextValues.set(kTenant, store);
     const res = await next(req);
-    await store.em.flush();
+    if (!isRead(req.method)) await store.em.flush();
     return res;
   };
 }

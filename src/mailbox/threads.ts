@@ -30,7 +30,7 @@ export function createThreads(deps: ThreadsDeps) {
       const rows = await store.find(
         Thread,
         { inboxId, ...afterActivity(position) },
-        { orderBy: [{ lastMessageAt: "desc" }, { id: "desc" }], limit: limit + 1 },
+        { orderBy: [{ lastMessageAt: "desc" }, { id: "desc" }], limit: limit + 1, disableIdentityMap: true },
       );
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
