@@ -76,6 +76,9 @@ export function createApiHandler(
   };
 }
 
+/** How long a closing server waits for requests in flight. */
+const CLOSE_GRACE_MS = 10_000;
+
 /** The first bytes of every HTTP/2 prior-knowledge (h2c) connection. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 
@@ -83,9 +86,19 @@ export async function startApiServer(deps: ApiServerDeps, port: number, host: st
   // Connect and JSON clients speak HTTP/1.1; gRPC clients speak h2c. Node serves both on one port only through
   // TLS ALPN, so plain-text connections are routed by their first bytes to an HTTP/1.1 or an HTTP/2 server.
   const peerOfSession = new WeakMap<Http2Session, string | undefined>();
-  const handler = createApiHandler(deps, (req) =>
+  const serve = createApiHandler(deps, (req) =>
     "stream" in req ? peerOfSession.get((req as unknown as Http2ServerRequest).stream.session!) : req.socket.remoteAddress,
   );
+  // Requests still being answered: a graceful close lets them finish before the database goes away.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    inFlight++;
+    res.once("close", () => {
+      if (--inFlight === 0) drained?.();
+    });
+    serve(req, res);
+  };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler);
   const h2 = http2.createServer(handler as never);
   let connectingPeer: string | undefined;
@@ -115,11 +128,17 @@ export async function startApiServer(deps: ApiServerDeps, port: number, host: st
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const socket of sockets) socket.destroy();
-      }),
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => (drained = resolve)),
+          new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref()),
+        ]);
+      }
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
   };
 }
 
