@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@temporalio/client";
+import type { Worker, WorkflowBundleOption } from "@temporalio/worker";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "./temporal/search-attributes.js";
 import { startApiServer, type ApiServer } from "./api-server.js";
 import { createAuthenticator } from "./auth/authenticator.js";
@@ -145,19 +146,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
       log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
     }
     if (roles.includes("worker")) {
-      const worker = await createWorker({
-        address: infra.temporalAddress,
-        namespace: config.temporalNamespace,
-        taskQueue: config.temporalTaskQueue,
-        db,
-        scanner: createScanner(config.scanning),
-        webhooks: config.webhooks,
-        domainVerification: {
-          db,
-          verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
-          refreshMs: config.customerDomains.refreshMs,
-        },
-      });
+      const worker = await createConfiguredWorker(config, db, infra.temporalAddress);
       const running = worker.run();
       stops.push(async () => {
         worker.shutdown();
@@ -286,4 +275,27 @@ async function runningDatabaseUrl(config: Config): Promise<string | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** The worker of this configuration: every workflow and activity on the configured task queue. */
+export function createConfiguredWorker(
+  config: Config,
+  db: Database,
+  temporalAddress: string,
+  workflowBundle?: WorkflowBundleOption,
+): Promise<Worker> {
+  return createWorker({
+    address: temporalAddress,
+    namespace: config.temporalNamespace,
+    taskQueue: config.temporalTaskQueue,
+    db,
+    scanner: createScanner(config.scanning),
+    webhooks: config.webhooks,
+    domainVerification: {
+      db,
+      verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
+      refreshMs: config.customerDomains.refreshMs,
+    },
+    ...(workflowBundle ? { workflowBundle } : {}),
+  });
 }

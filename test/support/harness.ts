@@ -16,12 +16,10 @@ import type { ApiServer } from "../../src/api-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { createLogger } from "../../src/logger.js";
-import { startApi } from "../../src/main.js";
+import { createConfiguredWorker, startApi } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
-import { createWorker } from "../../src/temporal/worker.js";
 import { createConfiguredResolver } from "../../src/dns/servers.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "../../src/domains/setup.js";
-import { createScanner } from "../../src/scanning/scanner.js";
 import type { AttachmentScanStarter, MessageReceivedOutbox } from "../../src/inbound/ports.js";
 import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
@@ -138,20 +136,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       };
     },
     async startWorker() {
-      const worker = await createWorker({
-        address: config.temporalAddress!,
-        namespace: config.temporalNamespace,
-        taskQueue: config.temporalTaskQueue,
-        db,
-        scanner: createScanner(config.scanning),
-        webhooks: config.webhooks,
-        domainVerification: {
-          db,
-          verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
-          refreshMs: config.customerDomains.refreshMs,
-        },
-        workflowBundle: { code: inject("workflowBundleCode") },
-      });
+      const worker = await createConfiguredWorker(config, db, config.temporalAddress!, { code: inject("workflowBundleCode") });
       workers.push(worker);
       const running = worker.run();
       runs.push(running);
