@@ -39,7 +39,7 @@ import { createEmailValidator } from "./validation/validator.js";
 import { createAttachmentScanStarter } from "./scanning/attachment-scan-starter.js";
 import { reconcileAttachmentScans } from "./scanning/attachment-scan-reconciler.js";
 import { startSmtpRole, type SmtpRole } from "./inbound/smtp-role.js";
-import { createWebhookOutbox } from "./webhooks/outbox.js";
+import { createWebhookOutbox, type WebhookOutbox } from "./webhooks/outbox.js";
 
 export type Role = "api" | "worker" | "smtp";
 
@@ -164,12 +164,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
     }
     let smtp: SmtpRole | undefined;
     if (roles.includes("smtp")) {
-      const outbox = createWebhookOutbox({
-        db,
-        deliverer: createWebhookDeliverer(db, config.webhooks),
-        retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
-        log,
-      });
+      const outbox = createConfiguredOutbox(config, db, temporal, log);
       const role = await startSmtpRole({
         config,
         db,
@@ -297,5 +292,15 @@ export function createConfiguredWorker(
       refreshMs: config.customerDomains.refreshMs,
     },
     ...(workflowBundle ? { workflowBundle } : {}),
+  });
+}
+
+/** The webhook outbox of this configuration: prompt first attempts, retries in Temporal. */
+export function createConfiguredOutbox(config: Config, db: Database, temporal: Client, log: Logger): WebhookOutbox {
+  return createWebhookOutbox({
+    db,
+    deliverer: createWebhookDeliverer(db, config.webhooks),
+    retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
+    log,
   });
 }

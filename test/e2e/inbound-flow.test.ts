@@ -6,9 +6,8 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { createLogger } from "../../src/logger.js";
 import { createAttachmentScanStarter } from "../../src/scanning/attachment-scan-starter.js";
-import { createWebhookDeliverer } from "../../src/webhooks/deliveries.js";
-import { createWebhookOutbox, type WebhookOutbox } from "../../src/webhooks/outbox.js";
-import { createWebhookRetryStarter } from "../../src/temporal/client.js";
+import { createConfiguredOutbox } from "../../src/main.js";
+import type { WebhookOutbox } from "../../src/webhooks/outbox.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type HttpsReceiver } from "../support/https-receiver.js";
 
@@ -22,12 +21,7 @@ beforeAll(async () => {
   receiver = await startHttpsReceiver();
   app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: receiver.host });
   worker = await app.startWorker();
-  outbox = createWebhookOutbox({
-    db: app.db,
-    deliverer: createWebhookDeliverer(app.db, app.config.webhooks),
-    retries: createWebhookRetryStarter(app.temporal, app.config.temporalTaskQueue, app.config.webhooks),
-    log: createLogger("error"),
-  });
+  outbox = createConfiguredOutbox(app.config, app.db, app.temporal, createLogger("error"));
   smtp = await app.startSmtp({ outbox, scans: createAttachmentScanStarter(app.temporal, app.config.temporalTaskQueue) });
 });
 afterAll(async () => {

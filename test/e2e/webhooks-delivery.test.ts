@@ -9,7 +9,8 @@ import type { MessageReceivedEvent } from "../../src/inbound/ports.js";
 import { createLogger } from "../../src/logger.js";
 import { createWebhookRetryStarter, webhookDeliveryWorkflowId } from "../../src/temporal/client.js";
 import { createWebhookDeliverer, ENDPOINT_DELETED, reconcileWebhookDeliveries } from "../../src/webhooks/deliveries.js";
-import { createWebhookOutbox, type WebhookOutbox } from "../../src/webhooks/outbox.js";
+import { createConfiguredOutbox } from "../../src/main.js";
+import type { WebhookOutbox } from "../../src/webhooks/outbox.js";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type Answer, type HttpsReceiver } from "../support/https-receiver.js";
@@ -33,12 +34,7 @@ beforeAll(async () => {
     WEBHOOK_RETRY_MAX_MS: "1000",
   });
   worker = await app.startWorker();
-  outbox = createWebhookOutbox({
-    db: app.db,
-    deliverer: createWebhookDeliverer(app.db, app.config.webhooks),
-    retries: createWebhookRetryStarter(app.temporal, app.config.temporalTaskQueue, app.config.webhooks),
-    log: createLogger("error"),
-  });
+  outbox = createConfiguredOutbox(app.config, app.db, app.temporal, createLogger("error"));
 });
 afterAll(async () => {
   await outbox?.drain();
