@@ -1,0 +1,410 @@
+// The benchmark's own SMTP client, run as a child process (so it never shares an event loop with what it measures):
+//
+//   node --import tsx bench/inbound-client.ts '<json ClientJob>'
+//
+// It prints one JSON line with its figures on stdout when done (idle mode: a "ready" line first, then waits for a
+// line on stdin). Raw sockets; MAIL/RCPT/DATA pipelined when the server offers PIPELINING, then the message and
+// the final dot in one write; a message counts only when the reply to the final dot is 250. Every loop is bounded
+// in count and time and ends by itself.
+//
+//   open    open loop: messages are due at `rate` per second (evenly spaced) for `durationS` or `count` messages,
+//           each on a free session of the pool; a message due while every session is busy waits for one, and
+//           its latency from when it was due is reported beside the `.`→250 latency
+//   closed  closed loop: every session sends its next message as soon as the last one is answered
+//   idle    opens `sessions` connections, EHLO on each, prints {"ready":…}, holds them until a line on stdin
+//   greet   `count` connections one after the other: time from connect() to the 220 banner
+import { connect, type Socket } from "node:net";
+import { createInterface } from "node:readline";
+import { bodyFor, headerFor, type MessageTemplate } from "./inbound-message.js";
+
+export interface ClientJob {
+  readonly mode: "open" | "closed" | "idle" | "greet";
+  readonly host: string;
+  readonly port: number;
+  readonly sessions: number;
+  /** open: messages per second. */
+  readonly rate?: number;
+  readonly durationS?: number;
+  /** open/closed: stop after this many messages (whichever of count and duration comes first). */
+  readonly count?: number;
+  readonly from: string;
+  /** Recipients, used round robin. */
+  readonly recipients: readonly string[];
+  readonly messageBytes: number;
+  /** Message-ID tokens are `<tokenPrefix>.<n>`; without one the messages carry no Message-ID. */
+  readonly tokenPrefix?: string;
+  /** Report every message's token and send time (for the webhook latency). */
+  readonly records?: boolean;
+  /** idle: the longest the sessions are held if no line comes on stdin. */
+  readonly holdS?: number;
+}
+
+export interface SendRecord {
+  readonly token: string;
+  /** Epoch ms (high resolution) of the write holding the final dot. */
+  readonly dotAt: number;
+  readonly okAt: number | null;
+}
+
+export interface ClientResult {
+  readonly mode: ClientJob["mode"];
+  readonly sent: number;
+  readonly accepted: number;
+  readonly failed: number;
+  /** Reply codes of failed messages (and "error: …" for connection errors), counted. */
+  readonly failures: Readonly<Record<string, number>>;
+  readonly elapsedS: number;
+  /** Accepted messages per second of the run, second by second. */
+  readonly perSecond: readonly number[];
+  /** `.`→250 of each accepted message, ms. */
+  readonly dotToOkMs: readonly number[];
+  /** open loop: from when the message was due to its 250, ms (includes waiting for a free session). */
+  readonly dueToOkMs: readonly number[];
+  /** open loop: messages that had to wait for a free session. */
+  readonly waitedForSession: number;
+  readonly pipelining: boolean;
+  readonly records?: readonly SendRecord[];
+  /** idle/greet: connections opened, and greet's connect→banner times, ms. */
+  readonly connections?: number;
+  readonly bannerMs?: readonly number[];
+}
+
+const REPLY_TIMEOUT_MS = 30_000;
+/** A run ends this long after its last message was due even if replies are still missing. */
+const DRAIN_LIMIT_MS = 60_000;
+/** Connections opened at once while setting up a pool. */
+const CONNECT_CONCURRENCY = 50;
+
+const now = () => performance.timeOrigin + performance.now();
+
+interface Reply {
+  readonly code: number;
+  readonly text: string;
+}
+
+class ReplyError extends Error {
+  constructor(readonly reply: Reply, what: string) {
+    super(`${what}: ${reply.code} ${reply.text}`);
+  }
+}
+
+/** One SMTP connection: writes commands, hands each complete (possibly multi-line) reply to the oldest waiter. */
+class Session {
+  private buffer = "";
+  private lines: string[] = [];
+  private readonly waiters: { resolve: (r: Reply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
+  private closedWith: Error | null = null;
+  pipelining = false;
+
+  private constructor(private readonly socket: Socket) {
+    socket.setNoDelay(true);
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => this.onData(chunk));
+    socket.on("error", (e) => this.fail(e));
+    socket.on("close", () => this.fail(new Error("connection closed")));
+  }
+
+  static open(host: string, port: number): { session: Session; banner: Promise<Reply> } {
+    const session = new Session(connect({ host, port }));
+    return { session, banner: session.next() };
+  }
+
+  get broken(): boolean {
+    return this.closedWith !== null;
+  }
+
+  private onData(chunk: string): void {
+    this.buffer += chunk;
+    let nl: number;
+    while ((nl = this.buffer.indexOf("\n")) >= 0) {
+      const line = this.buffer.slice(0, nl).replace(/\r$/, "");
+      this.buffer = this.buffer.slice(nl + 1);
+      this.lines.push(line);
+      if (line.length >= 4 && line[3] === "-") continue;
+      const reply = { code: Number(line.slice(0, 3)), text: this.lines.map((l) => l.slice(4)).join("\n") };
+      this.lines = [];
+      const waiter = this.waiters.shift();
+      if (waiter) {
+        clearTimeout(waiter.timer);
+        waiter.resolve(reply);
+      }
+    }
+  }
+
+  private fail(e: Error): void {
+    if (this.closedWith) return;
+    this.closedWith = e;
+    for (const w of this.waiters.splice(0)) {
+      clearTimeout(w.timer);
+      w.reject(e);
+    }
+  }
+
+  private next(): Promise<Reply> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.fail(new Error(`no reply within ${REPLY_TIMEOUT_MS} ms`));
+        this.socket.destroy();
+      }, REPLY_TIMEOUT_MS);
+      this.waiters.push({ resolve, reject, timer });
+    });
+  }
+
+  /** Writes `data` and waits for `replies` replies. */
+  send(data: string | Buffer, replies: number): Promise<Reply[]> {
+    const waits = Array.from({ length: replies }, () => this.next());
+    this.socket.write(data);
+    return Promise.all(waits);
+  }
+
+  async ehlo(): Promise<void> {
+    const [reply] = await this.send("EHLO bench-client.localhost\r\n", 1);
+    if (reply!.code !== 250) throw new ReplyError(reply!, "EHLO");
+    this.pipelining = /^PIPELINING\b/im.test(reply!.text);
+  }
+
+  /** One transaction; resolves with the time the final dot was written and the time of the 250. */
+  async transaction(from: string, to: string, message: Buffer): Promise<{ dotAt: number; okAt: number }> {
+    const commands = [`MAIL FROM:<${from}>\r\n`, `RCPT TO:<${to}>\r\n`, `DATA\r\n`];
+    const replies = this.pipelining ? await this.send(commands.join(""), 3) : await sequential(this, commands);
+    const expected = [250, 250, 354];
+    replies.forEach((r, i) => {
+      if (r.code !== expected[i]) throw new ReplyError(r, commands[i]!.trim());
+    });
+    const dotAt = now();
+    const [reply] = await this.send(message, 1);
+    const okAt = now();
+    if (reply!.code !== 250) {
+      // After a refused DATA reply the session stays usable; after a refused MAIL/RCPT the pipelined DATA got 503/554.
+      throw new ReplyError(reply!, "final dot");
+    }
+    return { dotAt, okAt };
+  }
+
+  quit(): void {
+    if (!this.closedWith) this.socket.end("QUIT\r\n");
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}
+
+async function sequential(session: Session, commands: readonly string[]): Promise<Reply[]> {
+  const replies: Reply[] = [];
+  for (const c of commands) {
+    const [r] = await session.send(c, 1);
+    replies.push(r!);
+    if (r!.code >= 400) {
+      // Keep the reply count the caller expects; the check there reports the refusal.
+      while (replies.length < commands.length) replies.push({ code: 0, text: "not sent" });
+      break;
+    }
+  }
+  return replies;
+}
+
+async function openPool(job: ClientJob, size: number): Promise<Session[]> {
+  const sessions: Session[] = [];
+  let next = 0;
+  const opener = async () => {
+    while (next < size) {
+      next++;
+      const { session, banner } = Session.open(job.host, job.port);
+      const reply = await banner;
+      if (reply.code !== 220) throw new ReplyError(reply, "banner");
+      await session.ehlo();
+      sessions.push(session);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, size) }, opener));
+  return sessions;
+}
+
+/** Messages for a run: the body is shared, the header carries the recipient and the token. */
+function messageMaker(job: ClientJob) {
+  const template: MessageTemplate = { from: job.from, to: job.recipients[0]!, bytes: job.messageBytes };
+  const sampleHeader = headerFor(template, job.recipients[0]!, job.tokenPrefix ? `${job.tokenPrefix}.0000000` : null);
+  const body = Buffer.from(bodyFor(template, Buffer.byteLength(sampleHeader)) + ".\r\n", "latin1");
+  return (n: number) => {
+    const to = job.recipients[n % job.recipients.length]!;
+    const token = job.tokenPrefix ? `${job.tokenPrefix}.${String(n).padStart(7, "0")}` : null;
+    return { to, token, bytes: Buffer.concat([Buffer.from(headerFor(template, to, token), "latin1"), body]) };
+  };
+}
+
+async function runMessages(job: ClientJob): Promise<ClientResult> {
+  const sessions = await openPool(job, job.sessions);
+  const pipelining = sessions.every((s) => s.pipelining);
+  const make = messageMaker(job);
+  const durationMs = (job.durationS ?? 3600) * 1000;
+  const maxCount = job.count ?? Number.MAX_SAFE_INTEGER;
+  const failures: Record<string, number> = {};
+  const dotToOkMs: number[] = [];
+  const dueToOkMs: number[] = [];
+  const records: SendRecord[] = [];
+  const perSecond: number[] = [];
+  let sent = 0;
+  let accepted = 0;
+  let failed = 0;
+  let waitedForSession = 0;
+  const started = now();
+
+  const send = async (session: Session, n: number, dueAt: number): Promise<void> => {
+    const m = make(n);
+    sent++;
+    try {
+      const { dotAt, okAt } = await session.transaction(job.from, m.to, m.bytes);
+      accepted++;
+      dotToOkMs.push(okAt - dotAt);
+      dueToOkMs.push(okAt - dueAt);
+      const second = Math.floor((okAt - started) / 1000);
+      while (perSecond.length <= second) perSecond.push(0);
+      perSecond[second]!++;
+      if (job.records && m.token) records.push({ token: m.token, dotAt, okAt });
+    } catch (e) {
+      failed++;
+      const key = e instanceof ReplyError ? String(e.reply.code) : `error: ${(e as Error).message}`;
+      failures[key] = (failures[key] ?? 0) + 1;
+    }
+  };
+
+  if (job.mode === "closed") {
+    let n = 0;
+    await Promise.all(
+      sessions.map(async (session) => {
+        while (!session.broken && n < maxCount && now() - started < durationMs) {
+          const at = now();
+          await send(session, n++, at);
+        }
+      }),
+    );
+  } else {
+    const rate = job.rate ?? 100;
+    const free = [...sessions];
+    const waiting: { n: number; dueAt: number }[] = [];
+    const running = new Set<Promise<void>>();
+    const dispatch = (session: Session, n: number, dueAt: number) => {
+      const p: Promise<void> = send(session, n, dueAt).finally(() => {
+        running.delete(p);
+        if (session.broken) return;
+        const queued = waiting.shift();
+        if (queued) dispatch(session, queued.n, queued.dueAt);
+        else free.push(session);
+      });
+      running.add(p);
+    };
+    let n = 0;
+    // Messages fall due at started + n / rate; a timer wakes up every millisecond or so and sends what is due.
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        const t = now();
+        while (n < maxCount && started + (n * 1000) / rate <= t && (n * 1000) / rate < durationMs) {
+          const dueAt = started + (n * 1000) / rate;
+          const session = free.pop();
+          if (session) dispatch(session, n, dueAt);
+          else {
+            waitedForSession++;
+            waiting.push({ n, dueAt });
+          }
+          n++;
+        }
+        if (n >= maxCount || (n * 1000) / rate >= durationMs || t - started > durationMs) return resolve();
+        setTimeout(tick, 1);
+      };
+      tick();
+    });
+    const drainUntil = now() + DRAIN_LIMIT_MS;
+    while ((running.size > 0 || waiting.length > 0) && now() < drainUntil) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    if (waiting.length > 0) {
+      failed += waiting.length;
+      failures["not sent: no free session before the drain limit"] = waiting.length;
+    }
+  }
+  const elapsedS = (now() - started) / 1000;
+  for (const s of sessions) s.quit();
+  return {
+    mode: job.mode,
+    sent,
+    accepted,
+    failed,
+    failures,
+    elapsedS,
+    perSecond,
+    dotToOkMs,
+    dueToOkMs,
+    waitedForSession,
+    pipelining,
+    ...(job.records ? { records } : {}),
+  };
+}
+
+async function runIdle(job: ClientJob): Promise<ClientResult> {
+  const started = now();
+  const sessions = await openPool(job, job.sessions);
+  process.stdout.write(`${JSON.stringify({ ready: true, connections: sessions.length })}\n`);
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, (job.holdS ?? 60) * 1000);
+    createInterface({ input: process.stdin }).once("line", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  const alive = sessions.filter((s) => !s.broken).length;
+  for (const s of sessions) s.quit();
+  return { ...emptyResult(job, started), connections: alive };
+}
+
+async function runGreet(job: ClientJob): Promise<ClientResult> {
+  const started = now();
+  const bannerMs: number[] = [];
+  for (let i = 0; i < (job.count ?? 50); i++) {
+    const at = now();
+    const { session, banner } = Session.open(job.host, job.port);
+    const reply = await banner;
+    bannerMs.push(now() - at);
+    if (reply.code !== 220) throw new ReplyError(reply, "banner");
+    session.quit();
+  }
+  return { ...emptyResult(job, started), connections: bannerMs.length, bannerMs };
+}
+
+function emptyResult(job: ClientJob, started: number): ClientResult {
+  return {
+    mode: job.mode,
+    sent: 0,
+    accepted: 0,
+    failed: 0,
+    failures: {},
+    elapsedS: (now() - started) / 1000,
+    perSecond: [],
+    dotToOkMs: [],
+    dueToOkMs: [],
+    waitedForSession: 0,
+    pipelining: false,
+  };
+}
+
+async function main(): Promise<void> {
+  const job = JSON.parse(process.argv[2] ?? "{}") as ClientJob;
+  // A hard stop whatever happens: the run's own length plus generous margins.
+  const hardLimitMs = ((job.durationS ?? 0) + (job.holdS ?? 0) + 300) * 1000;
+  setTimeout(() => {
+    process.stderr.write("inbound-client: hard time limit reached\n");
+    process.exit(3);
+  }, hardLimitMs).unref();
+  const run = job.mode === "idle" ? runIdle : job.mode === "greet" ? runGreet : runMessages;
+  const result = await run(job);
+  process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`inbound-client: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  });
+}

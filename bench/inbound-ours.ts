@@ -1,0 +1,283 @@
+// Our side of the inbound benchmark: the embedded stack (PostgreSQL and Temporal as bench/stack.ts starts them),
+// one organization with inboxes and one webhook endpoint at the bench's receiver, and the api, worker and smtp
+// roles each in its own process (`mailbox serve --role …`), so none shares an event loop with another or with
+// the load generator. A second organization without a webhook endpoint lets the commit count be split.
+import { spawn, type ChildProcess, fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import pg from "pg";
+import type { Config } from "../src/config.js";
+import type { ReceiverCommand, ReceiverTake } from "./inbound-receiver.js";
+import { seed } from "./seed.js";
+import { startInfrastructure, type Infrastructure, type Teardown } from "./stack.js";
+
+export interface RoleProcess {
+  readonly role: string;
+  readonly pid: number;
+  /** The JSON line `mailbox serve` prints once it listens. */
+  readonly summary: { readonly api: string | null; readonly smtp: string | null };
+  readonly logFile: string;
+}
+
+const START_TIMEOUT_MS = 90_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+/** `mailbox serve --role <role>`, its stderr (JSON log lines) into `<dir>/<role>.log`. */
+export async function startRole(
+  role: "api" | "worker" | "smtp",
+  env: Readonly<Record<string, string>>,
+  dir: string,
+  teardown: Teardown,
+  nodeArgs: readonly string[] = [],
+): Promise<RoleProcess> {
+  const logFile = join(dir, `${role}.log`);
+  const child = spawn(process.execPath, [...nodeArgs, "src/cli/mailbox.js", "serve", "--role", role], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stderr!.pipe(createWriteStream(logFile));
+  teardown.add(() => stopChild(child));
+  const summary = await new Promise<RoleProcess["summary"]>((resolveSummary, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS / 1000} s (see ${logFile})`)), START_TIMEOUT_MS);
+    child.once("exit", (code) => reject(new Error(`${role} exited with code ${code} before listening (see ${logFile})`)));
+    createInterface({ input: child.stdout! }).once("line", (line) => {
+      clearTimeout(timer);
+      try {
+        resolveSummary(JSON.parse(line) as RoleProcess["summary"]);
+      } catch {
+        reject(new Error(`${role} printed an unexpected first line: ${line}`));
+      }
+    });
+  });
+  return { role, pid: child.pid!, summary, logFile };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const escalate = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(escalate);
+}
+
+export interface Receiver {
+  readonly host: string;
+  readonly pid: number;
+  setFailRatio(ratio: number): void;
+  /** Every record since the last take, and the counters; the receiver starts afresh. */
+  take(): Promise<ReceiverTake>;
+}
+
+export async function startReceiver(teardown: Teardown): Promise<Receiver> {
+  const child = fork(resolve("bench/inbound-receiver.ts"), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  teardown.add(() => stopChild(child));
+  const host = await new Promise<string>((resolveHost, reject) => {
+    child.once("exit", (code) => reject(new Error(`the webhook receiver exited with code ${code}`)));
+    child.once("message", (m: { ready?: string }) => (m.ready ? resolveHost(m.ready) : reject(new Error("unexpected receiver message"))));
+  });
+  const send = (command: ReceiverCommand) => child.send(command);
+  return {
+    host,
+    pid: child.pid!,
+    setFailRatio: (ratio) => send({ cmd: "fail", ratio }),
+    take: () =>
+      new Promise((resolveTake) => {
+        const onMessage = (m: { taken?: ReceiverTake }) => {
+          if (!m.taken) return;
+          child.off("message", onMessage);
+          resolveTake(m.taken);
+        };
+        child.on("message", onMessage);
+        send({ cmd: "take" });
+      }),
+  };
+}
+
+export interface OurStack {
+  readonly infra: Infrastructure;
+  readonly receiver: Receiver;
+  readonly smtp: RoleProcess;
+  readonly api: RoleProcess;
+  readonly worker: RoleProcess;
+  readonly smtpPort: number;
+  readonly temporalPid: number | undefined;
+  /** Inbox addresses of the organization with the webhook endpoint, and of the one without. */
+  readonly withWebhook: readonly string[];
+  readonly withoutWebhook: readonly string[];
+  readonly webhookUrl: string;
+  readonly stats: PgStats;
+  readonly roleEnv: Readonly<Record<string, string>>;
+}
+
+export interface OurStackOptions {
+  readonly workDir: string;
+  readonly config: Config;
+  readonly inboxes: number;
+  /** SMTP_MAX_CONNECTIONS of the smtp role: room for the idle-session measurement. */
+  readonly maxConnections: number;
+  readonly webhookRetryInitialMs: number;
+  readonly log: (line: string) => void;
+  /** Node options of the smtp role (e.g. --cpu-prof). */
+  readonly smtpNodeArgs?: readonly string[];
+}
+
+export async function startOurStack(options: OurStackOptions, teardown: Teardown): Promise<OurStack> {
+  const { workDir, config, log } = options;
+  log("starting PostgreSQL and Temporal …");
+  const infra = await startInfrastructure(workDir, teardown);
+  log(`seeding 2 organizations × ${options.inboxes} inboxes …`);
+  const keys = await seed(infra.databaseUrl, {
+    organizations: 2,
+    inboxesPerOrganization: options.inboxes,
+    managedDomain: config.managedDomain,
+    defaults: config.defaults,
+  });
+  const receiver = await startReceiver(teardown);
+  const roleEnv: Record<string, string> = {
+    DATABASE_URL: infra.databaseUrl,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    HTTP_PORT: "0",
+    SMTP_PORT: "0",
+    BIND_HOST: "127.0.0.1",
+    LOG_LEVEL: process.env["LOG_LEVEL"] || "error",
+    CURSOR_SECRET: randomBytes(32).toString("base64url"),
+    DKIM_KEY_SECRET: randomBytes(32).toString("base64url"),
+    SMTP_MAX_CONNECTIONS: String(options.maxConnections),
+    WEBHOOK_ALLOW_HOSTS: receiver.host,
+    NODE_EXTRA_CA_CERTS: resolve("test/fixtures/webhook-tls/ca.pem"),
+    WEBHOOK_RETRY_INITIAL_MS: String(options.webhookRetryInitialMs),
+    WEBHOOK_RETRY_MAX_MS: String(Math.max(options.webhookRetryInitialMs, 10 * options.webhookRetryInitialMs)),
+  };
+  log("starting the api, worker and smtp roles …");
+  const [api, worker, smtp] = await Promise.all(
+    (["api", "worker", "smtp"] as const).map((role) =>
+      startRole(role, { ...roleEnv, DATA_DIR: join(workDir, role) }, workDir, teardown, role === "smtp" ? options.smtpNodeArgs : []),
+    ),
+  );
+  const smtpPort = Number(smtp!.summary.smtp!.split(":").pop());
+
+  const client = new pg.Client({ connectionString: infra.databaseUrl });
+  await client.connect();
+  teardown.add(() => client.end());
+  const { rows } = await client.query<{ name: string; addresses: string[] }>(
+    `select o.name, array_agg(i.address order by i.address) as addresses
+     from organizations o join inboxes i on i.organization_id = o.id group by o.name order by o.name`,
+  );
+  // Organizations are named <tag>-1 and <tag>-2; the first key is the first organization's.
+  const webhookUrl = `https://${receiver.host}/hook`;
+  const res = await fetch(`${api!.summary.api}/v1/webhooks`, {
+    method: "POST",
+    headers: { "x-api-key": keys[0]!, "idempotency-key": "inbound-bench", "content-type": "application/json" },
+    body: JSON.stringify({ url: webhookUrl, events: ["message.received"] }),
+  });
+  if (res.status !== 201) throw new Error(`creating the webhook endpoint: ${res.status} ${await res.text()}`);
+  return {
+    infra,
+    receiver,
+    smtp: smtp!,
+    api: api!,
+    worker: worker!,
+    smtpPort,
+    temporalPid: pidByCommandLine(["start-dev", infra.temporalAddress.split(":").pop()!]),
+    withWebhook: rows[0]!.addresses,
+    withoutWebhook: rows[1]!.addresses,
+    webhookUrl,
+    stats: new PgStats(client),
+    roleEnv,
+  };
+}
+
+/** The first process whose command line holds every one of `parts`. */
+function pidByCommandLine(parts: readonly string[]): number | undefined {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
+      if (parts.every((p) => cmdline.includes(p))) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
+}
+
+export interface PgCounters {
+  readonly at: number;
+  /** pg_stat_database.xact_commit of the mailbox database: every committed transaction, read-only ones too. */
+  readonly xactCommit: number;
+  readonly xactRollback: number;
+  /** The next transaction id: transactions that wrote something (only those are given one). */
+  readonly nextXid: number;
+  /** WAL fsyncs (pg_stat_io, object wal), when this PostgreSQL reports them. */
+  readonly walFsyncs: number | null;
+}
+
+export class PgStats {
+  constructor(private readonly client: pg.Client) {}
+
+  async counters(): Promise<PgCounters> {
+    await this.client.query("select pg_stat_clear_snapshot()");
+    const { rows } = await this.client.query<{ xact_commit: string; xact_rollback: string; next_xid: string }>(
+      `select xact_commit::text, xact_rollback::text,
+              pg_snapshot_xmax(pg_current_snapshot())::text as next_xid
+       from pg_stat_database where datname = current_database()`,
+    );
+    const walFsyncs = await this.client
+      .query<{ fsyncs: string | null }>(`select sum(fsyncs)::text as fsyncs from pg_stat_io where object = 'wal'`)
+      .then((r) => (r.rows[0]?.fsyncs == null ? null : Number(r.rows[0].fsyncs)))
+      .catch(() => null);
+    const row = rows[0]!;
+    return {
+      at: performance.now(),
+      xactCommit: Number(row.xact_commit),
+      xactRollback: Number(row.xact_rollback),
+      nextXid: Number(row.next_xid),
+      walFsyncs,
+    };
+  }
+
+  /** Raw messages not yet processed, and webhook deliveries not yet done: work still running after a load run. */
+  async backlog(): Promise<{ raw: number; deliveries: number }> {
+    const { rows } = await this.client.query<{ raw: string; deliveries: string }>(
+      `select (select count(*) from inbound_raw_messages where status = 'pending')::text as raw,
+              (select count(*) from webhook_deliveries where status in ('pending', 'delivering'))::text as deliveries`,
+    );
+    return { raw: Number(rows[0]!.raw), deliveries: Number(rows[0]!.deliveries) };
+  }
+
+  /** What the drain limit left unfinished: raw messages and deliveries marked failed, with the bench as reason. */
+  async setAside(): Promise<number> {
+    const raw = await this.client.query(
+      `update inbound_raw_messages set status = 'failed', error = 'set aside by the benchmark after its drain limit'
+       where status = 'pending'`,
+    );
+    const deliveries = await this.client.query(
+      `update webhook_deliveries set status = 'failed', last_error = 'set aside by the benchmark after its drain limit'
+       where status in ('pending', 'delivering')`,
+    );
+    return (raw.rowCount ?? 0) + (deliveries.rowCount ?? 0);
+  }
+
+  async storedMessages(): Promise<number> {
+    const { rows } = await this.client.query<{ n: string }>(`select count(*)::text as n from messages`);
+    return Number(rows[0]!.n);
+  }
+
+  async failedRaw(): Promise<number> {
+    const { rows } = await this.client.query<{ n: string }>(`select count(*)::text as n from inbound_raw_messages where status = 'failed'`);
+    return Number(rows[0]!.n);
+  }
+
+  /** internet_message_id of each message id. */
+  async internetMessageIds(messageIds: readonly string[]): Promise<Map<string, string>> {
+    const { rows } = await this.client.query<{ id: string; internet_message_id: string }>(
+      `select id, internet_message_id from messages where id = any($1::text[])`,
+      [messageIds],
+    );
+    return new Map(rows.map((r) => [r.id, r.internet_message_id]));
+  }
+}

@@ -1,0 +1,196 @@
+// The inbound benchmark's table: ours beside Postfix and Haraka, medians over runs, verdicts against the issue's
+// targets, then where the CPU went and what the load average was in every run.
+import type { CpuShare } from "./cpu.js";
+import { median } from "./report.js";
+
+export type SystemName = "ours" | "Postfix" | "Haraka";
+
+export interface RunRecord {
+  readonly scenario: string;
+  readonly system: SystemName;
+  readonly run: number;
+  readonly seconds: number;
+  readonly cpu: CpuShare;
+  /** /proc/loadavg (1, 5, 15 min) just before and at the end of the run. */
+  readonly loadBefore: readonly number[];
+  readonly loadAfter: readonly number[];
+  readonly failures: number;
+  readonly error: string | null;
+  readonly figures: Readonly<Record<string, number>>;
+  readonly perSecond?: readonly number[];
+}
+
+export interface Report {
+  readonly startedAt: string;
+  readonly revision: string;
+  readonly settings: { readonly runs: number; readonly sustainedS: number; readonly sessions: number; readonly messageBytes: number };
+  readonly machine: Readonly<Record<string, unknown>>;
+  readonly loadAtStart: number;
+  readonly roleLogLines: Readonly<Record<string, number>>;
+  readonly runs: readonly RunRecord[];
+}
+
+const SYSTEM_ORDER: readonly SystemName[] = ["ours", "Postfix", "Haraka"];
+
+const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
+const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : "—");
+const dec = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
+const mb = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : "—");
+
+interface Row {
+  readonly label: string;
+  readonly values: Readonly<Partial<Record<SystemName, string>>>;
+  readonly target?: string;
+  readonly verdict?: boolean;
+}
+
+export function formatReport(report: Report): string {
+  const runsOf = (scenario: string, system: SystemName) => report.runs.filter((r) => r.scenario === scenario && r.system === system);
+  const med = (scenario: string, system: SystemName, figure: string, filter = (_r: RunRecord) => true): number => {
+    const values = runsOf(scenario, system).filter(filter).map((r) => r.figures[figure]).filter((v): v is number => v !== undefined);
+    return values.length === 0 ? Number.NaN : median(values);
+  };
+  const systems = SYSTEM_ORDER.filter((s) => report.runs.some((r) => r.system === s));
+  const each = (f: (s: SystemName) => string) => Object.fromEntries(systems.map((s) => [s, f(s)]));
+  const oursOnly = (value: string) => Object.fromEntries(systems.map((s) => [s, s === "ours" ? value : "n/a"]));
+  const valid = (scenario: string) => runsOf(scenario, "ours").length > 0 && runsOf(scenario, "ours").every((r) => r.failures === 0);
+  const rows: Row[] = [];
+  const { sessions } = report.settings;
+
+  if (report.runs.some((r) => r.scenario === "throughput")) {
+    const sustained = (s: SystemName) => runsOf("throughput", s).find((r) => r.run === 0);
+    const oursSustained = sustained("ours");
+    rows.push({
+      label: `durable msg/s, ${sessions} sessions reused (median of runs)`,
+      values: each((s) => int(med("throughput", s, "msgPerS"))),
+      target: "≥ 1,000",
+      verdict: valid("throughput") && med("throughput", "ours", "msgPerS") >= 1000,
+    });
+    rows.push({
+      label: `  the ${report.settings.sustainedS} s run: mean msg/s`,
+      values: each((s) => int(sustained(s)?.figures["msgPerS"] ?? Number.NaN)),
+      target: "≥ 1,000",
+      verdict: oursSustained !== undefined && oursSustained.failures === 0 && oursSustained.figures["msgPerS"]! >= 1000,
+    });
+    rows.push({
+      label: `  the ${report.settings.sustainedS} s run: lowest 10 s window`,
+      values: each((s) => int(sustained(s)?.figures["lowest10sMsgPerS"] ?? Number.NaN)),
+      target: "≥ 1,000",
+      verdict: oursSustained !== undefined && oursSustained.failures === 0 && oursSustained.figures["lowest10sMsgPerS"]! >= 1000,
+    });
+    if (systems.includes("ours")) {
+      rows.push({
+        label: "  ours: stored (commit 2) msg/s during the run",
+        values: oursOnly(int(med("throughput", "ours", "processedPerS"))),
+      });
+      rows.push({
+        label: `  ours: backlog at the end of the ${report.settings.sustainedS} s run`,
+        values: oursOnly(`${int(oursSustained?.figures["backlogAtEnd"] ?? Number.NaN)} (${int(oursSustained?.figures["drainS"] ?? Number.NaN)} s to drain)`),
+      });
+    }
+  }
+  if (report.runs.some((r) => r.scenario === "newconn")) {
+    rows.push({
+      label: `new connection per message, msg/s (${sessions} sessions)`,
+      values: each((s) => int(med("newconn", s, "msgPerS"))),
+      target: "≥ 1,000",
+      verdict: valid("newconn") && med("newconn", "ours", "msgPerS") >= 1000,
+    });
+    rows.push({ label: "  connect → 220 banner p50 ms", values: each((s) => ms(med("newconn", s, "greetingP50Ms"))) });
+  }
+  if (report.runs.some((r) => r.scenario === "latency")) {
+    const rate = report.runs.find((r) => r.scenario === "latency")!.figures["offeredPerS"]!;
+    rows.push({ label: `. → 250 p50 ms, open loop ${int(rate)} msg/s`, values: each((s) => ms(med("latency", s, "p50Ms"))), target: "≤ 5", verdict: valid("latency") && med("latency", "ours", "p50Ms") <= 5 });
+    rows.push({ label: ". → 250 p99 ms", values: each((s) => ms(med("latency", s, "p99Ms"))), target: "≤ 25", verdict: valid("latency") && med("latency", "ours", "p99Ms") <= 25 });
+    rows.push({ label: "  msg/s achieved", values: each((s) => int(med("latency", s, "msgPerS"))) });
+  }
+  const webhook = runsOf("webhook", "ours")[0];
+  if (webhook) {
+    rows.push({ label: `arrival → webhook p50 ms, ${int(webhook.figures["offeredPerS"]!)} msg/s`, values: oursOnly(ms(webhook.figures["okP50Ms"]!)), target: "≤ 50", verdict: webhook.failures === 0 && webhook.figures["okP50Ms"]! <= 50 });
+    rows.push({ label: "arrival → webhook p99 ms", values: oursOnly(ms(webhook.figures["okP99Ms"]!)), target: "≤ 250", verdict: webhook.failures === 0 && webhook.figures["okP99Ms"]! <= 250 });
+  }
+  const failing = runsOf("webhook-5xx", "ours")[0];
+  if (failing) {
+    const pct = `${Math.round(failing.figures["failRatio"]! * 100)}%`;
+    rows.push({ label: `receiver answers 503 to ${pct}: webhooks lost`, values: oursOnly(int(failing.figures["lost"]!)), target: "0", verdict: failing.figures["lost"] === 0 && failing.failures === 0 });
+    rows.push({ label: "  first request p50 / p99 ms", values: oursOnly(`${ms(failing.figures["firstP50Ms"]!)} / ${ms(failing.figures["firstP99Ms"]!)}`), target: "≤ 50 / ≤ 250", verdict: failing.figures["firstP50Ms"]! <= 50 && failing.figures["firstP99Ms"]! <= 250 });
+    rows.push({ label: "  first 2xx p50 / p99 ms", values: oursOnly(`${ms(failing.figures["okP50Ms"]!)} / ${ms(failing.figures["okP99Ms"]!)}`), target: "≤ 50 / ≤ 250", verdict: failing.figures["okP50Ms"]! <= 50 && failing.figures["okP99Ms"]! <= 250 });
+  }
+  const commits = runsOf("commits", "ours")[0];
+  const commitsBare = runsOf("commits-nowebhook", "ours")[0];
+  if (commits) {
+    rows.push({ label: "PG commits per message (with webhook)", values: oursOnly(dec(commits.figures["commitsPerMessage"]!)), target: "≤ 2", verdict: commits.failures === 0 && commits.figures["commitsPerMessage"]! <= 2 });
+    rows.push({ label: "  of which write transactions", values: oursOnly(dec(commits.figures["writeTransactionsPerMessage"]!)), target: "≤ 2", verdict: commits.figures["writeTransactionsPerMessage"]! <= 2 });
+  }
+  if (commitsBare) {
+    rows.push({ label: "PG commits per message (no webhook endpoint)", values: oursOnly(dec(commitsBare.figures["commitsPerMessage"]!)), target: "≤ 2", verdict: commitsBare.failures === 0 && commitsBare.figures["commitsPerMessage"]! <= 2 });
+    rows.push({ label: "  of which write transactions", values: oursOnly(dec(commitsBare.figures["writeTransactionsPerMessage"]!)), target: "≤ 2", verdict: commitsBare.figures["writeTransactionsPerMessage"]! <= 2 });
+  }
+  if (report.runs.some((r) => r.scenario === "idle")) {
+    rows.push({ label: "RSS MB per 1,000 idle SMTP sessions", values: each((s) => mb(med("idle", s, "rssMbPer1000"))), target: "≤ 25", verdict: valid("idle") && med("idle", "ours", "rssMbPer1000") <= 25 });
+    rows.push({ label: "  PSS MB per 1,000 (shared pages split)", values: each((s) => mb(med("idle", s, "pssMbPer1000"))) });
+    if (systems.includes("Postfix")) rows.push({ label: "  (Postfix: one smtpd process per session; its RSS sum counts shared pages once per process)", values: {} });
+  }
+
+  const width = Math.max(...rows.map((r) => r.label.length)) + 2;
+  const col = 14;
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width) : c.padStart(col))).join("");
+  const out: string[] = [];
+  out.push(
+    `Inbound SMTP benchmark of ${report.revision}, ${report.startedAt}. ${String(report.machine["cores"])} × ${String(report.machine["cpu"])}, ` +
+      `Node ${String(report.machine["node"])}, Postfix ${String(report.machine["postfix"] ?? "—")}, Haraka ${String(report.machine["haraka"] ?? "—")}.`,
+    `${report.settings.runs} runs per scenario and system (medians), ${String(report.settings.messageBytes)}-byte messages; load generator ` +
+      `smtp-source for throughput, bench/inbound-client.ts for latency, webhooks and idle sessions; all on the same 2 cores.`,
+    `Load average when the benchmark started: ${report.loadAtStart.toFixed(2)}.`,
+    "",
+    line(["", ...systems, "target", "ours"]),
+  );
+  for (const r of rows) {
+    out.push(line([r.label, ...systems.map((s) => r.values[s] ?? ""), r.target ?? "", r.verdict === undefined ? "" : r.verdict ? "PASS" : "MISS"]));
+  }
+  out.push("", "Where the CPU went (cores, medians over runs; other = outside the processes named), and the load average:");
+  const groups = [...new Set(report.runs.flatMap((r) => Object.keys(r.cpu.groups)))];
+  out.push(
+    [
+      "scenario".padEnd(18),
+      "system".padEnd(8),
+      ...groups.map((g) => g.padStart(Math.max(8, g.length + 1))),
+      "other".padStart(7),
+      "machine".padStart(8),
+      "  load before → end (1 min)",
+    ].join(""),
+  );
+  const scenarios = [...new Set(report.runs.map((r) => r.scenario))];
+  for (const scenario of scenarios) {
+    for (const system of systems) {
+      const rs = runsOf(scenario, system);
+      if (rs.length === 0) continue;
+      out.push(
+        [
+          scenario.padEnd(18),
+          system.padEnd(8),
+          ...groups.map((g) => dec(median(rs.map((r) => r.cpu.groups[g] ?? 0))).padStart(Math.max(8, g.length + 1))),
+          dec(median(rs.map((r) => r.cpu.otherCores))).padStart(7),
+          dec(median(rs.map((r) => r.cpu.machineCores))).padStart(8),
+          `  ${rs.map((r) => `${r.loadBefore[0]!.toFixed(2)}→${r.loadAfter[0]!.toFixed(2)}`).join(", ")}`,
+        ].join(""),
+      );
+    }
+  }
+  out.push("", "Per run:");
+  for (const r of report.runs) {
+    const f = r.figures;
+    const main =
+      f["msgPerS"] !== undefined && f["p99Ms"] === undefined
+        ? `${int(f["msgPerS"])} msg/s over ${r.seconds.toFixed(0)} s`
+        : f["p99Ms"] !== undefined
+          ? `${int(f["msgPerS"]!)} msg/s, p50 ${ms(f["p50Ms"]!)} ms, p99 ${ms(f["p99Ms"])} ms, max ${ms(f["maxMs"]!)} ms`
+          : Object.entries(f)
+              .map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(2)}`)
+              .join(", ");
+    out.push(`  ${r.scenario.padEnd(18)}${r.system.padEnd(8)}#${r.run + 1}  ${main}${r.error ? `  [${r.error}]` : ""}`);
+  }
+  const logLines = Object.entries(report.roleLogLines).filter(([, n]) => n > 0);
+  if (logLines.length > 0) out.push("", `Log lines of our roles (LOG_LEVEL error unless set): ${logLines.map(([r, n]) => `${r} ${n}`).join(", ")}`);
+  return out.join("\n");
+}

@@ -1,0 +1,848 @@
+// `npm run bench:inbound`: inbound SMTP on the embedded stack (one webhook endpoint at a local HTTPS receiver)
+// beside Postfix (Debian) and Haraka (npm) on this machine, 10 KB messages, loopback only, every loop bounded.
+//
+//   idle         RSS per 1,000 idle sessions (EHLO, then nothing) of the SMTP server process(es), first, on fresh
+//                processes
+//   throughput   smtp-source (Postfix's load generator), 100 sessions reusing their connections (-d): msg/s with
+//                250 only after the message is durable; the first run lasts BENCH_SUSTAINED_S (60 s), the others
+//                BENCH_THROUGHPUT_S
+//   newconn      the same with a new connection per message; connect→banner is measured apart
+//   latency      our own client (bench/inbound-client.ts), open loop at BENCH_LATENCY_RATE (half the 1,000 msg/s
+//                target): `.`→250 p50/p99
+//   webhook      ours only: open loop at 100 msg/s with a token in each Message-ID; arrival (final dot written) →
+//                webhook received, with a receiver answering 2xx, then with one answering 503 to 10% (nothing lost?)
+//   commits      ours only: pg_stat_database.xact_commit (and transaction ids used) per accepted message, over a
+//                fixed batch, minus what the idle stack commits over as long; with and without a webhook endpoint
+//
+// Between runs each system drains what it accepted (ours: raw messages and webhook deliveries; Postfix: its queue),
+// at most BENCH_DRAIN_MAX_S; what ours has left then is marked failed ("set aside") so the next run starts clean.
+// Runs alternate which system goes first. A default run takes 15–20 minutes, most of it ours draining.
+//
+// Settings (env): BENCH_SYSTEMS=ours,postfix,haraka  BENCH_SCENARIOS=idle,throughput,newconn,latency,webhook,commits
+//   BENCH_RUNS=3  BENCH_SUSTAINED_S=60  BENCH_THROUGHPUT_S=5  BENCH_NEWCONN_S=5  BENCH_LATENCY_S=5
+//   BENCH_LATENCY_RATE=500  BENCH_WEBHOOK_S=15  BENCH_WEBHOOK_RATE=100  BENCH_WEBHOOK_FAIL=0.1  BENCH_SESSIONS=100
+//   BENCH_MESSAGE_BYTES=10240  BENCH_IDLE_SESSIONS=1000  BENCH_COMMIT_BATCH=1000  BENCH_WARMUP_S=5  BENCH_INBOXES=100
+//   BENCH_DRAIN_MAX_S=120  BENCH_LOAD_WAIT_S=120  BENCH_WEBHOOK_RETRY_INITIAL_MS=1000  BENCH_CPU_PROF=1 (profile the
+//   smtp role, summary printed)  LOG_LEVEL (of our roles; error)  INBOUND_CONCURRENCY etc. reach our roles as set
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { loadConfig, type Config } from "../src/config.js";
+import { findFreePort } from "../src/runtime/free-port.js";
+import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
+import type { ClientJob, ClientResult } from "./inbound-client.js";
+import { staticMessage, tokenOf } from "./inbound-message.js";
+import { startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
+import { havePostfix, HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
+import { summarizeInboundProfile } from "./inbound-profile.js";
+import { formatReport, type Report, type RunRecord, type SystemName } from "./inbound-report.js";
+import { Teardown } from "./stack.js";
+
+const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
+const SCENARIOS = ["idle", "throughput", "newconn", "latency", "webhook", "commits"] as const;
+type ScenarioName = (typeof SCENARIOS)[number];
+const SYSTEMS: Readonly<Record<string, SystemName>> = { ours: "ours", postfix: "Postfix", haraka: "Haraka" };
+const SENDER = "bench-sender@load.localhost";
+/** Before a run, up to this long for a second with at most QUIET_CORES busy. */
+const QUIET_CORES = 0.3;
+const MAX_QUIET_WAIT_MS = 5_000;
+/** Load average under which the machine counts as quiet enough to start. */
+const QUIET_LOAD = 1.5;
+/** PostgreSQL backends flush their statistics within this long of going idle (PGSTAT_IDLE_INTERVAL is 10 s). */
+const PG_STATS_SETTLE_MS = 11_500;
+/** Seconds a memory reading may wait for RSS to settle. */
+const STABLE_MEMORY_TRIES = 20;
+
+export interface Settings {
+  readonly systems: readonly SystemName[];
+  readonly scenarios: readonly ScenarioName[];
+  readonly runs: number;
+  readonly sustainedS: number;
+  readonly throughputS: number;
+  readonly newconnS: number;
+  readonly latencyS: number;
+  readonly latencyRate: number;
+  readonly webhookS: number;
+  readonly webhookRate: number;
+  readonly webhookFail: number;
+  readonly sessions: number;
+  readonly messageBytes: number;
+  readonly idleSessions: number;
+  readonly commitBatch: number;
+  readonly warmupS: number;
+  readonly drainMaxS: number;
+  readonly loadWaitS: number;
+  readonly webhookRetryInitialMs: number;
+  readonly inboxes: number;
+  readonly cpuProfile: boolean;
+}
+
+function settingsFromEnv(env = process.env): Settings {
+  const num = (name: string, fallback: number, min: number, max: number, integer = true): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const n = Number(raw);
+    if (!(n >= min && n <= max) || (integer && !Number.isInteger(n))) throw new Error(`${name} must be ${integer ? "an integer" : "a number"} from ${min} to ${max}`);
+    return n;
+  };
+  const list = <T extends string>(name: string, known: readonly string[], map: (s: string) => T): T[] => {
+    const names = (env[name] || known.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
+    const unknown = names.filter((n) => !known.includes(n));
+    if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(", ")}; known: ${known.join(", ")}`);
+    return names.map(map);
+  };
+  return {
+    systems: list("BENCH_SYSTEMS", Object.keys(SYSTEMS), (s) => SYSTEMS[s]!),
+    scenarios: list("BENCH_SCENARIOS", SCENARIOS, (s) => s as ScenarioName),
+    runs: num("BENCH_RUNS", 3, 1, 20),
+    sustainedS: num("BENCH_SUSTAINED_S", 60, 1, 600),
+    throughputS: num("BENCH_THROUGHPUT_S", 5, 1, 600),
+    newconnS: num("BENCH_NEWCONN_S", 5, 1, 600),
+    latencyS: num("BENCH_LATENCY_S", 5, 1, 600),
+    latencyRate: num("BENCH_LATENCY_RATE", 500, 1, 20_000),
+    webhookS: num("BENCH_WEBHOOK_S", 15, 1, 600),
+    webhookRate: num("BENCH_WEBHOOK_RATE", 100, 1, 5000),
+    webhookFail: num("BENCH_WEBHOOK_FAIL", 0.1, 0, 0.9, false),
+    sessions: num("BENCH_SESSIONS", 100, 1, 1000),
+    messageBytes: num("BENCH_MESSAGE_BYTES", 10_240, 512, 10 * 1024 * 1024),
+    idleSessions: num("BENCH_IDLE_SESSIONS", 1000, 1, 10_000),
+    commitBatch: num("BENCH_COMMIT_BATCH", 1000, 10, 100_000),
+    warmupS: num("BENCH_WARMUP_S", 5, 0, 120),
+    drainMaxS: num("BENCH_DRAIN_MAX_S", 120, 1, 3600),
+    loadWaitS: num("BENCH_LOAD_WAIT_S", 120, 0, 3600),
+    webhookRetryInitialMs: num("BENCH_WEBHOOK_RETRY_INITIAL_MS", 1000, 10, 3_600_000),
+    inboxes: num("BENCH_INBOXES", 100, 1, 10_000),
+    cpuProfile: env["BENCH_CPU_PROF"] === "1",
+  };
+}
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function loadAverage(): [number, number, number] {
+  const [a, b, c] = readFileSync("/proc/loadavg", "utf8").split(" ").map(Number);
+  return [a!, b!, c!];
+}
+
+function revision(): string {
+  if (process.env["BENCH_REVISION"]) return process.env["BENCH_REVISION"];
+  try {
+    return execFileSync("git", ["describe", "--always", "--dirty"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+/** CPU time of a process's children that have exited and were reaped (by default ours: the load generators). */
+function exitedChildrenTicks(pid: number | "self" = "self"): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return Number(fields[13]) + Number(fields[14]); // cutime, cstime
+  } catch {
+    return 0;
+  }
+}
+
+function vmRssKb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function pssKb(pid: number): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+    return m ? Number(m[1]) : vmRssKb(pid);
+  } catch {
+    return 0;
+  }
+}
+
+/** One system under test, as the scenarios see it. */
+interface System {
+  readonly name: SystemName;
+  readonly port: number;
+  /** Recipients for our client (the same addresses for every system). */
+  readonly recipients: readonly string[];
+  /** The SMTP server's processes (memory). */
+  pids(): number[];
+  /** Accepted work not finished yet (ours: raw messages and webhook deliveries; Postfix: queue files). */
+  backlog(): Promise<number>;
+  /** Marks what is still unfinished after the drain limit as set aside, so the next run starts from nothing. */
+  setAside?(): Promise<number>;
+}
+
+interface Context {
+  readonly settings: Settings;
+  readonly config: Config;
+  readonly workDir: string;
+  readonly messageFile: string;
+  readonly groups: ProcessGroups;
+  /** Per group, the process that reaps the group's short-lived processes (Postfix's master, the postmaster). */
+  readonly reapers: Readonly<Record<string, () => number | undefined>>;
+  readonly ours: OurStack | undefined;
+  readonly runs: RunRecord[];
+}
+
+/** Steal ticks of the whole machine (/proc/stat): time the hypervisor gave our virtual CPUs to someone else. */
+function stealTicks(): number {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/);
+  return Number(fields[8] ?? 0);
+}
+
+/**
+ * Meters a run: CPU per group (load generators: children that exited meanwhile), steal, load average, wall time.
+ * cpu.ts counts steal as busy; here it is taken out of "other" and reported as a group of its own.
+ */
+function startRunMeter(ctx: Context) {
+  const meter = startCpuMeter(ctx.groups);
+  const childTicks = exitedChildrenTicks();
+  const reaped = Object.entries(ctx.reapers).map(([group, pidOf]) => ({ group, pid: pidOf(), ticks: 0 }));
+  for (const r of reaped) r.ticks = r.pid === undefined ? 0 : exitedChildrenTicks(r.pid);
+  const steal = stealTicks();
+  const started = performance.now();
+  const loadBefore = loadAverage();
+  return {
+    stop(): { cpu: CpuShare; loadBefore: [number, number, number]; loadAfter: [number, number, number] } {
+      const share = meter.stop();
+      const seconds = (performance.now() - started) / 1000;
+      const loadgen = (exitedChildrenTicks() - childTicks) / 100 / seconds;
+      const stolen = (stealTicks() - steal) / 100 / seconds;
+      // Processes of a group that exited during the run: their CPU went to their reaper's cutime.
+      const groups = { ...share.groups };
+      let reapedCores = 0;
+      for (const r of reaped) {
+        if (r.pid === undefined) continue;
+        const cores = Math.max(0, exitedChildrenTicks(r.pid) - r.ticks) / 100 / seconds;
+        groups[r.group] = (groups[r.group] ?? 0) + cores;
+        reapedCores += cores;
+      }
+      return {
+        cpu: { ...share, otherCores: Math.max(0, share.otherCores - loadgen - stolen - reapedCores), groups: { ...groups, loadgen, steal: stolen } },
+        loadBefore,
+        loadAfter: loadAverage(),
+      };
+    },
+  };
+}
+
+/** Waits until the system has no accepted work left (bounded); returns how long it took and what was left. */
+async function drain(system: System, maxS: number): Promise<{ seconds: number; left: number }> {
+  const started = performance.now();
+  for (;;) {
+    const left = await system.backlog();
+    const seconds = (performance.now() - started) / 1000;
+    if (left === 0 || seconds >= maxS) return { seconds, left };
+    await sleep(500);
+  }
+}
+
+async function settle(ctx: Context, system: System): Promise<{ drainS: number; backlogLeft: number }> {
+  const drained = await drain(system, ctx.settings.drainMaxS);
+  if (drained.left > 0) {
+    const setAside = (await system.setAside?.()) ?? 0;
+    log(
+      `  ${system.name}: ${drained.left} accepted messages or deliveries still unfinished after ${ctx.settings.drainMaxS} s` +
+        (setAside > 0 ? `; ${setAside} set aside (marked failed) so the next run starts clean` : ""),
+    );
+  }
+  await sleep(1000);
+  const waited = await waitForQuiet(QUIET_CORES, MAX_QUIET_WAIT_MS);
+  if (waited > 2500) log(`  waited ${(waited / 1000).toFixed(0)} s for the machine to quieten down`);
+  return { drainS: drained.seconds, backlogLeft: drained.left };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load generators
+
+interface SourceResult {
+  readonly accepted: number;
+  readonly elapsedS: number;
+  readonly perSecond: number[];
+  readonly error: string | null;
+}
+
+/** smtp-source for `seconds` (it stops by count too), the running count of 250s sampled every second. */
+async function runSmtpSource(ctx: Context, system: System, seconds: number, reuse: boolean): Promise<SourceResult> {
+  const { settings } = ctx;
+  const maxMessages = Math.ceil(seconds * 10_000);
+  const args = [
+    "-c",
+    "-s", String(settings.sessions),
+    "-m", String(maxMessages),
+    ...(reuse ? ["-d"] : []),
+    "-F", ctx.messageFile,
+    "-f", SENDER,
+    "-t", system.recipients[0]!,
+    "-M", "bench-client.localhost",
+    `127.0.0.1:${system.port}`,
+  ];
+  const child = spawn("smtp-source", args, { stdio: ["ignore", "pipe", "pipe"] });
+  let count = 0;
+  let stderr = "";
+  child.stdout.setEncoding("latin1");
+  child.stdout.on("data", (chunk: string) => {
+    const numbers = chunk.split("\r").filter((s) => /^\d+$/.test(s));
+    if (numbers.length > 0) count = Number(numbers[numbers.length - 1]);
+  });
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  const started = performance.now();
+  const perSecond: number[] = [];
+  let last = 0;
+  let done = false;
+  void exited.then(() => (done = true));
+  for (let s = 1; s <= seconds && !done; s++) {
+    await Promise.race([sleep(started + s * 1000 - performance.now()), exited]);
+    if (done) break;
+    perSecond.push(count - last);
+    last = count;
+  }
+  const elapsedS = (performance.now() - started) / 1000;
+  const accepted = count;
+  const killed = !done;
+  if (killed) child.kill("SIGTERM");
+  const code = await exited;
+  const error = !killed && code !== 0 ? `smtp-source exited with ${code}: ${stderr.trim().split("\n").slice(-2).join(" ")}` : null;
+  return { accepted, elapsedS: killed ? seconds : elapsedS, perSecond, error };
+}
+
+/** Runs bench/inbound-client.ts with a job; idle mode calls `whileReady` between "ready" and closing. */
+async function runClient(job: ClientJob, whileReady?: (connections: number) => Promise<void>): Promise<ClientResult> {
+  const child = spawn(process.execPath, ["--import", "tsx", resolve("bench/inbound-client.ts"), JSON.stringify(job)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines: string[] = [];
+  let buffer = "";
+  child.stdout.setEncoding("utf8");
+  const readyWork: Promise<void>[] = [];
+  child.stdout.on("data", (chunk: string) => {
+    buffer += chunk;
+    let nl: number;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      const parsed = JSON.parse(line) as { ready?: boolean; connections?: number };
+      if (parsed.ready) {
+        readyWork.push(
+          (whileReady ?? (async () => undefined))(parsed.connections ?? 0).finally(() => child.stdin.end("close\n")),
+        );
+      } else lines.push(line);
+    }
+  });
+  const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  await Promise.all(readyWork);
+  if (code !== 0 || lines.length === 0) throw new Error(`inbound-client (${job.mode}) exited with code ${code}`);
+  return JSON.parse(lines[lines.length - 1]!) as ClientResult;
+}
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/** Lowest mean over any `window` consecutive seconds. */
+function lowestWindow(perSecond: readonly number[], window: number): number {
+  if (perSecond.length < window) return perSecond.length === 0 ? 0 : perSecond.reduce((a, b) => a + b, 0) / perSecond.length;
+  let lowest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i + window <= perSecond.length; i++) {
+    lowest = Math.min(lowest, perSecond.slice(i, i + window).reduce((a, b) => a + b, 0) / window);
+  }
+  return lowest;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scenarios
+
+async function throughputRun(ctx: Context, system: System, run: number, reuse: boolean): Promise<void> {
+  const scenario: ScenarioName = reuse ? "throughput" : "newconn";
+  const seconds = reuse ? (run === 0 ? ctx.settings.sustainedS : ctx.settings.throughputS) : ctx.settings.newconnS;
+  let greeting: ClientResult | undefined;
+  if (!reuse) greeting = await runClient({ ...clientBase(ctx, system), mode: "greet", sessions: 1, count: 30 });
+  const storedBefore = system.name === "ours" ? await ctx.ours!.stats.storedMessages() : 0;
+  const meter = startRunMeter(ctx);
+  const result = await runSmtpSource(ctx, system, seconds, reuse);
+  const metered = meter.stop();
+  const backlogAtEnd = await system.backlog();
+  const storedDuring = system.name === "ours" ? (await ctx.ours!.stats.storedMessages()) - storedBefore : null;
+  const { drainS, backlogLeft } = await settle(ctx, system);
+  const rate = result.accepted / result.elapsedS;
+  const record: RunRecord = {
+    scenario,
+    system: system.name,
+    run,
+    seconds: result.elapsedS,
+    ...metered,
+    failures: result.error ? 1 : 0,
+    error: result.error,
+    figures: {
+      msgPerS: rate,
+      accepted: result.accepted,
+      lowest5sMsgPerS: lowestWindow(result.perSecond, 5),
+      lowest10sMsgPerS: lowestWindow(result.perSecond, 10),
+      backlogAtEnd,
+      drainS,
+      backlogLeft,
+      ...(storedDuring === null ? {} : { processedPerS: storedDuring / result.elapsedS }),
+      ...(greeting ? { greetingP50Ms: percentile(greeting.bannerMs!, 50), greetingP99Ms: percentile(greeting.bannerMs!, 99) } : {}),
+    },
+    perSecond: result.perSecond,
+  };
+  ctx.runs.push(record);
+  log(
+    `${scenario.padEnd(10)} ${system.name.padEnd(7)} run ${run + 1}: ${Math.round(rate)} msg/s over ${result.elapsedS.toFixed(0)} s` +
+      (greeting ? `, banner p50 ${percentile(greeting.bannerMs!, 50).toFixed(1)} ms` : "") +
+      (storedDuring === null ? "" : `, processed ${Math.round(storedDuring / result.elapsedS)}/s, backlog ${backlogAtEnd} (drained in ${drainS.toFixed(0)} s)`) +
+      `, load ${metered.loadAfter[0].toFixed(2)}, other ${metered.cpu.otherCores.toFixed(2)} cores` +
+      (result.error ? `, ERROR ${result.error}` : ""),
+  );
+}
+
+function clientBase(ctx: Context, system: System): Omit<ClientJob, "mode"> {
+  return {
+    host: "127.0.0.1",
+    port: system.port,
+    sessions: ctx.settings.sessions,
+    from: SENDER,
+    recipients: system.recipients,
+    messageBytes: ctx.settings.messageBytes,
+  };
+}
+
+async function latencyRun(ctx: Context, system: System, run: number): Promise<void> {
+  const { settings } = ctx;
+  const meter = startRunMeter(ctx);
+  const result = await runClient({ ...clientBase(ctx, system), mode: "open", rate: settings.latencyRate, durationS: settings.latencyS });
+  const metered = meter.stop();
+  const { drainS } = await settle(ctx, system);
+  const record: RunRecord = {
+    scenario: "latency",
+    system: system.name,
+    run,
+    seconds: result.elapsedS,
+    ...metered,
+    failures: result.failed,
+    error: result.failed > 0 ? JSON.stringify(result.failures) : null,
+    figures: {
+      offeredPerS: settings.latencyRate,
+      msgPerS: result.accepted / result.elapsedS,
+      p50Ms: percentile(result.dotToOkMs, 50),
+      p99Ms: percentile(result.dotToOkMs, 99),
+      maxMs: percentile(result.dotToOkMs, 100),
+      dueP99Ms: percentile(result.dueToOkMs, 99),
+      waitedForSession: result.waitedForSession,
+      drainS,
+    },
+  };
+  ctx.runs.push(record);
+  log(
+    `latency    ${system.name.padEnd(7)} run ${run + 1}: ${Math.round(result.accepted / result.elapsedS)} msg/s, ` +
+      `.→250 p50 ${record.figures["p50Ms"]!.toFixed(2)} ms, p99 ${record.figures["p99Ms"]!.toFixed(2)} ms` +
+      `${result.failed > 0 ? `, ${result.failed} FAILED ${JSON.stringify(result.failures)}` : ""}, load ${metered.loadAfter[0].toFixed(2)}`,
+  );
+}
+
+/** Arrival → webhook at the receiver, ours only; `failRatio` of the receiver's answers are 503. */
+async function webhookRun(ctx: Context, system: System, failRatio: number): Promise<void> {
+  const { settings } = ctx;
+  const ours = ctx.ours!;
+  await ours.receiver.take(); // forget what earlier scenarios caused
+  ours.receiver.setFailRatio(failRatio);
+  const prefix = `wh${Math.round(failRatio * 100)}x${Date.now().toString(36)}`;
+  const meter = startRunMeter(ctx);
+  const result = await runClient({
+    ...clientBase(ctx, system),
+    mode: "open",
+    rate: settings.webhookRate,
+    durationS: settings.webhookS,
+    tokenPrefix: prefix,
+    records: true,
+  });
+  const metered = meter.stop();
+  // Wait (bounded) until every accepted message's webhook was answered 2xx, retries included.
+  const sentAt = new Map(result.records!.map((r) => [r.token, r.dotAt]));
+  const firstAt = new Map<string, number>();
+  const okAt = new Map<string, number>();
+  let requests = 0;
+  let answered5xx = 0;
+  const waitStarted = performance.now();
+  while (performance.now() - waitStarted < settings.drainMaxS * 1000) {
+    await sleep(1000);
+    const taken = await ours.receiver.take();
+    requests += taken.requests;
+    answered5xx += taken.answered5xx;
+    const tokens = await ours.stats.internetMessageIds(Object.keys(taken.records));
+    for (const [messageId, rec] of Object.entries(taken.records)) {
+      const token = tokenOf(tokens.get(messageId) ?? "");
+      if (!token || !sentAt.has(token)) continue;
+      if (!firstAt.has(token)) firstAt.set(token, rec.firstAt);
+      if (rec.okAt !== null && !okAt.has(token)) okAt.set(token, rec.okAt);
+    }
+    if (okAt.size >= sentAt.size && (await system.backlog()) === 0) break;
+  }
+  ours.receiver.setFailRatio(0);
+  const waitedS = (performance.now() - waitStarted) / 1000;
+  const firstMs = [...firstAt].map(([t, at]) => at - sentAt.get(t)!);
+  const okMs = [...okAt].map(([t, at]) => at - sentAt.get(t)!);
+  const lost = sentAt.size - okAt.size;
+  await settle(ctx, system);
+  const record: RunRecord = {
+    scenario: failRatio > 0 ? "webhook-5xx" : "webhook",
+    system: system.name,
+    run: 0,
+    seconds: result.elapsedS,
+    ...metered,
+    failures: result.failed + lost,
+    error: result.failed > 0 ? JSON.stringify(result.failures) : lost > 0 ? `${lost} messages without a 2xx webhook after ${waitedS.toFixed(0)} s` : null,
+    figures: {
+      failRatio,
+      offeredPerS: settings.webhookRate,
+      accepted: result.accepted,
+      firstP50Ms: percentile(firstMs, 50),
+      firstP99Ms: percentile(firstMs, 99),
+      okP50Ms: percentile(okMs, 50),
+      okP99Ms: percentile(okMs, 99),
+      okMaxMs: percentile(okMs, 100),
+      lost,
+      requests,
+      answered5xx,
+      waitedS,
+      dotP50Ms: percentile(result.dotToOkMs, 50),
+      dotP99Ms: percentile(result.dotToOkMs, 99),
+    },
+  };
+  ctx.runs.push(record);
+  log(
+    `webhook    ours    ${failRatio > 0 ? `${failRatio * 100}% 5xx` : "all 2xx"}: ${result.accepted} accepted, ` +
+      `first request p50 ${record.figures["firstP50Ms"]!.toFixed(1)} ms p99 ${record.figures["firstP99Ms"]!.toFixed(1)} ms, ` +
+      `2xx p50 ${record.figures["okP50Ms"]!.toFixed(1)} ms p99 ${record.figures["okP99Ms"]!.toFixed(1)} ms, lost ${lost}, ` +
+      `${requests} requests (${answered5xx} answered 503)`,
+  );
+}
+
+/** Commits per accepted message over a fixed batch, minus the idle stack's commits over as long. */
+async function commitsRun(ctx: Context, system: System, withWebhook: boolean): Promise<void> {
+  const ours = ctx.ours!;
+  const recipients = withWebhook ? ours.withWebhook : ours.withoutWebhook;
+  await settle(ctx, system);
+  await sleep(PG_STATS_SETTLE_MS);
+  const before = await ours.stats.counters();
+  const meter = startRunMeter(ctx);
+  const result = await runClient({
+    ...clientBase(ctx, system),
+    recipients,
+    sessions: 20,
+    mode: "open",
+    rate: 200,
+    count: ctx.settings.commitBatch,
+    durationS: Math.ceil(ctx.settings.commitBatch / 200) + 5,
+  });
+  const drained = await drain(system, ctx.settings.drainMaxS);
+  const metered = meter.stop();
+  const meteredS = result.elapsedS + drained.seconds;
+  await sleep(PG_STATS_SETTLE_MS);
+  const after = await ours.stats.counters();
+  // The idle stack over as long (sweeper, reconcilers, this bench's own queries).
+  const idleMs = after.at - before.at;
+  const idleBefore = after;
+  await sleep(idleMs);
+  const idleAfter = await ours.stats.counters();
+  const delta = (a: PgCounters, b: PgCounters, key: "xactCommit" | "nextXid" | "walFsyncs") => (b[key] ?? 0) - (a[key] ?? 0);
+  const per = (key: "xactCommit" | "nextXid" | "walFsyncs") =>
+    (delta(before, after, key) - delta(idleBefore, idleAfter, key)) / Math.max(1, result.accepted);
+  const record: RunRecord = {
+    scenario: withWebhook ? "commits" : "commits-nowebhook",
+    system: "ours",
+    run: 0,
+    seconds: result.elapsedS,
+    ...metered,
+    failures: result.failed,
+    error: result.failed > 0 ? JSON.stringify(result.failures) : null,
+    figures: {
+      accepted: result.accepted,
+      commitsPerMessage: per("xactCommit"),
+      writeTransactionsPerMessage: per("nextXid"),
+      ...(before.walFsyncs === null ? {} : { walFsyncsPerMessage: per("walFsyncs") }),
+      rollbacks: after.xactRollback - before.xactRollback,
+      batchCommits: delta(before, after, "xactCommit"),
+      // CPU per message from the first message to the last webhook delivered (accept, store, deliver).
+      smtpCpuMsPerMessage: ((metered.cpu.groups["smtp"] ?? 0) * meteredS * 1000) / Math.max(1, result.accepted),
+      postgresCpuMsPerMessage: ((metered.cpu.groups["postgres"] ?? 0) * meteredS * 1000) / Math.max(1, result.accepted),
+      drainS: drained.seconds,
+      idleCommits: delta(idleBefore, idleAfter, "xactCommit"),
+      intervalS: idleMs / 1000,
+    },
+  };
+  ctx.runs.push(record);
+  log(
+    `commits    ours    ${withWebhook ? "with webhook" : "no webhook  "}: ${record.figures["commitsPerMessage"]!.toFixed(2)} commits/message ` +
+      `(${record.figures["writeTransactionsPerMessage"]!.toFixed(2)} writing), ${result.accepted} messages, ` +
+      `smtp process ${record.figures["smtpCpuMsPerMessage"]!.toFixed(1)} ms CPU/message, PostgreSQL ${record.figures["postgresCpuMsPerMessage"]!.toFixed(1)} ms, ` +
+      `background ${record.figures["idleCommits"]} commits over ${(idleMs / 1000).toFixed(0)} s`,
+  );
+}
+
+async function idleRun(ctx: Context, system: System, run: number): Promise<void> {
+  const n = ctx.settings.idleSessions;
+  const memory = () => {
+    const pids = system.pids();
+    return { rssKb: pids.reduce((a, p) => a + vmRssKb(p), 0), pssKb: pids.reduce((a, p) => a + pssKb(p), 0), processes: pids.length };
+  };
+  // RSS moves with garbage collection: each reading waits (bounded) until two readings a second apart agree.
+  const stable = async () => {
+    let last = memory();
+    for (let i = 0; i < STABLE_MEMORY_TRIES; i++) {
+      await sleep(1000);
+      const now = memory();
+      if (Math.abs(now.rssKb - last.rssKb) < 1024 && Math.abs(now.pssKb - last.pssKb) < 1024) return now;
+      last = now;
+    }
+    return last;
+  };
+  const before = await stable();
+  let after = before;
+  let opened = 0;
+  const meter = startRunMeter(ctx);
+  await runClient({ ...clientBase(ctx, system), mode: "idle", sessions: n, holdS: 120 }, async (connections) => {
+    opened = connections;
+    after = await stable();
+  });
+  const metered = meter.stop();
+  await settle(ctx, system);
+  const perThousand = (kb: number) => (kb / 1024 / Math.max(1, opened)) * 1000;
+  const record: RunRecord = {
+    scenario: "idle",
+    system: system.name,
+    run,
+    seconds: 0,
+    ...metered,
+    failures: opened < n ? 1 : 0,
+    error: opened < n ? `only ${opened} of ${n} sessions opened` : null,
+    figures: {
+      sessions: opened,
+      rssMbPer1000: perThousand(after.rssKb - before.rssKb),
+      pssMbPer1000: perThousand(after.pssKb - before.pssKb),
+      rssBeforeMb: before.rssKb / 1024,
+      rssAfterMb: after.rssKb / 1024,
+      processesBefore: before.processes,
+      processesAfter: after.processes,
+    },
+  };
+  ctx.runs.push(record);
+  log(
+    `idle       ${system.name.padEnd(7)} run ${run + 1}: ${opened} sessions: RSS +${record.figures["rssMbPer1000"]!.toFixed(1)} MB per 1,000 ` +
+      `(PSS +${record.figures["pssMbPer1000"]!.toFixed(1)} MB), ${before.processes} → ${after.processes} processes`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function waitForQuietLoad(maxS: number): Promise<number> {
+  const started = performance.now();
+  let announced = false;
+  while (loadAverage()[0] >= QUIET_LOAD && performance.now() - started < maxS * 1000) {
+    if (!announced) log(`load average ${loadAverage()[0].toFixed(2)} ≥ ${QUIET_LOAD}: waiting up to ${maxS} s for it to drop …`);
+    announced = true;
+    await sleep(5000);
+  }
+  return loadAverage()[0];
+}
+
+async function main(): Promise<void> {
+  const settings = settingsFromEnv();
+  const config = loadConfig();
+  const startedAt = new Date();
+  const teardown = new Teardown();
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.removeAllListeners(signal);
+    process.once(signal, () => void teardown.run().finally(() => process.exit(130)));
+  }
+  if (!existsSync("/usr/sbin/smtp-source") && settings.scenarios.some((s) => s === "throughput" || s === "newconn")) {
+    throw new Error("smtp-source is missing: apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postfix (it does not start a daemon here)");
+  }
+  if (settings.systems.includes("Postfix") && !havePostfix()) throw new Error("Postfix is missing: apt-get install -y postfix");
+
+  const workDir = await mkdtemp(join(tmpdir(), "mailbox-inbound-"));
+  await chmod(workDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
+  teardown.add(() => rm(workDir, { recursive: true, force: true }));
+  const runs: RunRecord[] = [];
+  let report: Report | undefined;
+  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-inbound-${startedAt.toISOString().replace(/[:.]/g, "-")}`) : undefined;
+  try {
+    const loadAtStart = await waitForQuietLoad(settings.loadWaitS);
+    const messageFile = join(workDir, "message.txt");
+    // smtp-source -F appends CRLF to every line itself.
+    await writeFile(messageFile, staticMessage({ from: SENDER, to: "x@" + config.managedDomain, bytes: settings.messageBytes }).replace(/\r\n/g, "\n"));
+
+    const systems: System[] = [];
+    let ours: OurStack | undefined;
+    let postfix: PeerServer | undefined;
+    let haraka: PeerServer | undefined;
+    if (settings.systems.includes("ours")) {
+      ours = await startOurStack(
+        {
+          workDir,
+          config,
+          inboxes: settings.inboxes,
+          maxConnections: settings.idleSessions + settings.sessions + 100,
+          webhookRetryInitialMs: settings.webhookRetryInitialMs,
+          log,
+          smtpNodeArgs: profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
+        },
+        teardown,
+      );
+      const stack = ours;
+      systems.push({
+        name: "ours",
+        port: stack.smtpPort,
+        recipients: stack.withWebhook,
+        pids: () => [stack.smtp.pid],
+        backlog: async () => {
+          const b = await stack.stats.backlog();
+          return b.raw + b.deliveries;
+        },
+        setAside: () => stack.stats.setAside(),
+      });
+    }
+    const recipients = ours?.withWebhook ?? Array.from({ length: settings.inboxes }, (_, i) => `agent-${i + 1}@${config.managedDomain}`);
+    if (settings.systems.includes("Postfix")) {
+      postfix = await startPostfix(workDir, await findFreePort(), config.managedDomain, teardown);
+      const peer = postfix;
+      systems.push({ name: "Postfix", port: peer.port, recipients, pids: () => peer.pids(), backlog: () => peer.backlog() });
+    }
+    if (settings.systems.includes("Haraka")) {
+      haraka = await startHaraka(workDir, await findFreePort(), config.managedDomain, log, teardown);
+      const peer = haraka;
+      systems.push({ name: "Haraka", port: peer.port, recipients, pids: () => peer.pids(), backlog: () => peer.backlog() });
+    }
+    // Every run meters every group, so what an idle system costs during another's run shows too.
+    const groups: Record<string, () => readonly number[]> = { bench: () => [process.pid] };
+    if (ours) {
+      const stack = ours;
+      groups["smtp"] = () => [stack.smtp.pid];
+      if (stack.infra.postmasterPid !== undefined) groups["postgres"] = () => withChildren(stack.infra.postmasterPid!);
+      if (stack.temporalPid !== undefined) groups["temporal"] = () => [stack.temporalPid!];
+      groups["api+worker"] = () => [stack.api.pid, stack.worker.pid];
+      groups["receiver"] = () => [stack.receiver.pid];
+    }
+    if (postfix) groups["postfix"] = () => postfix!.pids();
+    if (haraka) groups["haraka"] = () => haraka!.pids();
+    const reapers: Record<string, () => number | undefined> = {};
+    if (ours?.infra.postmasterPid !== undefined) reapers["postgres"] = () => ours!.infra.postmasterPid;
+    if (postfix) reapers["postfix"] = () => postfix!.reaper();
+    const ctx: Context = { settings, config, workDir, messageFile, groups, reapers, ours, runs };
+
+    if (ours) {
+      // One message end to end before anything is measured: stored, and its webhook at the receiver.
+      await runClient({ ...clientBase(ctx, systems[0]!), mode: "open", rate: 10, count: 1, durationS: 5, sessions: 1 });
+      const drained = await drain(systems[0]!, 60);
+      const taken = await ours.receiver.take();
+      if (drained.left > 0 || taken.requests === 0) throw new Error("the first message did not make it through to the webhook receiver");
+      log(`ours: a first message went through to the webhook at ${ours.webhookUrl}`);
+    }
+    // Warm-up (JIT, caches, pools) before the first load scenario; idle sessions are measured before it, on fresh
+    // processes, as heap already grown by a load run would absorb the sessions' memory without any RSS change.
+    let warm = settings.warmupS === 0;
+    const rotate = (i: number) => systems.map((_, k) => systems[(k + i) % systems.length]!);
+    for (const scenario of settings.scenarios) {
+      if (!warm && scenario !== "idle") {
+        for (const system of systems) {
+          log(`warm-up ${system.name} (${settings.warmupS} s) …`);
+          await runSmtpSource(ctx, system, settings.warmupS, true);
+          await settle(ctx, system);
+        }
+        warm = true;
+      }
+      log(`— ${scenario} —`);
+      for (let i = 0; i < settings.runs; i++) {
+        for (const system of rotate(i)) {
+          switch (scenario) {
+            case "throughput":
+              await throughputRun(ctx, system, i, true);
+              break;
+            case "newconn":
+              await throughputRun(ctx, system, i, false);
+              break;
+            case "latency":
+              await latencyRun(ctx, system, i);
+              break;
+            case "idle":
+              // Postfix's smtpd processes outlive their sessions (max_idle), so a second run would start with them.
+              if (system.name !== "Postfix" || i === 0) await idleRun(ctx, system, i);
+              break;
+            case "webhook":
+              if (system.name === "ours" && i === 0) {
+                await webhookRun(ctx, system, 0);
+                if (settings.webhookFail > 0) await webhookRun(ctx, system, settings.webhookFail);
+              }
+              break;
+            case "commits":
+              if (system.name === "ours" && i === 0) {
+                await commitsRun(ctx, system, true);
+                await commitsRun(ctx, system, false);
+              }
+              break;
+          }
+        }
+      }
+    }
+    const roleErrors = ours
+      ? Object.fromEntries(
+          [ours.smtp, ours.api, ours.worker].map((r) => [r.role, readFileSync(r.logFile, "utf8").split("\n").filter((l) => l.trim() !== "").length]),
+        )
+      : {};
+    report = {
+      startedAt: startedAt.toISOString(),
+      revision: revision(),
+      settings,
+      machine: {
+        cores: availableParallelism(),
+        cpu: cpus()[0]?.model ?? "unknown CPU",
+        memoryGb: Math.round(totalmem() / 2 ** 30),
+        node: process.version,
+        postfix: postfix ? postfixVersion() : null,
+        haraka: haraka ? HARAKA_VERSION : null,
+      },
+      loadAtStart,
+      roleLogLines: roleErrors,
+      runs,
+    };
+  } finally {
+    await teardown.run();
+  }
+  if (!report) return;
+  console.log(formatReport(report));
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `inbound-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
+  await writeFile(file, JSON.stringify(report, null, 2));
+  console.log(`figures written to ${file}`);
+  if (profileDir) {
+    // The smtp role's threads each wrote a profile when it stopped; the main thread's is the one numbered 0.
+    const files = (await readdir(profileDir)).filter((f) => f.endsWith(".cpuprofile")).sort();
+    for (const name of files.slice(0, 2)) console.log(`\n${await summarizeInboundProfile(join(profileDir, name))}`);
+  }
+}
+
+function postfixVersion(): string {
+  try {
+    return execFileSync("postconf", ["-d", "-h", "mail_version"], { encoding: "utf8" }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+await main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    process.exit(1);
+  },
+);
