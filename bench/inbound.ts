@@ -190,6 +190,17 @@ interface Context {
   readonly runs: RunRecord[];
 }
 
+/** utime + stime of a live process; undefined once it is gone. */
+function processTicks(pid: number): number | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Steal ticks of the whole machine (/proc/stat): time the hypervisor gave our virtual CPUs to someone else. */
 function stealTicks(): number {
   const fields = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/);
@@ -203,8 +214,14 @@ function stealTicks(): number {
 function startRunMeter(ctx: Context) {
   const meter = startCpuMeter(ctx.groups);
   const childTicks = exitedChildrenTicks();
-  const reaped = Object.entries(ctx.reapers).map(([group, pidOf]) => ({ group, pid: pidOf(), ticks: 0 }));
-  for (const r of reaped) r.ticks = r.pid === undefined ? 0 : exitedChildrenTicks(r.pid);
+  // A reaper's cutime grows by a child's whole lifetime when the child exits: what a child that was already running
+  // had used before the run is taken off again (its ticks at the start are kept per child).
+  const reaped = Object.entries(ctx.reapers).map(([group, pidOf]) => {
+    const pid = pidOf();
+    const children = new Map<number, number>();
+    if (pid !== undefined) for (const child of withChildren(pid).slice(1)) children.set(child, processTicks(child) ?? 0);
+    return { group, pid, ticks: pid === undefined ? 0 : exitedChildrenTicks(pid), children };
+  });
   const steal = stealTicks();
   const started = performance.now();
   const loadBefore = loadAverage();
@@ -219,7 +236,9 @@ function startRunMeter(ctx: Context) {
       let reapedCores = 0;
       for (const r of reaped) {
         if (r.pid === undefined) continue;
-        const cores = Math.max(0, exitedChildrenTicks(r.pid) - r.ticks) / 100 / seconds;
+        let ticks = exitedChildrenTicks(r.pid) - r.ticks;
+        for (const [child, before] of r.children) if (processTicks(child) === undefined) ticks -= before;
+        const cores = Math.max(0, ticks) / 100 / seconds;
         groups[r.group] = (groups[r.group] ?? 0) + cores;
         reapedCores += cores;
       }
