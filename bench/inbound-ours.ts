@@ -2,7 +2,7 @@
 // one organization with inboxes and one webhook endpoint at the bench's receiver, and the api, worker and smtp
 // roles each in its own process (`mailbox serve --role …`), so none shares an event loop with another or with
 // the load generator. A second organization without a webhook endpoint lets the commit count be split.
-import { spawn, type ChildProcess, fork } from "node:child_process";
+import { spawn, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { readdirSync, readFileSync } from "node:fs";
@@ -12,7 +12,7 @@ import pg from "pg";
 import type { Config } from "../src/config.js";
 import type { ReceiverCommand, ReceiverTake } from "./inbound-receiver.js";
 import { seed } from "./seed.js";
-import { startInfrastructure, type Infrastructure, type Teardown } from "./stack.js";
+import { startInfrastructure, stopChild, type Infrastructure, type Teardown } from "./stack.js";
 
 export interface RoleProcess {
   readonly role: string;
@@ -23,7 +23,6 @@ export interface RoleProcess {
 }
 
 const START_TIMEOUT_MS = 90_000;
-const STOP_TIMEOUT_MS = 15_000;
 
 /** `mailbox serve --role <role>`, its stderr (JSON log lines) into `<dir>/<role>.log`. */
 export async function startRole(
@@ -55,14 +54,6 @@ export async function startRole(
   return { role, pid: child.pid!, summary, logFile };
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  const escalate = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(escalate);
-}
 
 export interface Receiver {
   readonly host: string;

@@ -99,7 +99,7 @@ export async function startServer(
 }
 
 /** SIGTERM (both servers shut down in order and write CPU profiles then), SIGKILL after a grace period. */
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once("exit", r));
   child.kill("SIGTERM");
