@@ -1,6 +1,7 @@
 // The only reader of process.env: typed, validated once at start, frozen.
 import { resolve } from "node:path";
 import { parseDnsServers } from "./dns/servers.js";
+import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
 
 export interface Config {
   /** Port of the API (Connect, gRPC, gRPC-Web and JSON /v1 on one port). */
@@ -108,6 +109,24 @@ export interface Config {
     /** Encrypts DKIM private keys at rest; generated into dataDir when unset. */
     readonly dkimKeySecret: string | undefined;
   };
+  /** Outbound delivery: routing, the retry schedule and the queue lifetime of deferred recipients. */
+  readonly delivery: {
+    /** SMTP_ROUTES transport map; domains without a route go to their MX hosts (the managed domain to our own SMTP). */
+    readonly routes: readonly SmtpRoute[];
+    /** Wait after the first deferral; it doubles up to retryMaxMs (DELIVERY_RETRY_INITIAL / DELIVERY_RETRY_MAX). */
+    readonly retryInitialMs: number;
+    readonly retryMaxMs: number;
+    /** How long a deferred recipient is retried before it fails (DELIVERY_QUEUE_LIFETIME, default 5d). */
+    readonly queueLifetimeMs: number;
+    /** Connection, greeting and per-command timeout of one delivery attempt. */
+    readonly timeoutMs: number;
+    /** DKIM selector of the managed domain's key. */
+    readonly managedDkimSelector: string;
+    /** PEM private key that signs managed-domain mail; unset → one generated and kept under dataDir. */
+    readonly managedDkimKeyPath: string | undefined;
+  };
+  /** Where ARF feedback reports (RFC 5965) are received; each adds a complaint and a suppression. */
+  readonly feedbackAddress: string;
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -168,6 +187,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (dnsServers && (dnsServers.invalid.length > 0 || dnsServers.servers.length === 0)) {
     errors.push(`DNS_SERVERS must list IP:port addresses, got "${dnsServerList}"`);
   }
+  const smtpRouteList = parseSmtpRoutes(env.SMTP_ROUTES ?? "");
+  if (smtpRouteList.invalid.length > 0) {
+    errors.push(`SMTP_ROUTES must list domain=host:port entries (domain or *), got "${smtpRouteList.invalid.join(",")}"`);
+  }
+  const deliveryRetryInitialMs = duration("DELIVERY_RETRY_INITIAL", "1m", 10);
+  const deliveryRetryMaxMs = duration("DELIVERY_RETRY_MAX", "1h", 10);
+  if (deliveryRetryMaxMs < deliveryRetryInitialMs) errors.push("DELIVERY_RETRY_MAX must not be below DELIVERY_RETRY_INITIAL");
   const config: Config = {
     httpPort: int("HTTP_PORT", 8080, 0, 65535),
     bindHost: str("BIND_HOST", "127.0.0.1"),
@@ -239,6 +265,19 @@ export function loadConfig(env: Env = process.env): Config {
       graceMs: duration("DOMAIN_VERIFY_GRACE", "72h", 0),
       dkimKeySecret: optional("DKIM_KEY_SECRET", /^.{32,}$/, "at least 32 characters"),
     },
+    delivery: {
+      routes: smtpRouteList.routes,
+      retryInitialMs: deliveryRetryInitialMs,
+      retryMaxMs: deliveryRetryMaxMs,
+      queueLifetimeMs: duration("DELIVERY_QUEUE_LIFETIME", "5d", 1000),
+      timeoutMs: int("DELIVERY_TIMEOUT_MS", 30_000, 100, 600_000),
+      managedDkimSelector: str("MANAGED_DKIM_SELECTOR", "mbx1", /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, "a DNS label"),
+      managedDkimKeyPath: (() => {
+        const path = optional("MANAGED_DKIM_KEY");
+        return path && resolve(path);
+      })(),
+    },
+    feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
     logLevel: logLevels.find((l) => l === logLevel) ?? "info",
   };
   if (errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${errors.join("\n  ")}`);
