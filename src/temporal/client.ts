@@ -1,6 +1,6 @@
 // Temporal client helpers: connecting, registering our search attributes, and business-key workflow starts.
 import { Client, Connection } from "@temporalio/client";
-import { defineSearchAttributeKey, SearchAttributeType } from "@temporalio/common";
+import { defineSearchAttributeKey, SearchAttributeType, WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
 import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes } from "./search-attributes.js";
@@ -9,6 +9,8 @@ import type { domainVerification } from "../../workflows/domain-verification.js"
 import type { DomainVerificationStarter } from "../domains/domains.js";
 import type { webhookDelivery } from "../../workflows/webhook-delivery.js";
 import type { WebhookRetryStarter, WebhookSettings } from "../webhooks/deliveries.js";
+import type { delivery } from "../../workflows/delivery.js";
+import type { DeliveryStarter } from "../outbound/ports.js";
 
 export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
 export const inboxKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.inboxId, SearchAttributeType.KEYWORD);
@@ -95,6 +97,38 @@ export function createDomainVerificationStarter(client: Client, taskQueue: strin
         workflowIdConflictPolicy: "USE_EXISTING",
         typedSearchAttributes: [{ key: organizationKey, value: organizationId }],
       });
+    },
+  };
+}
+
+/** The business key of a submission's delivery: one per submission, found in the UI as deliver/<submissionId>. */
+export function deliveryWorkflowId(submissionId: string): string {
+  return `deliver/${submissionId}`;
+}
+
+/**
+ * Starts a submission's delivery. A run in progress is reused; an id whose run has closed is refused by Temporal
+ * (REJECT_DUPLICATE), which means the submission was delivered (or given up) already: that start is done too.
+ */
+export function createDeliveryStarter(client: Client, taskQueue: string): DeliveryStarter {
+  return {
+    async start({ submissionId, organizationId, inboxId }) {
+      try {
+        await client.workflow.start<typeof delivery>("delivery", {
+          workflowId: deliveryWorkflowId(submissionId),
+          taskQueue,
+          args: [{ submissionId, organizationId, inboxId }],
+          workflowIdConflictPolicy: "USE_EXISTING",
+          workflowIdReusePolicy: "REJECT_DUPLICATE",
+          typedSearchAttributes: [
+            { key: organizationKey, value: organizationId },
+            ...(inboxId ? [{ key: inboxKey, value: inboxId }] : []),
+          ],
+        });
+      } catch (e) {
+        if (e instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw e;
+      }
     },
   };
 }
