@@ -51,8 +51,15 @@ export class Gone extends DomainError {
 }
 
 export class RateLimited extends DomainError {
-  constructor(message: string, retryAfterSeconds: number) {
-    super(Code.ResourceExhausted, "rate_limited", message, Math.max(1, Math.ceil(retryAfterSeconds)));
+  constructor(message: string, retryAfterSeconds: number, errorCode = "rate_limited") {
+    super(Code.ResourceExhausted, errorCode, message, Math.max(1, Math.ceil(retryAfterSeconds)));
+  }
+}
+
+/** 413: a request whose content exceeds a limit (the HTTP status comes from HTTP_STATUS_BY_ERROR_CODE). */
+export class TooLarge extends DomainError {
+  constructor(errorCode: string, message: string) {
+    super(Code.ResourceExhausted, errorCode, message);
   }
 }
 
@@ -89,6 +96,7 @@ export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Record<string, number>> = {
   cursor_expired: 410,
   payload_too_large: 413,
   page_too_large: 413,
+  message_too_large: 413,
 };
 
 export const HTTP_STATUS_BY_CONNECT_CODE: Record<Code, number> = {

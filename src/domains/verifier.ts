@@ -50,7 +50,7 @@ export function createDomainVerifier(deps: DomainVerifierDeps) {
       const looked = evaluateChecks(row, settings, { ownership, mx, dkim, spf });
       return em.transactional(async (tx) => {
         // Lock order: the domain name first, then the row; every verification takes them in this order.
-        await tx.getConnection().execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [row.domain]);
+        await tx.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [row.domain]);
         const locked = await tx.findOne(CustomerDomain, domainId, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!locked) return undefined;
         const checkedAt = now();

@@ -5,12 +5,15 @@ import { GetMeResponseSchema, type GetMeResponse, type PlatformLimits } from "..
 import {
   InboxSchema,
   MessageSchema,
+  SubmissionSchema,
   ThreadSummarySchema,
   type Address,
   type Inbox,
   type Message,
+  type Submission,
   type ThreadSummary,
 } from "../../gen/mailbox/v1/resources_pb.js";
+import type { SubmissionView } from "../outbound/outbound.js";
 import {
   CapabilityStateSchema,
   DomainCheckSchema,
@@ -131,6 +134,27 @@ export function toMessage({ message: m, attachments }: MessageWithAttachments): 
           attachments: m.attachmentsScanState ?? "clean",
         }
       : undefined,
+  });
+}
+
+export function toSubmission({ submission: s, recipients }: SubmissionView): Submission {
+  return create(SubmissionSchema, {
+    id: s.id,
+    from: toAddress(s.from),
+    recipients: recipients.map((r) => ({
+      email: r.email,
+      status: r.status,
+      response: r.response ?? undefined,
+      updatedAt: timestampFromDate(r.updatedAt),
+    })),
+    subject: s.subject,
+    metadata: s.metadata as JsonObject,
+    status: s.status,
+    queueId: s.queueId ?? undefined,
+    response: s.response ?? undefined,
+    failureCode: s.failureCode ?? undefined,
+    createdAt: timestampFromDate(s.createdAt),
+    updatedAt: timestampFromDate(s.updatedAt),
   });
 }
 

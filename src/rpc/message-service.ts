@@ -3,14 +3,26 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import {
   DeleteMessageResponseSchema,
   GetAttachmentResponseSchema,
+  SendMessageResponseSchema,
   type MessageService,
 } from "../../gen/mailbox/v1/message_service_pb.js";
 import type { Messages } from "../mailbox/messages.js";
+import type { Outbound } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
+import { toMessage, toSubmission } from "./mappers.js";
 
-export function createMessageService(deps: { messages: Messages }): Partial<ServiceImpl<typeof MessageService>> {
-  const { messages } = deps;
+export function createMessageService(deps: { messages: Messages; outbound: Outbound }): Partial<ServiceImpl<typeof MessageService>> {
+  const { messages, outbound } = deps;
   return {
+    async sendMessage(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const result = await outbound.sendMessage(store, principal, req);
+      return create(SendMessageResponseSchema, {
+        message: toMessage({ message: result.message!, attachments: [] }),
+        submission: toSubmission(result.submission),
+        replayed: result.replayed,
+      });
+    },
     async deleteMessage(req, ctx) {
       const { principal, store } = callerOf(ctx);
       await messages.delete(store, principal, req.messageId);

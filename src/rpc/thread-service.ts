@@ -1,13 +1,28 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { GetThreadResponseSchema, ListThreadsResponseSchema, type ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
+import {
+  GetThreadResponseSchema,
+  ListThreadsResponseSchema,
+  ReplyToThreadResponseSchema,
+  type ThreadService,
+} from "../../gen/mailbox/v1/thread_service_pb.js";
 import type { Threads } from "../mailbox/threads.js";
+import type { Outbound } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
-import { threadSummaryFields, toMessage, toThreadSummary } from "./mappers.js";
+import { threadSummaryFields, toMessage, toSubmission, toThreadSummary } from "./mappers.js";
 
-export function createThreadService(deps: { threads: Threads }): Partial<ServiceImpl<typeof ThreadService>> {
-  const { threads } = deps;
+export function createThreadService(deps: { threads: Threads; outbound: Outbound }): Partial<ServiceImpl<typeof ThreadService>> {
+  const { threads, outbound } = deps;
   return {
+    async replyToThread(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const result = await outbound.reply(store, principal, req);
+      return create(ReplyToThreadResponseSchema, {
+        message: toMessage({ message: result.message!, attachments: [] }),
+        submission: toSubmission(result.submission),
+        replayed: result.replayed,
+      });
+    },
     async listThreads(req, ctx) {
       const { principal, store } = callerOf(ctx);
       const page = await threads.list(store, principal, req.inboxId, req);

@@ -12,6 +12,7 @@ export interface FixtureMessage {
   readonly text?: string;
   readonly html?: string;
   readonly from?: string;
+  readonly replyTo?: { email: string; name?: string };
   readonly at?: Date;
   readonly attachments?: readonly { filename: string; content: string; scanState: string }[];
 }
@@ -49,7 +50,7 @@ export async function storeInbound(db: Database, fixture: FixtureMessage): Promi
     references: [],
     from,
     to: [{ email: "agent@agents.test" }],
-    replyTo: null,
+    replyTo: fixture.replyTo ?? null,
     subject: fixture.subject ?? "Hello",
     text: fixture.text ?? "Hi there",
     html: fixture.html ?? null,

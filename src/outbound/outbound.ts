@@ -1,0 +1,503 @@
+// Outbound acceptance: inbox send, reply and /v1/send. Each validates once (addresses, recipient policy, size),
+// composes the message, then in one transaction claims the idempotency key, stores the mailbox message (not for
+// /v1/send), the submission with its composed bytes and its recipients, and counts the send against the
+// organization's limits. Only after the commit does the delivery workflow start; a start that fails is healed by a
+// retry with the same key and by the reconciler, so a committed submission is never stranded.
+import type { Principal } from "../auth/principal.js";
+import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
+import { Message, Submission, SubmissionRecipient, Thread } from "../db/entities/index.js";
+import type { InboxRow } from "../db/entities/inbox.js";
+import type { MessageRow, StoredAddress } from "../db/entities/message.js";
+import type { SubmissionRow } from "../db/entities/submission.js";
+import type { SubmissionRecipientRow } from "../db/entities/submission-recipient.js";
+import type { TenantStore } from "../db/tenant-store.js";
+import { Gone, InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
+import { newId, newUuid } from "../ids.js";
+import type { Inboxes } from "../inboxes/inboxes.js";
+import { mergeParticipants } from "../inbound/threading.js";
+import type { Logger } from "../logger.js";
+import { parseOutboundAddress, parseRecipients, type OutboundAddress } from "./addresses.js";
+import { composeMime } from "./compose.js";
+import { claimIdempotencyKey, requestHash, type IdempotentResult, type SendRoute } from "./idempotency.js";
+import type { DeliveryStarter } from "./ports.js";
+import { countSend } from "./send-limits.js";
+
+export interface AddressInput {
+  readonly email: string;
+  readonly name?: string | undefined;
+}
+
+export interface SendMessageInput {
+  readonly inboxId: string;
+  readonly idempotencyKey: string;
+  readonly to: readonly AddressInput[];
+  readonly subject: string;
+  readonly text?: string | undefined;
+  readonly html?: string | undefined;
+  readonly replyTo?: AddressInput | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
+}
+
+export interface ReplyInput {
+  readonly threadId: string;
+  readonly idempotencyKey: string;
+  readonly targetMessageId: string;
+  readonly text?: string | undefined;
+  readonly html?: string | undefined;
+}
+
+export interface SendEmailInput {
+  readonly idempotencyKey: string;
+  readonly from: AddressInput;
+  readonly to: readonly AddressInput[];
+  readonly subject: string;
+  readonly text: string;
+  readonly html?: string | undefined;
+  readonly replyTo?: AddressInput | undefined;
+  readonly metadata?: Record<string, unknown> | undefined;
+}
+
+export interface SubmissionView {
+  readonly submission: SubmissionRow;
+  readonly recipients: readonly SubmissionRecipientRow[];
+}
+
+export interface SendResult {
+  /** The stored mailbox message; null for /v1/send. */
+  readonly message: MessageRow | null;
+  readonly submission: SubmissionView;
+  readonly replayed: boolean;
+}
+
+/** The domain check of a customer-domain sender (requireOutbound of the domains module). */
+export interface OutboundDomains {
+  requireOutbound(organizationId: string, domain: string): Promise<unknown>;
+}
+
+export interface OutboundDeps {
+  readonly managedDomain: string;
+  readonly recipientsPerMessage: number;
+  readonly messageContentBytes: number;
+  readonly inboxes: Inboxes;
+  readonly domains: OutboundDomains;
+  readonly deliveries: DeliveryStarter;
+  readonly log: Logger;
+}
+
+/** Metadata is stored and returned, never written into headers; bounded so a message row stays small. */
+const MAX_METADATA_BYTES = 16 * 1024;
+const MAX_METADATA_KEYS = 50;
+const METADATA_KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** References kept on a reply: the thread's first message and the latest ones (RFC 5322 §3.6.4 allows trimming). */
+const MAX_REFERENCES = 20;
+
+/** Everything a send writes, decided before the transaction. */
+interface Draft {
+  readonly route: SendRoute;
+  readonly idempotencyKey: string;
+  readonly requestHash: string;
+  readonly inbox: InboxRow | null;
+  readonly from: OutboundAddress;
+  readonly to: readonly OutboundAddress[];
+  readonly replyTo: OutboundAddress | undefined;
+  readonly subject: string;
+  readonly text: string | undefined;
+  readonly html: string | undefined;
+  readonly metadata: Record<string, unknown>;
+  readonly inReplyTo: string | undefined;
+  readonly references: readonly string[];
+  /** The thread a reply joins; null starts a new one (send) or none (/v1/send). */
+  readonly thread: { readonly id: string } | null;
+}
+
+export type Outbound = ReturnType<typeof createOutbound>;
+
+export function createOutbound(deps: OutboundDeps) {
+  const { inboxes } = deps;
+
+  function requireNewConversations(principal: Principal): void {
+    if (principal.sendMode === "reply_only") {
+      throw new PermissionDenied("this key may only reply to existing threads (sendMode reply_only)", "send_mode_reply_only");
+    }
+  }
+
+  /** Recipient policy of the platform and the key: count, allowed domains. */
+  function checkRecipients(principal: Principal, recipients: readonly OutboundAddress[]): void {
+    if (recipients.length === 0) throw new InvalidRequest("the message has no recipient", "no_recipients");
+    if (recipients.length > deps.recipientsPerMessage) {
+      throw new InvalidRequest(`a message may have at most ${deps.recipientsPerMessage} recipients (platformLimits.recipientsPerMessage)`, "too_many_recipients");
+    }
+    const allowed = principal.allowedRecipientDomains;
+    if (allowed !== null) {
+      const refused = recipients.filter((r) => !allowed.some((d) => r.domain === d || r.domain.endsWith(`.${d}`)));
+      if (refused.length > 0) {
+        throw new PermissionDenied(
+          `this key may not send to ${refused.map((r) => r.email).join(", ")} (allowedRecipientDomains: ${allowed.join(", ")})`,
+          "recipient_domain_not_allowed",
+        );
+      }
+    }
+  }
+
+  function checkMetadata(metadata: Record<string, unknown> | undefined): Record<string, unknown> {
+    if (metadata === undefined) return {};
+    const keys = Object.keys(metadata);
+    if (keys.length > MAX_METADATA_KEYS) throw new InvalidRequest(`metadata may have at most ${MAX_METADATA_KEYS} keys`);
+    const bad = keys.find((k) => !METADATA_KEY.test(k));
+    if (bad !== undefined) throw new InvalidRequest(`metadata key ${JSON.stringify(bad)} must be 1..64 characters of A-Z a-z 0-9 _ . : -`);
+    if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw new InvalidRequest(`metadata may be at most ${MAX_METADATA_BYTES} bytes of JSON`);
+    return metadata;
+  }
+
+  async function requireSendableInbox(principal: Principal, inbox: InboxRow): Promise<void> {
+    if (inbox.domainKind === "customer") await deps.domains.requireOutbound(principal.organizationId, inbox.domain);
+  }
+
+  async function refuseSuppressed(store: TenantStore, recipients: readonly OutboundAddress[]): Promise<void> {
+    const rows = await store.em.execute<{ email: string; reason: string }[]>(
+      "select email, reason from suppressions where organization_id = ? and email in (?)",
+      [store.organizationId, recipients.map((r) => r.email)],
+    );
+    if (rows.length > 0) {
+      throw new PermissionDenied(
+        `suppressed recipients: ${rows.map((r) => `${r.email} (${r.reason})`).join(", ")}; remove them from the message or DELETE /v1/suppressions first`,
+        "recipient_suppressed",
+      );
+    }
+  }
+
+  async function readSubmission(store: TenantStore, submissionId: string): Promise<SubmissionView | null> {
+    const submission = await store.findOne(Submission, { id: submissionId });
+    if (!submission) return null;
+    const recipients = await store.find(SubmissionRecipient, { submissionId }, { orderBy: { position: "asc" } });
+    return { submission, recipients };
+  }
+
+  async function startDelivery(view: SubmissionView, organizationId: string): Promise<void> {
+    try {
+      await deps.deliveries.start({ submissionId: view.submission.id, organizationId, inboxId: view.submission.inboxId ?? null });
+    } catch (e) {
+      // Committed already: the reconciler (or a retry with the same key) starts it once Temporal answers.
+      deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: view.submission.id, error: e });
+    }
+  }
+
+  /** The earlier result of an exact retry: 410 when its mailbox message was deleted since. */
+  async function replay(store: TenantStore, earlier: IdempotentResult): Promise<SendResult> {
+    const message = earlier.messageId === null ? null : await store.findOne(Message, { id: earlier.messageId });
+    const submission = await readSubmission(store, earlier.submissionId);
+    if ((earlier.messageId !== null && !message) || !submission) {
+      throw new Gone("idempotency_result_expired", "the message sent with this idempotency key was deleted; the key cannot be reused");
+    }
+    if (submission.submission.status === "pending") await startDelivery(submission, store.organizationId);
+    return { message, submission, replayed: true };
+  }
+
+  async function accept(store: TenantStore, draft: Draft): Promise<SendResult> {
+    requireBody(draft);
+    const now = new Date();
+    const submissionId = newUuid();
+    const messageId = draft.inbox ? newId("msg") : null;
+    const internetMessageId = `<${submissionId}@${draft.from.domain}>`;
+    const mime = await composeMime({
+      messageId: internetMessageId,
+      from: draft.from,
+      to: draft.to,
+      replyTo: draft.replyTo,
+      subject: draft.subject,
+      text: draft.text,
+      html: draft.html,
+      inReplyTo: draft.inReplyTo,
+      references: draft.references,
+      date: now,
+    });
+    if (mime.length > deps.messageContentBytes) {
+      throw new TooLarge("message_too_large", `the composed message is ${mime.length} bytes; platformLimits.messageContentBytes is ${deps.messageContentBytes}`);
+    }
+    await refuseSuppressed(store, draft.to);
+
+    const outcome = await store.transactional(async (tx): Promise<{ earlier: IdempotentResult } | { created: SendResult }> => {
+      const earlier = await claimIdempotencyKey(tx, {
+        route: draft.route,
+        key: draft.idempotencyKey,
+        requestHash: draft.requestHash,
+        result: { submissionId, messageId },
+        at: now,
+      });
+      if (earlier) return { earlier };
+      const org = tx.organizationId;
+      const from: StoredAddress = stored(draft.from);
+      const to = draft.to.map(stored);
+      let message: MessageRow | null = null;
+      if (draft.inbox && messageId) {
+        const threadId = draft.thread ? await joinThread(tx, draft.thread.id, draft, now) : await startThread(tx, draft, now);
+        const row = {
+          id: messageId,
+          organization: org,
+          inboxId: draft.inbox.id,
+          threadId,
+          direction: "outbound",
+          internetMessageId,
+          inReplyTo: draft.inReplyTo ?? null,
+          references: [...draft.references],
+          from,
+          to,
+          replyTo: draft.replyTo ? stored(draft.replyTo) : null,
+          subject: draft.subject,
+          text: draft.text ?? "",
+          html: draft.html ?? null,
+          metadata: draft.metadata,
+          deliveryStatus: "submitted",
+          submissionId,
+          failureCode: null,
+          inboundSecurity: null,
+          attachmentsScanState: null,
+          rawId: null,
+          parseProblem: null,
+          createdAt: now,
+          updatedAt: now,
+        };
+        await tx.em.insert(Message, row);
+        // The inserted values are the row (organization as its id): what the mappers read.
+        message = row as unknown as MessageRow;
+      }
+      const submission = {
+        id: submissionId,
+        organization: org,
+        inboxId: draft.inbox?.id ?? null,
+        messageId,
+        from,
+        subject: draft.subject,
+        metadata: draft.metadata,
+        internetMessageId,
+        mime,
+        status: "pending",
+        queueId: null,
+        response: null,
+        failureCode: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await tx.em.insert(Submission, submission);
+      const recipients = draft.to.map((r, position) => ({
+        id: newUuid(),
+        organization: org,
+        submissionId,
+        position,
+        email: r.email,
+        name: r.name ?? null,
+        domain: r.domain,
+        status: "pending",
+        response: null,
+        failureCode: null,
+        attempts: 0,
+        deliveredAt: null,
+        updatedAt: now,
+      }));
+      await tx.em.insertMany(SubmissionRecipient, recipients);
+      await countSend(tx, draft.to.length, now);
+      return {
+        created: {
+          message,
+          submission: { submission: submission as unknown as SubmissionRow, recipients: recipients as unknown as SubmissionRecipientRow[] },
+          replayed: false,
+        },
+      };
+    });
+    if ("earlier" in outcome) return replay(store, outcome.earlier);
+    await startDelivery(outcome.created.submission, store.organizationId);
+    return outcome.created;
+  }
+
+  function requireBody(draft: Draft): void {
+    if (draft.text === undefined && draft.html === undefined) throw new InvalidRequest("text or html is required");
+  }
+
+  return {
+    /** POST /v1/inboxes/{inboxId}/messages: a new conversation from an inbox. */
+    async sendMessage(store: TenantStore, principal: Principal, input: SendMessageInput): Promise<SendResult> {
+      requireNewConversations(principal);
+      const inbox = await inboxes.findActive(store, principal, input.inboxId);
+      const to = parseRecipients(input.to, "to");
+      checkRecipients(principal, to);
+      const replyTo = input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined;
+      const metadata = checkMetadata(input.metadata);
+      await requireSendableInbox(principal, inbox);
+      return accept(store, {
+        route: "send_message",
+        idempotencyKey: input.idempotencyKey,
+        requestHash: requestHash({ inboxId: inbox.id, to, subject: input.subject, text: input.text, html: input.html, replyTo, metadata }),
+        inbox,
+        from: inboxAddress(inbox),
+        to,
+        replyTo,
+        subject: input.subject,
+        text: input.text,
+        html: input.html,
+        metadata,
+        inReplyTo: undefined,
+        references: [],
+        thread: null,
+      });
+    },
+
+    /** POST /v1/threads/{threadId}/replies: answers a message of the thread (spec endpoint rule 3). */
+    async reply(store: TenantStore, principal: Principal, input: ReplyInput): Promise<SendResult> {
+      const thread = await store.findOne(Thread, { id: input.threadId });
+      if (!thread || !canAccessInbox(principal, thread.inboxId)) throw new NotFound("thread");
+      const inbox = await inboxes.findActive(store, principal, thread.inboxId);
+      const target = await store.findOne(Message, { id: input.targetMessageId, threadId: thread.id });
+      if (!target) throw new NotFound("target message in this thread");
+      const to = replyRecipients(target, inbox);
+      checkRecipients(principal, to);
+      await requireSendableInbox(principal, inbox);
+      const subject = replySubject(target.subject);
+      const references = replyReferences(target);
+      return accept(store, {
+        route: "reply",
+        idempotencyKey: input.idempotencyKey,
+        requestHash: requestHash({ threadId: thread.id, targetMessageId: target.id, text: input.text, html: input.html }),
+        inbox,
+        from: inboxAddress(inbox),
+        to,
+        replyTo: undefined,
+        subject,
+        text: input.text,
+        html: input.html,
+        metadata: {},
+        inReplyTo: target.internetMessageId,
+        references,
+        thread,
+      });
+    },
+
+    /** POST /v1/send: from an outbound-verified customer domain, without a mailbox thread. */
+    async sendEmail(store: TenantStore, principal: Principal, input: SendEmailInput): Promise<SendResult> {
+      requireUnrestrictedInboxes(principal, "send without an inbox (/v1/send)");
+      requireNewConversations(principal);
+      const from = parseOutboundAddress(input.from, "from");
+      const to = parseRecipients(input.to, "to");
+      checkRecipients(principal, to);
+      const replyTo = input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined;
+      const metadata = checkMetadata(input.metadata);
+      if (from.domain === deps.managedDomain) {
+        throw new PermissionDenied(`/v1/send needs a verified customer domain; ${deps.managedDomain} sends only from inboxes`, "domain_not_verified");
+      }
+      await deps.domains.requireOutbound(principal.organizationId, from.domain);
+      return accept(store, {
+        route: "send_email",
+        idempotencyKey: input.idempotencyKey,
+        requestHash: requestHash({ from, to, subject: input.subject, text: input.text, html: input.html, replyTo, metadata }),
+        inbox: null,
+        from,
+        to,
+        replyTo,
+        subject: input.subject,
+        text: input.text,
+        html: input.html,
+        metadata,
+        inReplyTo: undefined,
+        references: [],
+        thread: null,
+      });
+    },
+
+    /** GET /v1/submissions/{id}; a key restricted to inboxes sees only their submissions. */
+    async getSubmission(store: TenantStore, principal: Principal, submissionId: string): Promise<SubmissionView> {
+      const view = await readSubmission(store, submissionId);
+      const inboxId = view?.submission.inboxId;
+      if (!view || (principal.inboxIds !== null && (inboxId === null || inboxId === undefined || !canAccessInbox(principal, inboxId)))) {
+        throw new NotFound("submission");
+      }
+      return view;
+    },
+  };
+}
+
+function stored(a: OutboundAddress): StoredAddress {
+  return a.name === undefined ? { email: a.email } : { email: a.email, name: a.name };
+}
+
+function inboxAddress(inbox: InboxRow): OutboundAddress {
+  return { email: inbox.address, domain: inbox.domain, ...(inbox.displayName ? { name: inbox.displayName } : {}) };
+}
+
+/**
+ * Spec endpoint rule 3: an inbound target is answered at its first valid Reply-To mailbox, else its From; an
+ * outbound target goes again to all its To recipients except the inbox itself.
+ */
+export function replyRecipients(target: Pick<MessageRow, "direction" | "from" | "to" | "replyTo">, inbox: Pick<InboxRow, "address">): OutboundAddress[] {
+  const valid = (a: StoredAddress | null | undefined): OutboundAddress | undefined => {
+    if (!a) return undefined;
+    try {
+      return parseOutboundAddress({ email: a.email, ...(a.name ? { name: a.name.replace(/[\r\n\t]+/g, " ") } : {}) }, "recipient");
+    } catch {
+      return undefined;
+    }
+  };
+  if (target.direction === "inbound") {
+    const recipient = valid(target.replyTo) ?? valid(target.from);
+    if (!recipient) throw new InvalidRequest("the target message has no valid Reply-To or From address to answer", "no_recipients");
+    return [recipient];
+  }
+  const seen = new Set<string>();
+  const recipients: OutboundAddress[] = [];
+  for (const a of target.to) {
+    const r = valid(a);
+    if (r && r.email !== inbox.address.toLowerCase() && !seen.has(r.email)) {
+      seen.add(r.email);
+      recipients.push(r);
+    }
+  }
+  if (recipients.length === 0) throw new InvalidRequest("the target message has no recipient other than this inbox", "no_recipients");
+  return recipients;
+}
+
+/** One "Re: " in front, never "Re: Re: "; line breaks an inbound subject may carry become spaces. */
+export function replySubject(subject: string): string {
+  const flat = subject.replace(/[\r\n]+/g, " ").trim();
+  return /^re:/i.test(flat) ? flat : `Re: ${flat}`;
+}
+
+/** The target's References plus its Message-ID, trimmed to the first and the latest ids. */
+export function replyReferences(target: Pick<MessageRow, "references" | "internetMessageId" | "inReplyTo">): string[] {
+  const chain = target.references.length > 0 ? [...target.references] : target.inReplyTo ? [target.inReplyTo] : [];
+  const all = [...new Set([...chain, target.internetMessageId])].filter((id) => !/[\r\n]/.test(id));
+  return all.length <= MAX_REFERENCES ? all : [all[0]!, ...all.slice(all.length - (MAX_REFERENCES - 1))];
+}
+
+async function startThread(tx: TenantStore, draft: Draft, at: Date): Promise<string> {
+  const id = newId("thr");
+  await tx.em.insert(Thread, {
+    id,
+    organization: tx.organizationId,
+    inboxId: draft.inbox!.id,
+    subject: draft.subject,
+    participants: mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]),
+    messageCount: 1,
+    lastMessageAt: at,
+    createdAt: at,
+    updatedAt: at,
+  });
+  return id;
+}
+
+/** Adds the message to the thread's summary under a row lock (concurrent replies and inbound mail both count). */
+async function joinThread(tx: TenantStore, threadId: string, draft: Draft, at: Date): Promise<string> {
+  const [row] = await tx.em.execute<{ participants: string[]; message_count: number; last_message_at: Date }[]>(
+    "select participants, message_count, last_message_at from threads where id = ? and organization_id = ? for update",
+    [threadId, tx.organizationId],
+  );
+  if (!row) throw new NotFound("thread");
+  await tx.em.nativeUpdate(
+    Thread,
+    { id: threadId, organization: tx.organizationId },
+    {
+      messageCount: row.message_count + 1,
+      lastMessageAt: at > row.last_message_at ? at : row.last_message_at,
+      participants: mergeParticipants(row.participants, [draft.from.email, ...draft.to.map((t) => t.email)]),
+      updatedAt: at,
+    },
+  );
+  return threadId;
+}
