@@ -29,7 +29,13 @@ export const Submission = defineEntity({
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },
-  indexes: [{ properties: ["organization", "createdAt"] }, { properties: ["status", "createdAt"] }],
+  indexes: [
+    { properties: ["organization", "createdAt"] },
+    { properties: ["status", "createdAt"] },
+    // The inbox purge and feedback reports (ARF names the Message-ID) find submissions by these.
+    { properties: ["inboxId"] },
+    { properties: ["internetMessageId"] },
+  ],
 });
 
 export type SubmissionRow = InferEntity<typeof Submission>;

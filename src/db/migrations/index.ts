@@ -3,10 +3,12 @@ import { Migration20261121231052_initial } from "./Migration20261121231052_initi
 import { Migration20261121232647_mailboxes } from "./Migration20261121232647_mailboxes.js";
 import { Migration20261121233303_outbound } from "./Migration20261121233303_outbound.js";
 import { Migration20261121235811_scan_backlog } from "./Migration20261121235811_scan_backlog.js";
+import { Migration20261122015500_submission_lookups } from "./Migration20261122015500_submission_lookups.js";
 
 export const migrations = [
   Migration20261121231052_initial,
   Migration20261121232647_mailboxes,
   Migration20261121233303_outbound,
   Migration20261121235811_scan_backlog,
+  Migration20261122015500_submission_lookups,
 ];

@@ -5,12 +5,16 @@ import { Inbox } from "../../db/entities/index.js";
 /**
  * What holds an inbox's mail, purged in this order, children first: each entry selects the rows of one inbox. Raw
  * inbound messages kept after a parse failure go too when they were addressed to this inbox alone (a raw message
- * for several inboxes is also the other recipients' mail). The inbox row itself stays as a tombstone.
+ * for several inboxes is also the other recipients' mail). Idempotency records stay: a send retried after the purge
+ * answers 410 instead of sending again. The inbox row itself stays as a tombstone.
  */
 export const MAILBOX_DATA: readonly { table: string; where: string }[] = [
   { table: "attachments", where: "inbox_id = ?" },
   { table: "messages", where: "inbox_id = ?" },
   { table: "threads", where: "inbox_id = ?" },
+  // Submissions hold the composed message: they go with the mailbox (a delivery still running then ends).
+  { table: "submission_recipients", where: "submission_id in (select id from submissions where inbox_id = ?)" },
+  { table: "submissions", where: "inbox_id = ?" },
   { table: "inbound_raw_messages", where: "inbox_ids = array[?]::text[]" },
 ];
 
