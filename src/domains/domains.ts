@@ -116,14 +116,17 @@ export function createDomains(deps: DomainsDeps) {
     async traffic(store: TenantStore, domainId: string): Promise<DomainTraffic> {
       const domain = await find(store, domainId);
       const since = new Date(Date.now() - 24 * 3_600_000);
-      const rows = await store.em.getConnection().execute<{ direction: string; n: number }[]>(
-        `select m.direction, count(*)::int as n from messages m join inboxes i on i.id = m.inbox_id
-          where i.organization_id = ? and i.domain_id = ? and m.organization_id = ? and m.created_at > ?
-          group by m.direction`,
-        [store.organizationId, domainId, store.organizationId, since],
+      // Inbound: messages received by the domain's inboxes. Outbound: submissions sent from the domain, through an
+      // inbox or /v1/send alike.
+      const [counts] = await store.em.execute<{ inbound: number; outbound: number }[]>(
+        `select
+           (select count(*)::int from messages m join inboxes i on i.id = m.inbox_id
+             where i.organization_id = ? and i.domain_id = ? and m.organization_id = ? and m.direction = 'inbound' and m.created_at > ?) as inbound,
+           (select count(*)::int from submissions s
+             where s.organization_id = ? and s.created_at > ? and lower(s."from"->>'email') like ?) as outbound`,
+        [store.organizationId, domainId, store.organizationId, since, store.organizationId, since, `%@${domain.domain.replace(/[\\%_]/g, "\\$&")}`],
       );
-      const count = (direction: string) => rows.find((r) => r.direction === direction)?.n ?? 0;
-      return { domain, inboundMessages24h: count("inbound"), outboundMessages24h: count("outbound") };
+      return { domain, inboundMessages24h: counts?.inbound ?? 0, outboundMessages24h: counts?.outbound ?? 0 };
     },
   };
 }

@@ -106,6 +106,10 @@ describe("DKIM-signed sending from a verified customer domain", () => {
     const raw2 = await deliveredCopy(tenant, lowLevel.body.submission.id, viaSend);
     const verified2 = await dkimVerify(raw2, { resolver: dnsTxt });
     expect(verified2.results[0]).toMatchObject({ signingDomain: domain.domain, status: { result: "pass" } });
+
+    // The traffic view counts both sends from the domain.
+    const traffic = await tenant.request("GET", `/v1/domains/${domain.id}/traffic`);
+    expect(traffic.body).toMatchObject({ inboundMessages24h: 0, outboundMessages24h: 2 });
   });
 
   test("sending is refused once a DNS outage outlasts the grace period, and restored by a fresh verification", async () => {
