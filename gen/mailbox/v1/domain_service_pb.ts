@@ -533,7 +533,7 @@ export type DomainTraffic = Message<"mailbox.v1.DomainTraffic"> & {
   inboundMessages24h: number;
 
   /**
-   * Messages sent from the domain's inboxes in the last 24 hours.
+   * Messages sent from the domain (its inboxes and /v1/send) in the last 24 hours.
    *
    * @generated from field: int32 outbound_messages_24h = 6;
    */
