@@ -182,6 +182,26 @@ export function createOutbound(deps: OutboundDeps) {
     }
   }
 
+  /**
+   * A retry whose inbox or thread is gone: when the key was claimed, its result went with them (410), else the
+   * original 404 stands.
+   */
+  async function missingTarget<T>(store: TenantStore, route: SendRoute, idempotencyKey: string, find: () => Promise<T>): Promise<T> {
+    try {
+      return await find();
+    } catch (e) {
+      if (!(e instanceof NotFound)) throw e;
+      const claimed = await store.em.execute<{ n: number }[]>(
+        "select 1 as n from idempotency_records where organization_id = ? and route = ? and key = ?",
+        [store.organizationId, route, idempotencyKey],
+      );
+      if (claimed.length > 0) {
+        throw new Gone("idempotency_result_expired", "the message sent with this idempotency key was deleted; the key cannot be reused");
+      }
+      throw e;
+    }
+  }
+
   /** The earlier result of an exact retry: 410 when its mailbox message was deleted since. */
   async function replay(store: TenantStore, earlier: IdempotentResult): Promise<SendResult> {
     const message = earlier.messageId === null ? null : await store.findOne(Message, { id: earlier.messageId });
@@ -317,7 +337,7 @@ export function createOutbound(deps: OutboundDeps) {
     /** POST /v1/inboxes/{inboxId}/messages: a new conversation from an inbox. */
     async sendMessage(store: TenantStore, principal: Principal, input: SendMessageInput): Promise<SendResult> {
       requireNewConversations(principal);
-      const inbox = await inboxes.findActive(store, principal, input.inboxId);
+      const inbox = await missingTarget(store, "send_message", input.idempotencyKey, () => inboxes.findActive(store, principal, input.inboxId));
       const to = parseRecipients(input.to, "to");
       checkRecipients(principal, to);
       const replyTo = input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined;
@@ -343,11 +363,14 @@ export function createOutbound(deps: OutboundDeps) {
 
     /** POST /v1/threads/{threadId}/replies: answers a message of the thread (spec endpoint rule 3). */
     async reply(store: TenantStore, principal: Principal, input: ReplyInput): Promise<SendResult> {
-      const thread = await store.findOne(Thread, { id: input.threadId });
-      if (!thread || !canAccessInbox(principal, thread.inboxId)) throw new NotFound("thread");
-      const inbox = await inboxes.findActive(store, principal, thread.inboxId);
-      const target = await store.findOne(Message, { id: input.targetMessageId, threadId: thread.id });
-      if (!target) throw new NotFound("target message in this thread");
+      const { thread, inbox, target } = await missingTarget(store, "reply", input.idempotencyKey, async () => {
+        const thread = await store.findOne(Thread, { id: input.threadId });
+        if (!thread || !canAccessInbox(principal, thread.inboxId)) throw new NotFound("thread");
+        const inbox = await inboxes.findActive(store, principal, thread.inboxId);
+        const target = await store.findOne(Message, { id: input.targetMessageId, threadId: thread.id });
+        if (!target) throw new NotFound("target message in this thread");
+        return { thread, inbox, target };
+      });
       const to = replyRecipients(target, inbox);
       checkRecipients(principal, to);
       await requireSendableInbox(principal, inbox);

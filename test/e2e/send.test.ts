@@ -6,13 +6,14 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Message, Submission, SubmissionRecipient, Suppression } from "../../src/db/entities/index.js";
 import { deliveryWorkflowId } from "../../src/temporal/client.js";
-import { startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";
+import { eventually, startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";
 import { storeInbound } from "../support/mail-fixtures.js";
 
 let app: TestApp;
 
 beforeAll(async () => {
-  app = await startTestApp({ LIMIT_RECIPIENTS_PER_MESSAGE: "5", LIMIT_MESSAGE_CONTENT_BYTES: "4096" });
+  // Nothing listens on port 9: any delivery a worker attempts here is deferred, never sent anywhere.
+  app = await startTestApp({ LIMIT_RECIPIENTS_PER_MESSAGE: "5", LIMIT_MESSAGE_CONTENT_BYTES: "4096", SMTP_ROUTES: "*=127.0.0.1:9" });
 });
 afterAll(async () => {
   await app?.stop();
@@ -189,6 +190,41 @@ describe("idempotency", () => {
     const retry = await send(tenant, inbox.id, basic, k);
     expect(retry.status).toBe(410);
     expect(retry.body.error).toBe("idempotency_result_expired");
+  });
+
+  test("a reply retried after its thread's only message was deleted is 410 as well", async () => {
+    const tenant = await app.createTenant();
+    const inbox = await inboxOf(tenant);
+    const { threadId, messageId } = await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: inbox.id });
+    const k = key();
+    const reply = () => tenant.request("POST", `/v1/threads/${threadId}/replies`, { body: { targetMessageId: messageId, text: "ok" }, headers: { "idempotency-key": k } });
+    const first = await reply();
+    expect(first.status).toBe(202);
+    expect((await tenant.request("DELETE", `/v1/messages/${first.body.message.id}`)).status).toBe(204);
+    expect((await tenant.request("DELETE", `/v1/messages/${messageId}`)).status).toBe(204);
+    const retry = await reply();
+    expect([retry.status, retry.body.error]).toEqual([410, "idempotency_result_expired"]);
+  });
+
+  test("deleting the inbox purges its submissions, and a retry is then 410 rather than a second send", async () => {
+    const tenant = await app.createTenant();
+    const inbox = await inboxOf(tenant);
+    const k = key();
+    const first = await send(tenant, inbox.id, basic, k);
+    expect(first.status).toBe(202);
+    const worker = await app.startWorker();
+    try {
+      expect((await tenant.request("DELETE", `/v1/inboxes/${inbox.id}`)).status).toBe(204);
+      await eventually(async () => ((await app.db.fork().count(Submission, { inboxId: inbox.id })) === 0 ? true : undefined));
+      expect(await app.db.fork().count(SubmissionRecipient, { submissionId: first.body.submission.id })).toBe(0);
+    } finally {
+      await worker.stop();
+    }
+    const retry = await send(tenant, inbox.id, basic, k);
+    expect([retry.status, retry.body.error]).toEqual([410, "idempotency_result_expired"]);
+    // A key never used for this inbox is the plain 404 of a missing inbox.
+    expect((await send(tenant, inbox.id, basic)).status).toBe(404);
+    expect((await tenant.request("GET", `/v1/submissions/${first.body.submission.id}`)).status).toBe(404);
   });
 });
 
