@@ -19,6 +19,9 @@ import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
 import { createThreads } from "./mailbox/threads.js";
 import { createCursorCodec } from "./pagination/cursor.js";
+import { createComplaints } from "./outbound/complaints.js";
+import { createDeliveryMetrics } from "./outbound/metrics.js";
+import { createSuppressions } from "./outbound/suppressions.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "./runtime/temporal-cli.js";
 import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
@@ -230,7 +233,21 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
   });
   const authenticator = createAuthenticator(db, config.keyCacheMs);
   return startApiServer(
-    { config, db, authenticator, inboxes, threads, messages, webhooks, domains, validator, log },
+    {
+      config,
+      db,
+      authenticator,
+      inboxes,
+      threads,
+      messages,
+      webhooks,
+      domains,
+      validator,
+      log,
+      deliveryMetrics: createDeliveryMetrics(),
+      suppressions: createSuppressions({ cursors }),
+      complaints: createComplaints({ cursors }),
+    },
     config.httpPort,
     config.bindHost,
   );

@@ -26,10 +26,21 @@ export type Admission =
 
 export type AdmitRecipient = (address: string) => Promise<Admission>;
 
+/**
+ * The inboxId of a message's recipient that is the feedback address (FEEDBACK_ADDRESS): it has no inbox, and
+ * processing hands such a message to the feedback reports (src/outbound/feedback-reports.ts) instead.
+ */
+export const FEEDBACK_RECIPIENT = "feedback-reports";
+
 /** The customer domains side of admission (src/domains): undefined when no organization registered the domain. */
 export type InboundDomains = Pick<DomainCapabilities, "inboundDomainStatus">;
 
-export function createRecipientAdmission(db: Database, managedDomain: string, domains: InboundDomains): AdmitRecipient {
+export function createRecipientAdmission(
+  db: Database,
+  managedDomain: string,
+  domains: InboundDomains,
+  feedbackAddress?: string,
+): AdmitRecipient {
   async function inboxAt(localPart: string, domain: string, domainId: string | null): Promise<Admission> {
     const inbox = await db.fork().findOne(
       Inbox,
@@ -42,6 +53,8 @@ export function createRecipientAdmission(db: Database, managedDomain: string, do
   }
 
   return async (address) => {
+    // ARF feedback reports about our outbound mail: admitted, then recorded as complaints, never stored in an inbox.
+    if (address === feedbackAddress) return { kind: "admitted", recipient: { address, inboxId: FEEDBACK_RECIPIENT } };
     const at = address.lastIndexOf("@");
     const ascii = toAsciiDomain(address.slice(at + 1));
     if (at <= 0 || !ascii.ok) return { kind: "foreign_domain" };

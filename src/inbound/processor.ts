@@ -30,6 +30,11 @@ export interface InboundProcessorDeps {
   readonly hostname: string;
   /** Messages processed at once. */
   readonly concurrency: number;
+  /** Mail to the feedback address: ARF reports, recorded as complaints instead of stored (src/outbound/feedback-reports.ts). */
+  readonly feedbackReports?: {
+    readonly address: string;
+    record(em: EntityManager, raw: Uint8Array, rawId: string): Promise<void>;
+  };
 }
 
 interface StoredInboundMessage extends MessageReceivedEvent {
@@ -86,6 +91,15 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
         { lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE, populate: ["raw"] },
       );
       if (!raw) return null;
+      // A report to the feedback address is recorded in this transaction (so once) and never stored in an inbox.
+      if (deps.feedbackReports && raw.rcptTo.includes(deps.feedbackReports.address)) {
+        await deps.feedbackReports.record(em, raw.raw, raw.id);
+        if (raw.rcptTo.length === 1) {
+          em.remove(raw);
+          await em.flush();
+          return { stored: [], deliveryIds: [] };
+        }
+      }
       const email = await deps.parser.parse(raw.raw);
       // FOR SHARE: an inbox delete (status → deleting, then the purge) waits for this commit, so the purge
       // cannot miss a message stored here, and a message never lands in an inbox already being purged.

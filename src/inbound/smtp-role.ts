@@ -7,6 +7,7 @@ import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { createEmailParser } from "../mail/parse.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
+import { createFeedbackReports } from "../outbound/feedback-reports.js";
 import { createRecipientAdmission, type InboundDomains } from "./admission.js";
 import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
 import { createInboundProcessor } from "./processor.js";
@@ -53,6 +54,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     log,
     hostname: smtp.hostname,
     concurrency: config.inbound.concurrency,
+    feedbackReports: createFeedbackReports({ address: config.feedbackAddress, log }),
   });
   const sweeper = startInboundSweeper(db, processor, log, deps.sweeper ?? DEFAULT_SWEEPER_OPTIONS);
   const stopProcessing = async () => {
@@ -61,7 +63,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     await parser.close();
   };
   const hooks = createInboundHooks({
-    admit: createRecipientAdmission(db, config.managedDomain, deps.domains),
+    admit: createRecipientAdmission(db, config.managedDomain, deps.domains, config.feedbackAddress),
     store: (message) => storeRawMessage(db, message),
     accepted: (rawId) => processor.submit(rawId),
     limits: {

@@ -17,6 +17,7 @@ import type { Messages } from "../mailbox/messages.js";
 import type { Threads } from "../mailbox/threads.js";
 import type { WebhookEndpoints } from "../webhooks/endpoints.js";
 import { createAccountService } from "./account-service.js";
+import { createDeliveryService, type DeliveryServiceDeps } from "./delivery-service.js";
 import { createDomainService } from "./domain-service.js";
 import { createInboxService } from "./inbox-service.js";
 import { createMessageService } from "./message-service.js";
@@ -36,7 +37,7 @@ export const CONTRACT_SERVICES = [
   WebhookService,
 ] as const;
 
-export interface ServiceDeps {
+export interface ServiceDeps extends DeliveryServiceDeps {
   readonly config: Config;
   readonly inboxes: Inboxes;
   readonly threads: Threads;
@@ -58,7 +59,7 @@ export function createServiceSpecs(deps: ServiceDeps): ServiceImplSpec[] {
     spec(InboxService, createInboxService(deps)),
     spec(ThreadService, createThreadService(deps)),
     spec(MessageService, createMessageService(deps)),
-    spec(DeliveryService, {}),
+    spec(DeliveryService, createDeliveryService(deps)),
     spec(DomainService, createDomainService(deps)),
     spec(WebhookService, createWebhookService(deps)),
   ];

@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/delivery_service.proto.
  */
 export const file_mailbox_v1_delivery_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYWlsYm94L3YxL2RlbGl2ZXJ5X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEi9AIKEFNlbmRFbWFpbFJlcXVlc3QSTAoPaWRlbXBvdGVuY3lfa2V5GAEgASgJQjO6SBtyGRAIGMgBMhJeW0EtWmEtejAtOS5fOi1dKySiuxgRCg9pZGVtcG90ZW5jeS1rZXkSKQoEZnJvbRgCIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0IGukgDyAEBEikKAnRvGAMgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQgi6SAWSAQIIARIlCgdzdWJqZWN0GAQgASgJQhS6SBFyDxjmBzIKXlteXHJcbl0qJBIVCgR0ZXh0GAUgASgJQge6SARyAhABEhEKBGh0bWwYBiABKAlIAIgBARIqCghyZXBseV90bxgHIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0gBiAEBEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIHCgVfaHRtbEILCglfcmVwbHlfdG8iUQoRU2VuZEVtYWlsUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgCIAEoCCI3ChRHZXRTdWJtaXNzaW9uUmVxdWVzdBIfCg1zdWJtaXNzaW9uX2lkGAEgASgJQgi6SAVyA7ABASJDChVHZXRTdWJtaXNzaW9uUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbiJFChlHZXREZWxpdmVyeU1ldHJpY3NSZXF1ZXN0Eh4KBWhvdXJzGAEgASgFQgq6SAcaBRjQBSgBSACIAQFCCAoGX2hvdXJzIn0KDkRlbGl2ZXJ5Q291bnRzEhEKCXN1Ym1pdHRlZBgBIAEoBRIRCglkZWxpdmVyZWQYAiABKAUSEAoIZGVmZXJyZWQYAyABKAUSDwoHYm91bmNlZBgEIAEoBRIOCgZmYWlsZWQYBSABKAUSEgoKY29tcGxhaW50cxgGIAEoBSJxCg9EZWxpdmVyeUxhdGVuY3kSEwoGcDUwX21zGAEgASgFSACIAQESEwoGcDkwX21zGAIgASgFSAGIAQESEwoGcDk5X21zGAMgASgFSAKIAQFCCQoHX3A1MF9tc0IJCgdfcDkwX21zQgkKB19wOTlfbXMi9AEKGkdldERlbGl2ZXJ5TWV0cmljc1Jlc3BvbnNlEg0KBWhvdXJzGAEgASgFEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCgZjb3VudHMYAyABKAsyGi5tYWlsYm94LnYxLkRlbGl2ZXJ5Q291bnRzEhMKC2JvdW5jZV9yYXRlGAQgASgBEhUKDWRlZmVycmFsX3JhdGUYBSABKAESFgoOY29tcGxhaW50X3JhdGUYBiABKAESLAoHbGF0ZW5jeRgHIAEoCzIbLm1haWxib3gudjEuRGVsaXZlcnlMYXRlbmN5InwKC1N1cHByZXNzaW9uEg0KBWVtYWlsGAEgASgJEg4KBnJlYXNvbhgCIAEoCRITCgZkZXRhaWwYAyABKAlIAIgBARIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdfZGV0YWlsIm4KF0xpc3RTdXBwcmVzc2lvbnNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAiABKAlCCrpIB3IFEAEYgARIAYgBAUIICgZfbGltaXRCCQoHX2N1cnNvciJzChhMaXN0U3VwcHJlc3Npb25zUmVzcG9uc2USLQoMc3VwcHJlc3Npb25zGAEgAygLMhcubWFpbGJveC52MS5TdXBwcmVzc2lvbhIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI1ChhEZWxldGVTdXBwcmVzc2lvblJlcXVlc3QSGQoFZW1haWwYASABKAlCCrpIB3IFEAMYwAIiGwoZRGVsZXRlU3VwcHJlc3Npb25SZXNwb25zZSLDAQoJQ29tcGxhaW50EgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhUKDWZlZWRiYWNrX3R5cGUYAyABKAkSGgoNc3VibWlzc2lvbl9pZBgEIAEoCUgAiAEBEhcKCnVzZXJfYWdlbnQYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIQCg5fc3VibWlzc2lvbl9pZEINCgtfdXNlcl9hZ2VudCJsChVMaXN0Q29tcGxhaW50c1JlcXVlc3QSHQoFbGltaXQYASABKAVCCbpIBhoEGGQoAUgAiAEBEh8KBmN1cnNvchgCIAEoCUIKukgHcgUQARiABEgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yIm0KFkxpc3RDb21wbGFpbnRzUmVzcG9uc2USKQoKY29tcGxhaW50cxgBIAMoCzIVLm1haWxib3gudjEuQ29tcGxhaW50EhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yMvAGCg9EZWxpdmVyeVNlcnZpY2USdQoJU2VuZEVtYWlsEhwubWFpbGJveC52MS5TZW5kRW1haWxSZXF1ZXN0Gh0ubWFpbGJveC52MS5TZW5kRW1haWxSZXNwb25zZSIrorsYFAoNZGVsaXZlcnk6c2VuZBDKASABgtPkkwINOgEqIggvdjEvc2VuZBKeAQoNR2V0U3VibWlzc2lvbhIgLm1haWxib3gudjEuR2V0U3VibWlzc2lvblJlcXVlc3QaIS5tYWlsYm94LnYxLkdldFN1Ym1pc3Npb25SZXNwb25zZSJIorsYEQoNZGVsaXZlcnk6cmVhZCABgtPkkwItYgpzdWJtaXNzaW9uEh8vdjEvc3VibWlzc2lvbnMve3N1Ym1pc3Npb25faWR9EpYBChJHZXREZWxpdmVyeU1ldHJpY3MSJS5tYWlsYm94LnYxLkdldERlbGl2ZXJ5TWV0cmljc1JlcXVlc3QaJi5tYWlsYm94LnYxLkdldERlbGl2ZXJ5TWV0cmljc1Jlc3BvbnNlIjGiuxgRCg1kZWxpdmVyeTpyZWFkIAGC0+STAhYSFC92MS9tZXRyaWNzL2RlbGl2ZXJ5EowBChBMaXN0U3VwcHJlc3Npb25zEiMubWFpbGJveC52MS5MaXN0U3VwcHJlc3Npb25zUmVxdWVzdBokLm1haWxib3gudjEuTGlzdFN1cHByZXNzaW9uc1Jlc3BvbnNlIi2iuxgRCg1kZWxpdmVyeTpyZWFkIAGC0+STAhISEC92MS9zdXBwcmVzc2lvbnMSlQEKEURlbGV0ZVN1cHByZXNzaW9uEiQubWFpbGJveC52MS5EZWxldGVTdXBwcmVzc2lvblJlcXVlc3QaJS5tYWlsYm94LnYxLkRlbGV0ZVN1cHByZXNzaW9uUmVzcG9uc2UiM6K7GBQKDWRlbGl2ZXJ5OnNlbmQQzAEgAYLT5JMCFToBKioQL3YxL3N1cHByZXNzaW9ucxKEAQoOTGlzdENvbXBsYWludHMSIS5tYWlsYm94LnYxLkxpc3RDb21wbGFpbnRzUmVxdWVzdBoiLm1haWxib3gudjEuTGlzdENvbXBsYWludHNSZXNwb25zZSIrorsYEQoNZGVsaXZlcnk6cmVhZCABgtPkkwIQEg4vdjEvY29tcGxhaW50c2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options, file_mailbox_v1_resources]);
+  fileDesc("CiFtYWlsYm94L3YxL2RlbGl2ZXJ5X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEi9AIKEFNlbmRFbWFpbFJlcXVlc3QSTAoPaWRlbXBvdGVuY3lfa2V5GAEgASgJQjO6SBtyGRAIGMgBMhJeW0EtWmEtejAtOS5fOi1dKySiuxgRCg9pZGVtcG90ZW5jeS1rZXkSKQoEZnJvbRgCIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0IGukgDyAEBEikKAnRvGAMgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQgi6SAWSAQIIARIlCgdzdWJqZWN0GAQgASgJQhS6SBFyDxjmBzIKXlteXHJcbl0qJBIVCgR0ZXh0GAUgASgJQge6SARyAhABEhEKBGh0bWwYBiABKAlIAIgBARIqCghyZXBseV90bxgHIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0gBiAEBEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIHCgVfaHRtbEILCglfcmVwbHlfdG8iUQoRU2VuZEVtYWlsUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgCIAEoCCI3ChRHZXRTdWJtaXNzaW9uUmVxdWVzdBIfCg1zdWJtaXNzaW9uX2lkGAEgASgJQgi6SAVyA7ABASJDChVHZXRTdWJtaXNzaW9uUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbiJFChlHZXREZWxpdmVyeU1ldHJpY3NSZXF1ZXN0Eh4KBWhvdXJzGAEgASgFQgq6SAcaBRjQBSgBSACIAQFCCAoGX2hvdXJzIn0KDkRlbGl2ZXJ5Q291bnRzEhEKCXN1Ym1pdHRlZBgBIAEoBRIRCglkZWxpdmVyZWQYAiABKAUSEAoIZGVmZXJyZWQYAyABKAUSDwoHYm91bmNlZBgEIAEoBRIOCgZmYWlsZWQYBSABKAUSEgoKY29tcGxhaW50cxgGIAEoBSJxCg9EZWxpdmVyeUxhdGVuY3kSEwoGcDUwX21zGAEgASgFSACIAQESEwoGcDkwX21zGAIgASgFSAGIAQESEwoGcDk5X21zGAMgASgFSAKIAQFCCQoHX3A1MF9tc0IJCgdfcDkwX21zQgkKB19wOTlfbXMi9AEKGkdldERlbGl2ZXJ5TWV0cmljc1Jlc3BvbnNlEg0KBWhvdXJzGAEgASgFEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCgZjb3VudHMYAyABKAsyGi5tYWlsYm94LnYxLkRlbGl2ZXJ5Q291bnRzEhMKC2JvdW5jZV9yYXRlGAQgASgBEhUKDWRlZmVycmFsX3JhdGUYBSABKAESFgoOY29tcGxhaW50X3JhdGUYBiABKAESLAoHbGF0ZW5jeRgHIAEoCzIbLm1haWxib3gudjEuRGVsaXZlcnlMYXRlbmN5InwKC1N1cHByZXNzaW9uEg0KBWVtYWlsGAEgASgJEg4KBnJlYXNvbhgCIAEoCRITCgZkZXRhaWwYAyABKAlIAIgBARIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdfZGV0YWlsIm4KF0xpc3RTdXBwcmVzc2lvbnNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAiABKAlCCrpIB3IFEAEYgARIAYgBAUIICgZfbGltaXRCCQoHX2N1cnNvciJzChhMaXN0U3VwcHJlc3Npb25zUmVzcG9uc2USLQoMc3VwcHJlc3Npb25zGAEgAygLMhcubWFpbGJveC52MS5TdXBwcmVzc2lvbhIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI1ChhEZWxldGVTdXBwcmVzc2lvblJlcXVlc3QSGQoFZW1haWwYASABKAlCCrpIB3IFEAMYwAIiGwoZRGVsZXRlU3VwcHJlc3Npb25SZXNwb25zZSLDAQoJQ29tcGxhaW50EgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhUKDWZlZWRiYWNrX3R5cGUYAyABKAkSGgoNc3VibWlzc2lvbl9pZBgEIAEoCUgAiAEBEhcKCnVzZXJfYWdlbnQYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIQCg5fc3VibWlzc2lvbl9pZEINCgtfdXNlcl9hZ2VudCJsChVMaXN0Q29tcGxhaW50c1JlcXVlc3QSHQoFbGltaXQYASABKAVCCbpIBhoEGGQoAUgAiAEBEh8KBmN1cnNvchgCIAEoCUIKukgHcgUQARiABEgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yIm0KFkxpc3RDb21wbGFpbnRzUmVzcG9uc2USKQoKY29tcGxhaW50cxgBIAMoCzIVLm1haWxib3gudjEuQ29tcGxhaW50EhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yMugGCg9EZWxpdmVyeVNlcnZpY2USdQoJU2VuZEVtYWlsEhwubWFpbGJveC52MS5TZW5kRW1haWxSZXF1ZXN0Gh0ubWFpbGJveC52MS5TZW5kRW1haWxSZXNwb25zZSIrorsYFAoNZGVsaXZlcnk6c2VuZBDKASABgtPkkwINOgEqIggvdjEvc2VuZBKeAQoNR2V0U3VibWlzc2lvbhIgLm1haWxib3gudjEuR2V0U3VibWlzc2lvblJlcXVlc3QaIS5tYWlsYm94LnYxLkdldFN1Ym1pc3Npb25SZXNwb25zZSJIorsYEQoNZGVsaXZlcnk6cmVhZCABgtPkkwItYgpzdWJtaXNzaW9uEh8vdjEvc3VibWlzc2lvbnMve3N1Ym1pc3Npb25faWR9EpQBChJHZXREZWxpdmVyeU1ldHJpY3MSJS5tYWlsYm94LnYxLkdldERlbGl2ZXJ5TWV0cmljc1JlcXVlc3QaJi5tYWlsYm94LnYxLkdldERlbGl2ZXJ5TWV0cmljc1Jlc3BvbnNlIi+iuxgPCg1kZWxpdmVyeTpyZWFkgtPkkwIWEhQvdjEvbWV0cmljcy9kZWxpdmVyeRKKAQoQTGlzdFN1cHByZXNzaW9ucxIjLm1haWxib3gudjEuTGlzdFN1cHByZXNzaW9uc1JlcXVlc3QaJC5tYWlsYm94LnYxLkxpc3RTdXBwcmVzc2lvbnNSZXNwb25zZSIrorsYDwoNZGVsaXZlcnk6cmVhZILT5JMCEhIQL3YxL3N1cHByZXNzaW9ucxKTAQoRRGVsZXRlU3VwcHJlc3Npb24SJC5tYWlsYm94LnYxLkRlbGV0ZVN1cHByZXNzaW9uUmVxdWVzdBolLm1haWxib3gudjEuRGVsZXRlU3VwcHJlc3Npb25SZXNwb25zZSIxorsYEgoNZGVsaXZlcnk6c2VuZBDMAYLT5JMCFToBKioQL3YxL3N1cHByZXNzaW9ucxKCAQoOTGlzdENvbXBsYWludHMSIS5tYWlsYm94LnYxLkxpc3RDb21wbGFpbnRzUmVxdWVzdBoiLm1haWxib3gudjEuTGlzdENvbXBsYWludHNSZXNwb25zZSIporsYDwoNZGVsaXZlcnk6cmVhZILT5JMCEBIOL3YxL2NvbXBsYWludHNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options, file_mailbox_v1_resources]);
 
 /**
  * Request for SendEmail.
@@ -181,48 +181,49 @@ export const GetDeliveryMetricsRequestSchema: GenMessage<GetDeliveryMetricsReque
   messageDesc(file_mailbox_v1_delivery_service, 4);
 
 /**
- * Recipient counts by delivery state.
+ * Recipient counts by delivery state, over the recipients of the submissions created in the window (their state
+ * now), and the complaints received in the window.
  *
  * @generated from message mailbox.v1.DeliveryCounts
  */
 export type DeliveryCounts = Message<"mailbox.v1.DeliveryCounts"> & {
   /**
-   * Recipients accepted for delivery.
+   * Recipients of the submissions created in the window, in any state (pending and queued ones included).
    *
    * @generated from field: int32 submitted = 1;
    */
   submitted: number;
 
   /**
-   * Recipients delivered.
+   * Of those, recipients whose server accepted the message.
    *
    * @generated from field: int32 delivered = 2;
    */
   delivered: number;
 
   /**
-   * Recipients currently deferred.
+   * Of those, recipients currently deferred (a temporary failure; delivery is still being retried).
    *
    * @generated from field: int32 deferred = 3;
    */
   deferred: number;
 
   /**
-   * Recipients that bounced.
+   * Of those, recipients that bounced (a permanent rejection by their server).
    *
    * @generated from field: int32 bounced = 4;
    */
   bounced: number;
 
   /**
-   * Recipients that failed otherwise.
+   * Of those, recipients that failed otherwise (for instance deferred until the queue lifetime ran out).
    *
    * @generated from field: int32 failed = 5;
    */
   failed: number;
 
   /**
-   * Complaints received.
+   * Complaints (ARF feedback reports) received in the window, whenever the message they name was sent.
    *
    * @generated from field: int32 complaints = 6;
    */
@@ -237,7 +238,8 @@ export const DeliveryCountsSchema: GenMessage<DeliveryCounts> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_delivery_service, 5);
 
 /**
- * Delivery latency percentiles, from acceptance to the recipient server's acceptance.
+ * Delivery latency percentiles over the delivered recipients counted: from the submission's acceptance to the
+ * recipient server's acceptance, interpolated (PostgreSQL percentile_cont) and rounded to whole milliseconds.
  *
  * @generated from message mailbox.v1.DeliveryLatency
  */
@@ -250,14 +252,14 @@ export type DeliveryLatency = Message<"mailbox.v1.DeliveryLatency"> & {
   p50Ms?: number | undefined;
 
   /**
-   * 90th percentile in milliseconds, or null.
+   * 90th percentile in milliseconds, or null with no deliveries.
    *
    * @generated from field: optional int32 p90_ms = 2;
    */
   p90Ms?: number | undefined;
 
   /**
-   * 99th percentile in milliseconds, or null.
+   * 99th percentile in milliseconds, or null with no deliveries.
    *
    * @generated from field: optional int32 p99_ms = 3;
    */
@@ -272,7 +274,7 @@ export const DeliveryLatencySchema: GenMessage<DeliveryLatency> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_delivery_service, 6);
 
 /**
- * Delivery metrics of the organization over a window.
+ * Delivery metrics of the organization over a window ending now.
  *
  * @generated from message mailbox.v1.GetDeliveryMetricsResponse
  */
@@ -285,7 +287,7 @@ export type GetDeliveryMetricsResponse = Message<"mailbox.v1.GetDeliveryMetricsR
   hours: number;
 
   /**
-   * Start of the window.
+   * Start of the window: submissions created at or after it are counted.
    *
    * @generated from field: google.protobuf.Timestamp since = 2;
    */
@@ -299,21 +301,21 @@ export type GetDeliveryMetricsResponse = Message<"mailbox.v1.GetDeliveryMetricsR
   counts?: DeliveryCounts | undefined;
 
   /**
-   * bounced / submitted, 0 when nothing was submitted.
+   * bounced / submitted; 0 when nothing was submitted.
    *
    * @generated from field: double bounce_rate = 4;
    */
   bounceRate: number;
 
   /**
-   * deferred / submitted.
+   * deferred / submitted; 0 when nothing was submitted.
    *
    * @generated from field: double deferral_rate = 5;
    */
   deferralRate: number;
 
   /**
-   * complaints / delivered.
+   * complaints / delivered; 0 when nothing was delivered.
    *
    * @generated from field: double complaint_rate = 6;
    */
@@ -341,21 +343,22 @@ export const GetDeliveryMetricsResponseSchema: GenMessage<GetDeliveryMetricsResp
  */
 export type Suppression = Message<"mailbox.v1.Suppression"> & {
   /**
-   * The address.
+   * The address, lower-cased.
    *
    * @generated from field: string email = 1;
    */
   email: string;
 
   /**
-   * hard_bounce, complaint or manual.
+   * Why it is suppressed: hard_bounce (its server rejected a message permanently), complaint (an ARF feedback
+   * report named it) or manual.
    *
    * @generated from field: string reason = 2;
    */
   reason: string;
 
   /**
-   * The response or report that caused it, or null.
+   * The response or report that caused it (the server's reply; the feedback type and reporting agent), or null.
    *
    * @generated from field: optional string detail = 3;
    */
@@ -439,7 +442,7 @@ export const ListSuppressionsResponseSchema: GenMessage<ListSuppressionsResponse
  */
 export type DeleteSuppressionRequest = Message<"mailbox.v1.DeleteSuppressionRequest"> & {
   /**
-   * The address to remove.
+   * The address to remove, as it was sent to; matched case-insensitively.
    *
    * @generated from field: string email = 1;
    */
@@ -482,14 +485,14 @@ export type Complaint = Message<"mailbox.v1.Complaint"> & {
   id: string;
 
   /**
-   * The complaining recipient.
+   * The complaining recipient, lower-cased.
    *
    * @generated from field: string email = 2;
    */
   email: string;
 
   /**
-   * The feedback type, such as abuse.
+   * The report's Feedback-Type, lower-cased: abuse, fraud, virus, other, or another registered type.
    *
    * @generated from field: string feedback_type = 3;
    */
@@ -503,7 +506,7 @@ export type Complaint = Message<"mailbox.v1.Complaint"> & {
   submissionId?: string | undefined;
 
   /**
-   * The reporting agent, or null.
+   * The report's User-Agent (the reporting system), or null.
    *
    * @generated from field: optional string user_agent = 5;
    */
@@ -607,7 +610,8 @@ export const DeliveryService: GenService<{
     output: typeof GetSubmissionResponseSchema;
   },
   /**
-   * Returns delivery metrics over the last `hours` hours.
+   * Returns delivery metrics of the organization over the last `hours` hours: the recipients of the submissions
+   * created in the window by state, bounce, deferral and complaint rates, and delivery latency percentiles.
    *
    * @generated from rpc mailbox.v1.DeliveryService.GetDeliveryMetrics
    */
@@ -617,7 +621,7 @@ export const DeliveryService: GenService<{
     output: typeof GetDeliveryMetricsResponseSchema;
   },
   /**
-   * Lists suppressed recipient addresses, newest first.
+   * Lists the organization's suppressed recipient addresses, newest first, paginated with `limit` and `cursor`.
    *
    * @generated from rpc mailbox.v1.DeliveryService.ListSuppressions
    */
@@ -627,7 +631,9 @@ export const DeliveryService: GenService<{
     output: typeof ListSuppressionsResponseSchema;
   },
   /**
-   * Removes an address from the suppression list.
+   * Removes an address from the organization's suppression list, whatever put it there, so mail to it is sent
+   * again. The address is matched as validation normalises it (lower-cased, IDNA domain). An address that is not
+   * suppressed answers 404 not_found; a key restricted to particular inboxes answers 403 inbox_restricted.
    *
    * @generated from rpc mailbox.v1.DeliveryService.DeleteSuppression
    */
@@ -637,7 +643,9 @@ export const DeliveryService: GenService<{
     output: typeof DeleteSuppressionResponseSchema;
   },
   /**
-   * Lists complaints received as ARF feedback reports, newest first.
+   * Lists the complaints about the organization's mail, newest first, paginated with `limit` and `cursor`. A
+   * complaint comes from an ARF feedback report (RFC 5965) received at the service's feedback address that names
+   * a message the organization sent; each also suppresses the complaining recipient.
    *
    * @generated from rpc mailbox.v1.DeliveryService.ListComplaints
    */

@@ -1,0 +1,305 @@
+// Complaints from ARF feedback reports (RFC 5965): mailbox providers send a report to the service's feedback
+// address when one of their users marks a message of ours as spam. The report names the message by its
+// Message-ID (in the returned message or its headers); we find the submission that sent it, record a complaint
+// for the organization and suppress the complaining recipient, so nothing more is sent to them.
+//
+// The feedback address is public and its mail untrusted: a report is only believed as far as it names a
+// submission (by a Message-ID nobody outside the exchange knows) and a recipient of that submission. Anything
+// else (not ARF, no known Message-ID, a stranger as the recipient) is dropped with a log line, never an error,
+// so a bad report is never retried. The parser is small, linear and synchronous on purpose: it reads the
+// headers of the top-level parts only, never a body beyond them, so it needs no parse budget of its own.
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { newUuid } from "../ids.js";
+import type { Logger } from "../logger.js";
+import { parseAddress } from "../validation/syntax.js";
+
+/** What a feedback report says, as far as we use it. */
+export interface FeedbackReport {
+  /** Feedback-Type, lower-cased (abuse, fraud, virus, other, not-spam, …). */
+  readonly feedbackType: string;
+  /** User-Agent: the reporting system, or null when the report has none. */
+  readonly userAgent: string | null;
+  /** The recipients the report names (Original-Rcpt-To, Removal-Recipient), as written. */
+  readonly recipients: readonly string[];
+  /** The Message-ID of the reported message, in angle brackets, from the returned message or its headers. */
+  readonly messageId: string | null;
+}
+
+export type FeedbackReportParse =
+  | { readonly ok: true; readonly report: FeedbackReport }
+  | { readonly ok: false; readonly problem: string };
+
+/** Media types that carry the reported message (RFC 5965 §2 c; RFC 6533 for the internationalised forms). */
+const RETURNED_MESSAGE_TYPES = new Set(["message/rfc822", "text/rfc822-headers", "message/global", "message/global-headers"]);
+/** A feedback type is a token (RFC 5965 §7.3 registry); the column holds 64 characters. */
+const FEEDBACK_TYPE = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** Longest User-Agent kept (the column's length). */
+const MAX_USER_AGENT = 255;
+/** Longest Message-ID believed (RFC 5322 line limit). */
+const MAX_MESSAGE_ID = 998;
+/** Most recipients taken from one report: a report is about one recipient; the rest is noise. */
+const MAX_REPORTED_RECIPIENTS = 10;
+
+/**
+ * Reads an ARF report: a multipart/report with report-type=feedback-report, a message/feedback-report part and
+ * the returned message (message/rfc822) or its headers (text/rfc822-headers). Bytes are read as Latin-1, one
+ * character per byte, so nothing 8-bit can make the reading fail; the fields used are ASCII.
+ */
+export function parseFeedbackReport(raw: Uint8Array): FeedbackReportParse {
+  const message = splitEntity(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("latin1"));
+  const type = contentTypeOf(message.headers);
+  if (type.mediaType !== "multipart/report") return fail(`not a multipart/report (${type.mediaType})`);
+  if (type.params.get("report-type")?.toLowerCase() !== "feedback-report") return fail("the report-type is not feedback-report");
+  const boundary = type.params.get("boundary");
+  if (!boundary) return fail("the multipart/report has no boundary");
+  const parts = splitMultipart(message.body, boundary).map(splitEntity);
+
+  const feedback = parts.find((p) => contentTypeOf(p.headers).mediaType === "message/feedback-report");
+  if (!feedback) return fail("no message/feedback-report part");
+  const fields = parseHeaders(decodeBody(feedback));
+  const feedbackType = (firstValue(fields, "feedback-type") ?? "").toLowerCase();
+  if (!FEEDBACK_TYPE.test(feedbackType)) return fail("the feedback report has no valid Feedback-Type");
+  const userAgent = printable(firstValue(fields, "user-agent") ?? "").slice(0, MAX_USER_AGENT) || null;
+  const recipients = fields
+    .filter(([name]) => name === "original-rcpt-to" || name === "removal-recipient")
+    .map(([, value]) => addressOf(value))
+    .filter((a) => a !== "")
+    .slice(0, MAX_REPORTED_RECIPIENTS);
+
+  const returned = parts.find((p) => RETURNED_MESSAGE_TYPES.has(contentTypeOf(p.headers).mediaType));
+  const returnedHeaders = returned ? parseHeaders(splitEntity(decodeBody(returned)).headers) : [];
+  return { ok: true, report: { feedbackType, userAgent, recipients, messageId: messageIdOf(firstValue(returnedHeaders, "message-id")) } };
+}
+
+/** A Message-ID in angle brackets; RFC 5965's own example writes one without them, so a bare id@host is taken too. */
+function messageIdOf(value: string | undefined): string | null {
+  const text = (value ?? "").trim();
+  const id = text.match(/<[^<>\s]+>/)?.[0] ?? (/^[^<>\s@]+@[^<>\s@]+$/.test(text) ? `<${text}>` : null);
+  return id !== null && id.length <= MAX_MESSAGE_ID ? id : null;
+}
+
+function fail(problem: string): FeedbackReportParse {
+  return { ok: false, problem };
+}
+
+interface Entity {
+  /** The header section, unparsed. */
+  readonly headers: string;
+  readonly body: string;
+}
+
+/** Header section and body of a message or MIME part (CRLF or bare LF line ends). */
+function splitEntity(text: string): Entity {
+  // A part may have no headers at all: it then starts with the blank line.
+  if (/^\r?\n/.test(text)) return { headers: "", body: text.replace(/^\r?\n/, "") };
+  const end = /\r?\n\r?\n/.exec(text);
+  if (!end) return { headers: text, body: "" };
+  return { headers: text.slice(0, end.index), body: text.slice(end.index + end[0].length) };
+}
+
+type HeaderField = readonly [name: string, value: string];
+
+/** Unfolds a header section into (lower-cased name, value) pairs, in order; lines that are no field are skipped. */
+function parseHeaders(section: string): HeaderField[] {
+  const fields: HeaderField[] = [];
+  for (const line of section.split(/\r?\n/)) {
+    const last = fields[fields.length - 1];
+    if (/^[ \t]/.test(line)) {
+      // RFC 5322 §2.2.3: a folded line continues the field above it.
+      if (last) fields[fields.length - 1] = [last[0], `${last[1]} ${line.trim()}`];
+      continue;
+    }
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    fields.push([line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()]);
+  }
+  return fields;
+}
+
+function firstValue(fields: readonly HeaderField[], name: string): string | undefined {
+  return fields.find(([n]) => n === name)?.[1];
+}
+
+interface ContentType {
+  readonly mediaType: string;
+  readonly params: ReadonlyMap<string, string>;
+}
+
+/** The Content-Type of an entity (RFC 2045 §5.1), text/plain when it has none. */
+function contentTypeOf(headerSection: string): ContentType {
+  const value = firstValue(parseHeaders(headerSection), "content-type");
+  if (value === undefined) return { mediaType: "text/plain", params: new Map() };
+  const [mediaType = "", ...rest] = splitParameters(value);
+  const params = new Map<string, string>();
+  for (const param of rest) {
+    const eq = param.indexOf("=");
+    if (eq <= 0) continue;
+    let v = param.slice(eq + 1).trim();
+    if (v.startsWith('"') && v.endsWith('"') && v.length >= 2) v = v.slice(1, -1).replace(/\\(.)/g, "$1");
+    params.set(param.slice(0, eq).trim().toLowerCase(), v);
+  }
+  return { mediaType: mediaType.trim().toLowerCase(), params };
+}
+
+/** Splits a header value at semicolons outside quoted strings; comments are dropped. */
+function splitParameters(value: string): string[] {
+  const out: string[] = [];
+  let current = "";
+  let quoted = false;
+  let comment = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i]!;
+    if (quoted) {
+      current += c;
+      if (c === "\\" && i + 1 < value.length) current += value[++i];
+      else if (c === '"') quoted = false;
+    } else if (comment > 0) {
+      if (c === "(") comment++;
+      else if (c === ")") comment--;
+    } else if (c === '"') {
+      quoted = true;
+      current += c;
+    } else if (c === "(") {
+      comment = 1;
+    } else if (c === ";") {
+      out.push(current);
+      current = "";
+    } else {
+      current += c;
+    }
+  }
+  out.push(current);
+  return out;
+}
+
+/** The body parts of a multipart body (RFC 2046 §5.1.1): preamble and epilogue dropped. */
+function splitMultipart(body: string, boundary: string): string[] {
+  const delimiter = `--${boundary}`;
+  const parts: string[] = [];
+  let current: string[] | null = null;
+  for (const line of body.split(/\r?\n/)) {
+    if (line.startsWith(delimiter)) {
+      const rest = line.slice(delimiter.length);
+      // Transport padding (trailing white space) may follow a delimiter; anything else makes it a body line.
+      if (/^[ \t]*$/.test(rest) || /^--[ \t]*$/.test(rest)) {
+        if (current) parts.push(current.join("\r\n"));
+        if (rest.startsWith("--")) return parts;
+        current = [];
+        continue;
+      }
+    }
+    current?.push(line);
+  }
+  // No close delimiter: what was read still counts (reports are often cut short by relays).
+  if (current) parts.push(current.join("\r\n"));
+  return parts;
+}
+
+/** A part's body with its Content-Transfer-Encoding undone, still one character per byte. */
+function decodeBody(part: Entity): string {
+  const encoding = (firstValue(parseHeaders(part.headers), "content-transfer-encoding") ?? "").toLowerCase();
+  if (encoding === "base64") return Buffer.from(part.body.replace(/[^A-Za-z0-9+/]/g, ""), "base64").toString("latin1");
+  if (encoding === "quoted-printable") {
+    return part.body.replace(/=\r?\n/g, "").replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  }
+  return part.body;
+}
+
+/** The address of an Original-Rcpt-To or Removal-Recipient value: bare, bracketed, or typed like a DSN's. */
+function addressOf(value: string): string {
+  const typed = /^rfc822\s*;\s*(.*)$/i.exec(value);
+  const text = typed ? typed[1]! : value;
+  const bracketed = /<([^<>]*)>/.exec(text);
+  return printable(bracketed ? bracketed[1]! : text).trim();
+}
+
+/** Text without control characters (the report is the sender's; PostgreSQL refuses NUL). */
+function printable(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f]/g, "").trim();
+}
+
+/** The lower-cased form validation uses, so suppressions and complaints match what send checks. */
+export function normalizeRecipient(email: string): string {
+  const parsed = parseAddress(email);
+  return parsed.ok ? parsed.normalized : email.trim().toLowerCase();
+}
+
+export interface FeedbackReports {
+  /** The address reports are received at (FEEDBACK_ADDRESS), lower-cased. */
+  readonly address: string;
+  /**
+   * Records the report a received message carries, inside the caller's transaction (the one that claims the raw
+   * message, so a report is recorded once). A message that is no usable report is dropped with a log line;
+   * only database errors reject.
+   */
+  record(em: EntityManager, raw: Uint8Array, rawId: string): Promise<void>;
+}
+
+interface SubmissionRecipientRow {
+  readonly id: string;
+  readonly organization_id: string;
+  /** Null for a submission without recipient rows. */
+  readonly email: string | null;
+}
+
+export function createFeedbackReports(deps: { readonly address: string; readonly log: Logger }): FeedbackReports {
+  const { log } = deps;
+  const drop = (rawId: string, why: string, fields: Record<string, unknown> = {}) =>
+    log.info("feedback message dropped", { rawId, why, ...fields });
+
+  return {
+    address: deps.address,
+    async record(em, raw, rawId) {
+      const parsed = parseFeedbackReport(raw);
+      if (!parsed.ok) return drop(rawId, parsed.problem);
+      const { report } = parsed;
+      // RFC 6430's not-spam says the opposite of a complaint: nothing to record, nobody to suppress.
+      if (report.feedbackType === "not-spam") return drop(rawId, "a not-spam report is no complaint");
+      if (report.messageId === null) return drop(rawId, "the report names no Message-ID");
+
+      // One query: the submission with this Message-ID, its organization and its recipients.
+      const rows = await em.execute<SubmissionRecipientRow[]>(
+        `select s.id, s.organization_id, r.email
+           from submissions s
+           left join submission_recipients r on r.submission_id = s.id and r.organization_id = s.organization_id
+          where s.internet_message_id = ?`,
+        [report.messageId],
+        "all",
+      );
+      const submissionIds = new Set(rows.map((r) => r.id));
+      if (submissionIds.size === 0) return drop(rawId, "no submission has this Message-ID", { messageId: report.messageId });
+      // Message-IDs are generated per submission; two matches mean it was not ours to begin with.
+      if (submissionIds.size > 1) return drop(rawId, "several submissions have this Message-ID", { messageId: report.messageId });
+      const { id: submissionId, organization_id: organizationId } = rows[0]!;
+      const sentTo = new Set(rows.flatMap((r) => (r.email === null ? [] : [normalizeRecipient(r.email)])));
+      const named = [...new Set(report.recipients.map(normalizeRecipient))];
+      // A report that names nobody (providers may redact the recipient) is about the only recipient, if one.
+      const complaining = named.length > 0 ? named.filter((e) => sentTo.has(e)) : sentTo.size === 1 ? [...sentTo] : [];
+      if (complaining.length === 0) {
+        return drop(rawId, named.length > 0 ? "the named recipient is not one of the submission's" : "the report names no recipient", {
+          submissionId,
+        });
+      }
+
+      const now = new Date();
+      const detail = `${report.feedbackType} report${report.userAgent ? ` by ${report.userAgent}` : ""} about ${report.messageId}`;
+      for (const email of complaining) {
+        await em.execute(
+          `insert into complaints (id, organization_id, email, feedback_type, submission_id, user_agent, created_at)
+           values (?, ?, ?, ?, ?, ?, ?)`,
+          [newUuid(), organizationId, email, report.feedbackType, submissionId, report.userAgent, now],
+          "run",
+        );
+        // An address suppressed already (a hard bounce, an earlier complaint) keeps its first reason.
+        await em.execute(
+          `insert into suppressions (id, organization_id, email, reason, detail, created_at)
+           values (?, ?, ?, 'complaint', ?, ?)
+           on conflict (organization_id, email) do nothing`,
+          [newUuid(), organizationId, email, detail, now],
+          "run",
+        );
+      }
+      log.info("feedback report recorded", { rawId, submissionId, organizationId, feedbackType: report.feedbackType, recipients: complaining.length });
+    },
+  };
+}

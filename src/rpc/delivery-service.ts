@@ -1,0 +1,89 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  ComplaintSchema,
+  DeleteSuppressionResponseSchema,
+  GetDeliveryMetricsResponseSchema,
+  ListComplaintsResponseSchema,
+  ListSuppressionsResponseSchema,
+  SuppressionSchema,
+  type Complaint,
+  type DeliveryService,
+  type GetDeliveryMetricsResponse,
+  type Suppression,
+} from "../../gen/mailbox/v1/delivery_service_pb.js";
+import type { ComplaintRow } from "../db/entities/complaint.js";
+import type { SuppressionRow } from "../db/entities/suppression.js";
+import type { Complaints } from "../outbound/complaints.js";
+import type { DeliveryMetrics, DeliveryMetricsReader } from "../outbound/metrics.js";
+import type { Suppressions } from "../outbound/suppressions.js";
+import { callerOf } from "./call-context.js";
+
+export interface DeliveryServiceDeps {
+  readonly deliveryMetrics: DeliveryMetricsReader;
+  readonly suppressions: Suppressions;
+  readonly complaints: Complaints;
+}
+
+export function createDeliveryService(deps: DeliveryServiceDeps): Partial<ServiceImpl<typeof DeliveryService>> {
+  const { deliveryMetrics, suppressions, complaints } = deps;
+  return {
+    async getDeliveryMetrics(req, ctx) {
+      const { store } = callerOf(ctx);
+      return toDeliveryMetrics(await deliveryMetrics.read(store, req.hours));
+    },
+    async listSuppressions(req, ctx) {
+      const { store } = callerOf(ctx);
+      const page = await suppressions.list(store, req);
+      return create(ListSuppressionsResponseSchema, { suppressions: page.items.map(toSuppression), nextCursor: page.nextCursor });
+    },
+    async deleteSuppression(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      await suppressions.delete(store, principal, req.email);
+      return create(DeleteSuppressionResponseSchema);
+    },
+    async listComplaints(req, ctx) {
+      const { store } = callerOf(ctx);
+      const page = await complaints.list(store, req);
+      return create(ListComplaintsResponseSchema, { complaints: page.items.map(toComplaint), nextCursor: page.nextCursor });
+    },
+  };
+}
+
+// Mappers of this service's rows (kept here: they have no other user).
+function toDeliveryMetrics(m: DeliveryMetrics): GetDeliveryMetricsResponse {
+  return create(GetDeliveryMetricsResponseSchema, {
+    hours: m.hours,
+    since: timestampFromDate(m.since),
+    counts: m.counts,
+    bounceRate: m.bounceRate,
+    deferralRate: m.deferralRate,
+    complaintRate: m.complaintRate,
+    latency: {
+      p50Ms: m.latency.p50Ms ?? undefined,
+      p90Ms: m.latency.p90Ms ?? undefined,
+      p99Ms: m.latency.p99Ms ?? undefined,
+    },
+  });
+}
+
+function toSuppression(row: SuppressionRow): Suppression {
+  return create(SuppressionSchema, {
+    email: row.email,
+    reason: row.reason,
+    detail: row.detail ?? undefined,
+    createdAt: timestampFromDate(row.createdAt),
+  });
+}
+
+function toComplaint(row: ComplaintRow): Complaint {
+  return create(ComplaintSchema, {
+    id: row.id,
+    email: row.email,
+    feedbackType: row.feedbackType,
+    submissionId: row.submissionId ?? undefined,
+    userAgent: row.userAgent ?? undefined,
+    createdAt: timestampFromDate(row.createdAt),
+  });
+}
