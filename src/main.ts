@@ -20,6 +20,7 @@ import { createMessages } from "./mailbox/messages.js";
 import { createThreads } from "./mailbox/threads.js";
 import { createCursorCodec } from "./pagination/cursor.js";
 import { createComplaints } from "./outbound/complaints.js";
+import { createOutbound } from "./outbound/outbound.js";
 import { createDeliveryMetrics } from "./outbound/metrics.js";
 import { createSuppressions } from "./outbound/suppressions.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
@@ -27,6 +28,7 @@ import { ensureTemporalCli } from "./runtime/temporal-cli.js";
 import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
 import {
   connectTemporal,
+  createDeliveryStarter,
   createDomainVerificationStarter,
   createInboxPurgeStarter,
   createWebhookRetryStarter,
@@ -43,6 +45,10 @@ import { createAttachmentScanStarter } from "./scanning/attachment-scan-starter.
 import { reconcileAttachmentScans } from "./scanning/attachment-scan-reconciler.js";
 import { startSmtpRole, type SmtpRole } from "./inbound/smtp-role.js";
 import { createWebhookOutbox, type WebhookOutbox } from "./webhooks/outbox.js";
+import { createDkimSigningKeys } from "./domains/signing-keys.js";
+import { deliverySettingsOf, type DeliveryDeps } from "./outbound/delivery/deliverer.js";
+import { managedDkimKeySource } from "./outbound/delivery/managed-dkim.js";
+import { startDeliveryReconciler } from "./outbound/delivery/reconciler.js";
 
 export type Role = "api" | "worker" | "smtp";
 
@@ -163,6 +169,8 @@ export async function startService(config: Config, roles: readonly Role[], optio
       const scans = createAttachmentScanStarter(temporal, config.temporalTaskQueue);
       const scanReconciler = startReconciler("attachment scan", () => reconcileAttachmentScans(db, scans), log);
       stops.push(scanReconciler.stop);
+      const deliveryReconciler = startDeliveryReconciler(db, temporal, config.temporalTaskQueue, log);
+      stops.push(deliveryReconciler.stop);
       log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
     }
     let smtp: SmtpRole | undefined;
@@ -214,9 +222,10 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     workflows: createDomainVerificationStarter(temporal, config.temporalTaskQueue),
   });
   const validator = createEmailValidator({ resolver: createCachingResolver(resolver), suppressions: createSuppressionLookup(db) });
+  const capabilities = createConfiguredCapabilities(config, db, verifier);
   const inboxes = createInboxes({
     managedDomain: config.managedDomain,
-    customerDomains: createConfiguredCapabilities(config, db, verifier),
+    customerDomains: capabilities,
     inboxLimit: config.platformLimits.inboxes,
     cursors,
     purges: createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize),
@@ -231,6 +240,15 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     addressPolicy: config.webhooks,
     cursors,
   });
+  const outbound = createOutbound({
+    managedDomain: config.managedDomain,
+    recipientsPerMessage: config.platformLimits.recipientsPerMessage,
+    messageContentBytes: config.platformLimits.messageContentBytes,
+    inboxes,
+    domains: capabilities,
+    deliveries: createDeliveryStarter(temporal, config.temporalTaskQueue),
+    log,
+  });
   const authenticator = createAuthenticator(db, config.keyCacheMs);
   return startApiServer(
     {
@@ -240,6 +258,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
       inboxes,
       threads,
       messages,
+      outbound,
       webhooks,
       domains,
       validator,
@@ -290,11 +309,12 @@ async function runningDatabaseUrl(config: Config): Promise<string | undefined> {
 }
 
 /** The worker of this configuration: every workflow and activity on the configured task queue. */
-export function createConfiguredWorker(
+export async function createConfiguredWorker(
   config: Config,
   db: Database,
   temporalAddress: string,
   workflowBundle?: WorkflowBundleOption,
+  overrides: { deliveryMxPort?: number } = {},
 ): Promise<Worker> {
   return createWorker({
     address: temporalAddress,
@@ -308,8 +328,21 @@ export function createConfiguredWorker(
       verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
       refreshMs: config.customerDomains.refreshMs,
     },
+    delivery: await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort),
     ...(workflowBundle ? { workflowBundle } : {}),
   });
+}
+
+/** Outbound delivery of this configuration: routes, DNS, the managed and customer DKIM keys, the retry schedule. */
+export async function createConfiguredDeliveryDeps(config: Config, db: Database, mxPort?: number): Promise<DeliveryDeps> {
+  return {
+    db,
+    settings: deliverySettingsOf(config, mxPort),
+    resolver: createConfiguredResolver(config),
+    managedDkimKey: managedDkimKeySource(config),
+    customerDkimKeys: createDkimSigningKeys({ db, vault: createDkimKeyVault(await dkimKeySecretOf(config)) }),
+    log: createLogger(config.logLevel),
+  };
 }
 
 /** The webhook outbox of this configuration: prompt first attempts, retries in Temporal. */

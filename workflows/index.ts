@@ -3,3 +3,4 @@ export { inboxPurge } from "./inbox-purge.js";
 export { attachmentScan } from "./attachment-scan.js";
 export { webhookDelivery } from "./webhook-delivery.js";
 export { domainVerification } from "./domain-verification.js";
+export { delivery } from "./delivery.js";

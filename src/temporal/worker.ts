@@ -8,6 +8,8 @@ import { createAttachmentScanActivities } from "./activities/attachment-scan.js"
 import { createInboxPurgeActivities } from "./activities/inbox-purge.js";
 import { createDomainVerificationActivities, type DomainVerificationActivityDeps } from "./activities/domain-verification.js";
 import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.js";
+import { createDeliveryOperations, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
+import { createDeliveryActivities } from "./activities/delivery.js";
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL("../../workflows/index.ts", import.meta.url));
 
@@ -16,12 +18,14 @@ export function createActivities(deps: {
   scanner: Scanner;
   webhooks: WebhookSettings;
   domainVerification: DomainVerificationActivityDeps;
+  delivery: DeliveryDeps;
 }) {
   return {
     ...createDomainVerificationActivities(deps.domainVerification),
     ...createInboxPurgeActivities(deps.db),
     ...createAttachmentScanActivities(deps),
     ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks)),
+    ...createDeliveryActivities(createDeliveryOperations(deps.delivery)),
   };
 }
 
@@ -36,6 +40,8 @@ export interface WorkerOptions {
   readonly webhooks: WebhookSettings;
   /** The verifier and refresh age of the domain re-check activity (createConfiguredVerifier, config.customerDomains). */
   readonly domainVerification: DomainVerificationActivityDeps;
+  /** Routing, DNS, DKIM keys and the retry schedule of outbound delivery (createConfiguredDeliveryDeps). */
+  readonly delivery: DeliveryDeps;
   /** A prebuilt bundle (tests share one); otherwise workflows/ is bundled at start. */
   readonly workflowBundle?: WorkflowBundleOption;
 }
