@@ -63,12 +63,6 @@ export class TooLarge extends DomainError {
   }
 }
 
-export class NotImplemented extends DomainError {
-  constructor(operation: string) {
-    super(Code.Unimplemented, "not_implemented", `${operation} is not implemented yet`);
-  }
-}
-
 /** The error code written when a ConnectError carries no ErrorDetail. */
 export const DEFAULT_ERROR_CODE: Record<Code, string> = {
   [Code.Canceled]: "canceled",

@@ -5,6 +5,8 @@ import {
   ComplaintSchema,
   DeleteSuppressionResponseSchema,
   GetDeliveryMetricsResponseSchema,
+  GetSubmissionResponseSchema,
+  SendEmailResponseSchema,
   ListComplaintsResponseSchema,
   ListSuppressionsResponseSchema,
   SuppressionSchema,
@@ -18,17 +20,29 @@ import type { SuppressionRow } from "../db/entities/suppression.js";
 import type { Complaints } from "../outbound/complaints.js";
 import type { DeliveryMetrics, DeliveryMetricsReader } from "../outbound/metrics.js";
 import type { Suppressions } from "../outbound/suppressions.js";
+import type { Outbound } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
+import { toSubmission } from "./mappers.js";
 
 export interface DeliveryServiceDeps {
   readonly deliveryMetrics: DeliveryMetricsReader;
   readonly suppressions: Suppressions;
   readonly complaints: Complaints;
+  readonly outbound: Outbound;
 }
 
 export function createDeliveryService(deps: DeliveryServiceDeps): Partial<ServiceImpl<typeof DeliveryService>> {
-  const { deliveryMetrics, suppressions, complaints } = deps;
+  const { deliveryMetrics, suppressions, complaints, outbound } = deps;
   return {
+    async sendEmail(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const result = await outbound.sendEmail(store, principal, { ...req, from: req.from!, replyTo: req.replyTo });
+      return create(SendEmailResponseSchema, { submission: toSubmission(result.submission), replayed: result.replayed });
+    },
+    async getSubmission(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      return create(GetSubmissionResponseSchema, { submission: toSubmission(await outbound.getSubmission(store, principal, req.submissionId)) });
+    },
     async getDeliveryMetrics(req, ctx) {
       const { store } = callerOf(ctx);
       return toDeliveryMetrics(await deliveryMetrics.read(store, req.hours));

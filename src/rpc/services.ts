@@ -15,6 +15,7 @@ import type { EmailValidator } from "../validation/validator.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Messages } from "../mailbox/messages.js";
 import type { Threads } from "../mailbox/threads.js";
+import type { Outbound } from "../outbound/outbound.js";
 import type { WebhookEndpoints } from "../webhooks/endpoints.js";
 import { createAccountService } from "./account-service.js";
 import { createDeliveryService, type DeliveryServiceDeps } from "./delivery-service.js";
@@ -42,6 +43,7 @@ export interface ServiceDeps extends DeliveryServiceDeps {
   readonly inboxes: Inboxes;
   readonly threads: Threads;
   readonly messages: Messages;
+  readonly outbound: Outbound;
   readonly webhooks: WebhookEndpoints;
   readonly domains: Domains;
   readonly validator: EmailValidator;
@@ -49,8 +51,9 @@ export interface ServiceDeps extends DeliveryServiceDeps {
 
 /**
  * Every service of the contract with its implementation, as Connect implementation specs: the router serves them to
- * Connect, gRPC and gRPC-Web, and the JSON face invokes the very same specs. Services whose operations later work
- * builds have no implementation: Connect answers them `unimplemented`, rendered as 501 not_implemented.
+ * Connect, gRPC and gRPC-Web, and the JSON face invokes the very same specs. An operation marked
+ * `(mailbox.v1.method).unimplemented` and left out of its implementation answers Connect's `unimplemented`,
+ * rendered as 501 not_implemented (every operation of v1 is built today).
  */
 export function createServiceSpecs(deps: ServiceDeps): ServiceImplSpec[] {
   return [

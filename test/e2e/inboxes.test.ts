@@ -273,14 +273,3 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(doc.paths)).toContain("/v1/inboxes/{inboxId}");
   });
 });
-
-describe("not yet built operations", () => {
-  test.each([
-    ["GET", "/v1/submissions/7d0f6a4e-2f7c-4b7e-9a53-4c1f3f1f0a11", undefined],
-  ])("%s %s answers 501 not_implemented", async (method, path, body) => {
-    const tenant = await app.createTenant();
-    const res = await tenant.request(method, path, { body });
-    expect(res.status).toBe(501);
-    expect(res.body).toEqual({ error: "not_implemented", message: expect.any(String) });
-  });
-});
