@@ -2,7 +2,7 @@
 // parallel. One activity is one SMTP transaction to one domain; recipients it defers are retried after a doubling
 // backoff until the queue lifetime (counted from the submission's creation) runs out, and a deferring domain never
 // holds up another. Every state change is written by the activities; the workflow only keeps the schedule.
-import { proxyActivities, sleep } from "@temporalio/workflow";
+import { continueAsNew, proxyActivities, sleep, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryActivities } from "../src/temporal/activities/delivery.js";
 
 /**
@@ -16,7 +16,7 @@ const ATTEMPT_TIMEOUT = "30m";
 const ATTEMPT_HEARTBEAT_TIMEOUT = "10s";
 
 const bookkeeping = proxyActivities<DeliveryActivities>({ startToCloseTimeout: "1m", retry: ACTIVITY_RETRY });
-const attempts = proxyActivities<DeliveryActivities>({
+const attemptsActivity = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: ATTEMPT_TIMEOUT,
   heartbeatTimeout: ATTEMPT_HEARTBEAT_TIMEOUT,
   retry: ACTIVITY_RETRY,
@@ -26,6 +26,8 @@ export interface DeliveryArgs {
   readonly submissionId: string;
   readonly organizationId: string;
   readonly inboxId: string | null;
+  /** Attempts made per domain by earlier runs (continue-as-new), so the backoff goes on where it was. */
+  readonly attempts?: Readonly<Record<string, number>>;
 }
 
 /** What queueing a submission tells the workflow: its domains and the schedule (from the worker's configuration). */
@@ -57,20 +59,33 @@ export function deliveryRetryDelayMs(attempt: number, initialMs: number, maxMs: 
 export async function delivery(args: DeliveryArgs): Promise<DeliveryResult> {
   const queued = await bookkeeping.queueSubmission(args.submissionId);
   const deadline = queued.createdAtMs + queued.queueLifetimeMs;
-  await Promise.all(queued.domains.map((domain) => deliverDomain(args.submissionId, domain, deadline, queued)));
+  const attempts: Record<string, number> = { ...args.attempts };
+  const outcomes = await Promise.all(queued.domains.map((domain) => deliverDomain(args.submissionId, domain, deadline, queued, attempts)));
+  // A long retry schedule (short waits, long lifetime) would outgrow one history: a new run goes on with the domains
+  // still open, and their attempt counts.
+  if (outcomes.includes("continue")) await continueAsNew<typeof delivery>({ ...args, attempts });
   return { domains: queued.domains.length };
 }
 
-async function deliverDomain(submissionId: string, domain: string, deadline: number, schedule: QueuedSubmission): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
+async function deliverDomain(
+  submissionId: string,
+  domain: string,
+  deadline: number,
+  schedule: QueuedSubmission,
+  attempts: Record<string, number>,
+): Promise<"done" | "continue"> {
+  for (;;) {
     // Date.now() is the workflow clock: the same on every replay.
     if (Date.now() >= deadline) {
       await bookkeeping.expireDomain({ submissionId, domain });
-      return;
+      return "done";
     }
-    const result = await attempts.attemptDomain({ submissionId, domain });
-    if (result.remaining === 0) return;
-    const wait = deliveryRetryDelayMs(attempt, schedule.retryInitialMs, schedule.retryMaxMs);
+    const result = await attemptsActivity.attemptDomain({ submissionId, domain });
+    attempts[domain] = (attempts[domain] ?? 0) + 1;
+    if (result.remaining === 0) return "done";
+    const wait = deliveryRetryDelayMs(attempts[domain], schedule.retryInitialMs, schedule.retryMaxMs);
     await sleep(Math.max(1, Math.min(wait, deadline - Date.now())));
+    // Handed to the next run when the attempt is due: it makes it at once.
+    if (workflowInfo().continueAsNewSuggested) return "continue";
   }
 }
