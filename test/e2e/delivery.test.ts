@@ -114,6 +114,15 @@ test("a 451 defers the recipient, which is retried and delivered once the peer r
   expect(delivered.recipients[0]!.attempts).toBeGreaterThanOrEqual(3);
   expect(delivered.message).toEqual({ deliveryStatus: "delivered", failureCode: null });
   expect(sink.copiesFor(to)).toHaveLength(1);
+
+  // The waits between attempts, as the workflow's timers recorded them: 200 ms doubling, capped at 400 ms.
+  const history = await app.temporal.workflow.getHandle(deliveryWorkflowId(s.submissionId)).fetchHistory();
+  const waits = (history.events ?? [])
+    .map((e) => e.timerStartedEventAttributes?.startToFireTimeout)
+    .filter((d) => d != null)
+    .map((d) => Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6));
+  expect(waits.length).toBe(delivered.recipients[0]!.attempts - 1);
+  expect(waits).toEqual([200, 400, ...Array(waits.length - 2).fill(400)]);
 });
 
 test("a 550 5.1.1 bounces the recipient and suppresses the address; the other recipient is delivered", async () => {
