@@ -118,12 +118,12 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
         clearInterval(timer);
       }
       const outcomes: RecipientOutcome[] = [];
-      const suppress: { email: string; detail: string }[] = [];
+      const suppress: { id: string; email: string; detail: string }[] = [];
       for (const r of input.recipients) {
         const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
         const outcome = outcomeOf(verdict, fromSmtp);
         outcomes.push({ id: r.id, ...outcome });
-        if (outcome.status === "bounced") suppress.push({ email: r.email, detail: verdict.response });
+        if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
       }
       await store.record(submissionId, outcomes, suppress);
       deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });

@@ -43,7 +43,7 @@ export interface DeliveryStore {
   /** The attempt's input, or undefined when the submission is gone. Recipients: the domain's open ones. */
   attemptInput(submissionId: string, domain: string): Promise<AttemptInput | undefined>;
   /** Records outcomes of open recipients (final ones are left alone), suppresses hard bounces, re-aggregates. */
-  record(submissionId: string, outcomes: readonly RecipientOutcome[], suppress: readonly { email: string; detail: string }[]): Promise<void>;
+  record(submissionId: string, outcomes: readonly RecipientOutcome[], suppress: readonly { id: string; email: string; detail: string }[]): Promise<void>;
   /** The domain's open recipients fail with this code (the queue lifetime ran out). */
   failOpen(submissionId: string, domain: string, failureCode: string, response: string): Promise<void>;
 }
@@ -124,24 +124,28 @@ export function createDeliveryStore(db: Database): DeliveryStore {
       await db.fork().transactional(async (em) => {
         const submission = await lock(em, submissionId);
         if (!submission) return;
+        const applied: RecipientOutcome[] = [];
         for (const o of outcomes) {
-          await em.execute(
+          const updated = await em.execute<{ id: string }[]>(
             `update submission_recipients
                 set status = ?, response = ?, failure_code = ?, attempts = attempts + 1,
                     delivered_at = case when ? = 'delivered' then now() else delivered_at end, updated_at = now()
-              where id = ? and submission_id = ? and status in ${OPEN}`,
+              where id = ? and submission_id = ? and status in ${OPEN} returning id`,
             [o.status, o.response, o.failureCode, o.status, o.id, submissionId],
           );
+          if (updated.length > 0) applied.push(o);
         }
-        for (const s of suppress) {
+        // Every recipient was final already (a repeated attempt): nothing changes.
+        if (applied.length === 0) return;
+        for (const s of suppress.filter((x) => applied.some((o) => o.id === x.id))) {
           await em.execute(
             `insert into suppressions (id, organization_id, email, reason, detail, created_at)
              values (?, ?, ?, 'hard_bounce', ?, now()) on conflict (organization_id, email) do nothing`,
             [randomUUID(), submission.organization_id, s.email.toLowerCase(), s.detail],
           );
         }
-        const last = outcomes[outcomes.length - 1]!;
-        const lastFailure = [...outcomes].reverse().find((o) => o.status === "failed" || o.status === "bounced");
+        const last = applied[applied.length - 1]!;
+        const lastFailure = [...applied].reverse().find((o) => o.status === "failed" || o.status === "bounced");
         await reaggregate(em, submission, last.response, lastFailure?.failureCode ?? null);
       });
     },
