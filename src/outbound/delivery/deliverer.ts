@@ -17,6 +17,8 @@ import { createDeliveryStore, type DeliveryStore, type RecipientOutcome } from "
 
 /** How often a running attempt tells Temporal it is alive (well within the workflow's heartbeat timeout). */
 const HEARTBEAT_INTERVAL_MS = 2_000;
+/** No next host is tried after this long, so an attempt ends well within its activity timeout (30 min). */
+const ATTEMPT_BUDGET_MS = 15 * 60_000;
 
 export const QUEUE_LIFETIME_EXCEEDED = "queue_lifetime_exceeded";
 
@@ -111,6 +113,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
             recipients: input.recipients.map((r) => r.email),
             mime: input.mime,
             dkim: await signingKey(input.organizationId, input.fromEmail),
+            deadline: Date.now() + ATTEMPT_BUDGET_MS,
           });
           verdicts = result.verdicts;
         }

@@ -19,6 +19,8 @@ export interface SmtpAttemptInput {
   readonly recipients: readonly string[];
   readonly mime: Buffer;
   readonly dkim: DkimSigningKey | undefined;
+  /** No further host is tried after this time (epoch ms): the attempt must end within its activity timeout. */
+  readonly deadline: number;
 }
 
 export interface SmtpAttemptResult {
@@ -57,6 +59,7 @@ export async function attemptSmtp(input: SmtpAttemptInput): Promise<SmtpAttemptR
   const recipients = [...new Map(input.recipients.map((r) => [addressKey(r), r])).values()];
   let last: { error: SmtpError; hop: Hop } | undefined;
   for (const hop of input.hops) {
+    if (last && Date.now() >= input.deadline) break;
     try {
       const info = (await send(hop, input, recipients)) as SmtpInfo;
       return { verdicts: fromInfo(input.recipients, info), hop };
