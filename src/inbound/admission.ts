@@ -3,7 +3,6 @@
 // holds (spec States rule 3); anything else is refused at RCPT, so the service is never an open relay and never
 // stores mail nobody can read.
 import type { Database } from "../db/database.js";
-import { Inbox } from "../db/entities/index.js";
 import { toAsciiDomain } from "../dns/names.js";
 import type { DomainCapabilities } from "../domains/capabilities.js";
 
@@ -42,14 +41,15 @@ export function createRecipientAdmission(
   feedbackAddress?: string,
 ): AdmitRecipient {
   async function inboxAt(localPart: string, domain: string, domainId: string | null): Promise<Admission> {
-    const inbox = await db.fork().findOne(
-      Inbox,
-      { address: `${localPart}@${domain}` },
-      { populate: ["organization"], fields: ["id", "status", "domainId", "organization.status"] },
+    const address = `${localPart}@${domain}`;
+    const [inbox] = await db.sql.query<{ id: string; status: string; domain_id: string | null; organization_status: string }>(
+      `select i.id, i.status, i.domain_id, o.status as organization_status
+         from inboxes i join organizations o on o.id = i.organization_id where i.address = $1`,
+      [address],
     );
-    if (!inbox || inbox.status !== "active" || inbox.domainId !== domainId) return { kind: "unknown_mailbox" };
-    if (inbox.organization.status !== "active") return { kind: "mailbox_disabled" };
-    return { kind: "admitted", recipient: { address: `${localPart}@${domain}`, inboxId: inbox.id } };
+    if (!inbox || inbox.status !== "active" || inbox.domain_id !== domainId) return { kind: "unknown_mailbox" };
+    if (inbox.organization_status !== "active") return { kind: "mailbox_disabled" };
+    return { kind: "admitted", recipient: { address, inboxId: inbox.id } };
   }
 
   return async (address) => {

@@ -1,6 +1,6 @@
 // What inbound processing needs from other parts of the service, as ports: the webhook outbox and the attachment
 // scanner are wired in by the composition root.
-import type { EntityManager } from "@mikro-orm/postgresql";
+import type { SqlTx } from "../db/database.js";
 
 /** A message.received event: ids only (the payload carries no subject, sender, body or attachments). */
 export interface MessageReceivedEvent {
@@ -12,13 +12,14 @@ export interface MessageReceivedEvent {
 
 /**
  * The webhook outbox. enqueue runs inside the caller's transaction, so the event commits with the message or not
- * at all; dispatch runs after the commit and must never throw (failures are retried durably).
+ * at all; dispatch runs after the commit and must never throw (failures are retried durably). What enqueue returns
+ * is opaque to the caller: it hands it to dispatch unchanged.
  */
-export interface MessageReceivedOutbox {
-  /** Creates one delivery per active endpoint of the organization; returns the delivery ids. */
-  enqueue(em: EntityManager, event: MessageReceivedEvent): Promise<string[]>;
-  /** Makes a prompt first attempt for the given deliveries; retries are durable (Temporal). */
-  dispatch(deliveryIds: readonly string[]): void;
+export interface MessageReceivedOutbox<Enqueued = unknown> {
+  /** Creates one delivery per active endpoint of the organization. */
+  enqueue(tx: SqlTx, event: MessageReceivedEvent): Promise<Enqueued[]>;
+  /** Makes the prompt first attempts of what was enqueued; retries are durable (Temporal). */
+  dispatch(enqueued: readonly Enqueued[]): void;
 }
 
 /** Starts the durable scan of a stored message's attachments; idempotent per message. */

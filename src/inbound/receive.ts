@@ -1,7 +1,6 @@
 // Durable acceptance: the raw message is committed (one transaction) before the server answers 250, so a crash
 // right after the 250 loses nothing; processing picks the row up (see processor.ts and sweeper.ts).
 import type { Database } from "../db/database.js";
-import { InboundRawMessage } from "../db/entities/index.js";
 import { newUuid } from "../ids.js";
 import type { AdmittedRecipient } from "./admission.js";
 
@@ -22,26 +21,26 @@ export interface ReceivedMessage {
   readonly raw: Buffer;
 }
 
-/** Commits the raw message as pending; returns its id. */
+/** Commits the raw message as pending (one statement, the bytes bound as binary); returns its id. */
 export async function storeRawMessage(db: Database, message: ReceivedMessage): Promise<string> {
-  const em = db.fork();
-  const row = em.create(InboundRawMessage, {
-    id: newUuid(),
-    receivedAt: new Date(),
-    mailFrom: message.mailFrom,
-    rcptTo: message.recipients.map((r) => r.address),
-    inboxIds: message.recipients.map((r) => r.inboxId),
-    remoteIp: message.session.remoteIp,
-    helo: message.session.helo,
-    tlsProtocol: message.session.tls?.protocol ?? null,
-    tlsCipher: message.session.tls?.cipher ?? null,
-    size: message.raw.length,
-    raw: message.raw,
-    status: "pending",
-    attempts: 0,
-    error: null,
-    processedAt: null,
-  });
-  await em.flush();
-  return row.id;
+  const id = newUuid();
+  await db.sql.query(
+    `insert into inbound_raw_messages
+       (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', 0)`,
+    [
+      id,
+      new Date(),
+      message.mailFrom,
+      message.recipients.map((r) => r.address),
+      message.recipients.map((r) => r.inboxId),
+      message.session.remoteIp,
+      message.session.helo,
+      message.session.tls?.protocol ?? null,
+      message.session.tls?.cipher ?? null,
+      message.raw.length,
+      message.raw,
+    ],
+  );
+  return id;
 }

@@ -8,7 +8,7 @@
 // else (not ARF, no known Message-ID, a stranger as the recipient) is dropped with a log line, never an error,
 // so a bad report is never retried. The parser is small, linear and synchronous on purpose: it reads the
 // headers of the top-level parts only, never a body beyond them, so it needs no parse budget of its own.
-import type { EntityManager } from "@mikro-orm/postgresql";
+import type { SqlTx } from "../db/database.js";
 import { newUuid } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { parseAddress } from "../validation/syntax.js";
@@ -232,7 +232,7 @@ export interface FeedbackReports {
    * message, so a report is recorded once). A message that is no usable report is dropped with a log line;
    * only database errors reject.
    */
-  record(em: EntityManager, raw: Uint8Array, rawId: string): Promise<void>;
+  record(tx: SqlTx, raw: Uint8Array, rawId: string): Promise<void>;
 }
 
 interface SubmissionRecipientRow {
@@ -249,7 +249,7 @@ export function createFeedbackReports(deps: { readonly address: string; readonly
 
   return {
     address: deps.address,
-    async record(em, raw, rawId) {
+    async record(tx, raw, rawId) {
       const parsed = parseFeedbackReport(raw);
       if (!parsed.ok) return drop(rawId, parsed.problem);
       const { report } = parsed;
@@ -258,13 +258,12 @@ export function createFeedbackReports(deps: { readonly address: string; readonly
       if (report.messageId === null) return drop(rawId, "the report names no Message-ID");
 
       // One query: the submission with this Message-ID, its organization and its recipients.
-      const rows = await em.execute<SubmissionRecipientRow[]>(
+      const rows = await tx.query<SubmissionRecipientRow>(
         `select s.id, s.organization_id, r.email
            from submissions s
            left join submission_recipients r on r.submission_id = s.id and r.organization_id = s.organization_id
-          where s.internet_message_id = ?`,
+          where s.internet_message_id = $1`,
         [report.messageId],
-        "all",
       );
       const submissionIds = new Set(rows.map((r) => r.id));
       if (submissionIds.size === 0) return drop(rawId, "no submission has this Message-ID", { messageId: report.messageId });
@@ -284,19 +283,17 @@ export function createFeedbackReports(deps: { readonly address: string; readonly
       const now = new Date();
       const detail = `${report.feedbackType} report${report.userAgent ? ` by ${report.userAgent}` : ""} about ${report.messageId}`;
       for (const email of complaining) {
-        await em.execute(
+        await tx.query(
           `insert into complaints (id, organization_id, email, feedback_type, submission_id, user_agent, created_at)
-           values (?, ?, ?, ?, ?, ?, ?)`,
+           values ($1, $2, $3, $4, $5, $6, $7)`,
           [newUuid(), organizationId, email, report.feedbackType, submissionId, report.userAgent, now],
-          "run",
         );
         // An address suppressed already (a hard bounce, an earlier complaint) keeps its first reason.
-        await em.execute(
+        await tx.query(
           `insert into suppressions (id, organization_id, email, reason, detail, created_at)
-           values (?, ?, ?, 'complaint', ?, ?)
+           values ($1, $2, $3, 'complaint', $4, $5)
            on conflict (organization_id, email) do nothing`,
           [newUuid(), organizationId, email, detail, now],
-          "run",
         );
       }
       log.info("feedback report recorded", { rawId, submissionId, organizationId, feedbackType: report.feedbackType, recipients: complaining.length });

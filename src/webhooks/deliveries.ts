@@ -57,8 +57,8 @@ export function refOf(row: WebhookDeliveryRow): DeliveryRef {
   };
 }
 
-interface Claimed {
-  readonly claimed: true;
+/** A delivery claimed for one attempt (status delivering, attempts counted): what the attempt sends. */
+export interface ClaimedAttempt {
   readonly url: string;
   readonly secret: string;
   readonly eventId: string;
@@ -67,7 +67,7 @@ interface Claimed {
   readonly attempts: number;
 }
 
-type Claim = Claimed | { readonly claimed: false; readonly result: WebhookAttemptResult };
+type Claim = ({ readonly claimed: true } & ClaimedAttempt) | { readonly claimed: false; readonly result: WebhookAttemptResult };
 
 export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
 
@@ -106,23 +106,27 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings) 
     });
   }
 
+  /** Sends a claimed attempt and records its outcome; never throws for a receiver's failure, only for our own. */
+  async function complete(deliveryId: string, c: ClaimedAttempt): Promise<WebhookAttemptResult> {
+    const sent = await send({ url: c.url, secret: c.secret, eventId: c.eventId, body: c.body });
+    const status = sent.ok ? "delivered" : c.attempts >= settings.maxAttempts ? "failed" : "pending";
+    // Conditional on the claim still being ours: a lease taken over by another attempt is not overwritten.
+    const [recorded] = await db.sql.query<{ id: string }>(
+      `update webhook_deliveries set status = $1, last_error = $2, updated_at = $3
+        where id = $4 and status = 'delivering' and attempts = $5 returning id`,
+      [status, sent.ok ? null : sent.error, new Date(), deliveryId, c.attempts],
+    );
+    if (!recorded) return { outcome: "busy", attempts: c.attempts };
+    return { outcome: status === "pending" ? "retry" : status, attempts: c.attempts };
+  }
+
   return {
+    complete,
     /** Makes one attempt if the row is due one; never throws for a receiver's failure, only for our own. */
     async attempt(deliveryId: string): Promise<WebhookAttemptResult> {
       const c = await claim(deliveryId);
       if (!c.claimed) return c.result;
-      const sent = await send({ url: c.url, secret: c.secret, eventId: c.eventId, body: c.body });
-      const status = sent.ok ? "delivered" : c.attempts >= settings.maxAttempts ? "failed" : "pending";
-      // Conditional on the claim still being ours: a lease taken over by another attempt is not overwritten.
-      const recorded = await db
-        .fork()
-        .nativeUpdate(
-          WebhookDelivery,
-          { id: deliveryId, status: "delivering", attempts: c.attempts },
-          { status, lastError: sent.ok ? null : sent.error, updatedAt: new Date() },
-        );
-      if (recorded === 0) return { outcome: "busy", attempts: c.attempts };
-      return { outcome: status === "pending" ? "retry" : status, attempts: c.attempts };
+      return complete(deliveryId, c);
     },
   };
 }

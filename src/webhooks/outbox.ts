@@ -1,20 +1,25 @@
 // The webhook outbox: message.received events are rows committed with the message, one per active endpoint, then
-// dispatched. The first attempt goes out at once from this process; only a delivery that needs retries (or finds
-// no free attempt slot) gets a Temporal workflow. Whatever dies in between, the reconciler starts what was lost.
-import type { EntityManager } from "@mikro-orm/postgresql";
-import type { Database } from "../db/database.js";
-import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
-import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
+// dispatched. The first attempt goes out at once from this process, claimed in the message's own transaction (no
+// extra commit); only a delivery that needs retries (or finds no free attempt slot) gets a Temporal workflow.
+// Whatever dies in between, the reconciler starts what was lost: a claimed row left delivering is taken over once
+// its lease ends.
+import type { Database, SqlTx } from "../db/database.js";
 import { newId, newUuid } from "../ids.js";
 import type { MessageReceivedEvent, MessageReceivedOutbox } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
-import { refOf, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
+import type { ClaimedAttempt, DeliveryRef, WebhookDeliverer, WebhookRetryStarter } from "./deliveries.js";
 import { MESSAGE_RECEIVED, messageReceivedBody } from "./events.js";
 
 /** Prompt attempts running at once per process; beyond that, deliveries go straight to their workflow. */
 const PROMPT_ATTEMPTS = 16;
 
-export interface WebhookOutbox extends MessageReceivedOutbox {
+/** One delivery as enqueued: claimed for its prompt first attempt, or left pending for its workflow. */
+export interface EnqueuedDelivery {
+  readonly ref: DeliveryRef;
+  readonly claim: ClaimedAttempt | null;
+}
+
+export interface WebhookOutbox extends MessageReceivedOutbox<EnqueuedDelivery> {
   /** Waits for the dispatches under way (before the database closes at shutdown). */
   drain(): Promise<void>;
 }
@@ -27,68 +32,69 @@ export interface WebhookOutboxDeps {
 }
 
 export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
-  const { db, deliverer, retries, log } = deps;
+  const { deliverer, retries, log } = deps;
   const dispatching = new Set<Promise<void>>();
   let prompt = 0;
 
-  async function dispatchOne(row: WebhookDeliveryRow): Promise<void> {
-    let attempts = row.attempts;
-    if (prompt < PROMPT_ATTEMPTS) {
+  async function dispatchOne(delivery: EnqueuedDelivery): Promise<void> {
+    let attempts = delivery.ref.attempts;
+    if (delivery.claim) {
       prompt++;
       try {
-        const result = await deliverer.attempt(row.id);
-        if (result.outcome === "delivered" || result.outcome === "failed") return;
+        const result = await deliverer.complete(delivery.ref.deliveryId, delivery.claim);
+        if (result.outcome === "delivered" || result.outcome === "failed" || result.outcome === "busy") return;
         attempts = result.attempts;
       } catch (e) {
-        log.warn("prompt webhook attempt failed; its workflow retries it", { deliveryId: row.id, error: e });
+        // The claim's lease ends and the workflow attempts again.
+        log.warn("prompt webhook attempt failed; its workflow retries it", { deliveryId: delivery.ref.deliveryId, error: e });
       } finally {
         prompt--;
       }
     }
-    await retries.start({ ...refOf(row), attempts });
-  }
-
-  async function dispatchAll(ids: readonly string[]): Promise<void> {
-    const rows = await db.fork().find(WebhookDelivery, { id: { $in: [...ids] } });
-    await Promise.all(
-      rows.map((row) =>
-        dispatchOne(row).catch((e: unknown) =>
-          log.warn("webhook dispatch failed; the reconciler starts its retries", { deliveryId: row.id, error: e }),
-        ),
-      ),
-    );
+    await retries.start({ ...delivery.ref, attempts });
   }
 
   return {
-    async enqueue(em: EntityManager, event: MessageReceivedEvent): Promise<string[]> {
-      const endpoints = await em.find(WebhookEndpoint, { organization: event.organizationId, status: "active" }, { fields: ["id"] });
+    async enqueue(tx: SqlTx, event: MessageReceivedEvent): Promise<EnqueuedDelivery[]> {
+      // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
+      // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
+      const endpoints = await tx.query<{ id: string; url: string; signing_secret: string }>(
+        `select id, url, signing_secret from webhook_endpoints
+          where organization_id = $1 and status = 'active' order by id for share`,
+        [event.organizationId],
+      );
       if (endpoints.length === 0) return [];
       const now = new Date();
       // One event id for every endpoint: it names the event, and receivers deduplicate on (endpoint, event id).
       const eventId = newId("evt");
-      const payload = messageReceivedBody(eventId, now, event);
-      const rows = endpoints.map((endpoint) => ({
-        id: newUuid(),
-        organization: event.organizationId,
-        endpointId: endpoint.id,
-        eventId,
-        eventType: MESSAGE_RECEIVED,
-        payload,
-        status: "pending",
-        attempts: 0,
-        lastError: null,
-        lastAttemptAt: null,
-        createdAt: now,
-        updatedAt: now,
-      }));
-      await em.insertMany(WebhookDelivery, rows);
-      return rows.map((r) => r.id);
+      const body = messageReceivedBody(eventId, now, event);
+      const enqueued: EnqueuedDelivery[] = [];
+      for (const endpoint of endpoints) {
+        const claimNow = prompt + enqueued.length < PROMPT_ATTEMPTS;
+        const id = newUuid();
+        await tx.query(
+          `insert into webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, status, attempts,
+             last_error, last_attempt_at, created_at, updated_at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, null, $9, $10, $10)`,
+          [id, event.organizationId, endpoint.id, eventId, MESSAGE_RECEIVED, body, claimNow ? "delivering" : "pending", claimNow ? 1 : 0, claimNow ? now : null, now],
+        );
+        const ref = { deliveryId: id, endpointId: endpoint.id, eventId, organizationId: event.organizationId, inboxId: event.inboxId, attempts: claimNow ? 1 : 0 };
+        const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
+        enqueued.push({ ref, claim });
+      }
+      return enqueued;
     },
 
-    dispatch(ids: readonly string[]): void {
-      if (ids.length === 0) return;
-      const running: Promise<void> = dispatchAll(ids)
-        .catch((e: unknown) => log.warn("webhook dispatch failed; the reconciler starts its retries", { deliveryIds: ids, error: e }))
+    dispatch(enqueued: readonly EnqueuedDelivery[]): void {
+      if (enqueued.length === 0) return;
+      const running: Promise<void> = Promise.all(
+        enqueued.map((d) =>
+          dispatchOne(d).catch((e: unknown) =>
+            log.warn("webhook dispatch failed; the reconciler starts its retries", { deliveryId: d.ref.deliveryId, error: e }),
+          ),
+        ),
+      )
+        .then(() => undefined)
         .finally(() => dispatching.delete(running));
       dispatching.add(running);
     },

@@ -10,7 +10,7 @@ import { createLogger } from "../../src/logger.js";
 import { createWebhookRetryStarter, webhookDeliveryWorkflowId } from "../../src/temporal/client.js";
 import { createWebhookDeliverer, ENDPOINT_DELETED, reconcileWebhookDeliveries } from "../../src/webhooks/deliveries.js";
 import { createConfiguredOutbox } from "../../src/main.js";
-import type { WebhookOutbox } from "../../src/webhooks/outbox.js";
+import type { EnqueuedDelivery, WebhookOutbox } from "../../src/webhooks/outbox.js";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type Answer, type HttpsReceiver } from "../support/https-receiver.js";
@@ -57,10 +57,10 @@ async function register(tenant: Tenant, url: string): Promise<Registered> {
   return { id: res.body.id, secret: res.body.signingSecret };
 }
 
-/** Stores an inbound message and enqueues its event in the same transaction, as inbound processing does. */
-async function receiveMessage(tenant: Tenant): Promise<{ event: MessageReceivedEvent; deliveryIds: string[] }> {
+/** Stores an inbound message, then enqueues its event (inbound processing does both in one transaction). */
+async function receiveMessage(tenant: Tenant): Promise<{ event: MessageReceivedEvent; enqueued: EnqueuedDelivery[]; deliveryIds: string[] }> {
   const inbox = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("hooked"), displayName: "Hooked" } });
-  return app.db.fork().transactional(async (em) => {
+  const event = await app.db.fork().transactional(async (em) => {
     const now = new Date();
     const event = { organizationId: tenant.organizationId, inboxId: inbox.body.id, threadId: newId("thr"), messageId: newId("msg") };
     em.create(Thread, {
@@ -101,8 +101,10 @@ async function receiveMessage(tenant: Tenant): Promise<{ event: MessageReceivedE
       updatedAt: now,
     });
     await em.flush();
-    return { event, deliveryIds: await outbox.enqueue(em, event) };
+    return event;
   });
+  const enqueued = await app.db.sql.transaction((tx) => outbox.enqueue(tx, event));
+  return { event, enqueued, deliveryIds: enqueued.map((d) => d.ref.deliveryId) };
 }
 
 const deliveryRow = (id: string) => app.db.fork().findOneOrFail(WebhookDelivery, id);
@@ -117,8 +119,8 @@ describe("message.received delivery", () => {
     const tenant = await app.createTenant();
     const target = receiver.endpoint();
     const hook = await register(tenant, target.url);
-    const { event, deliveryIds } = await receiveMessage(tenant);
-    outbox.dispatch(deliveryIds);
+    const { event, enqueued, deliveryIds } = await receiveMessage(tenant);
+    outbox.dispatch(enqueued);
 
     const [req] = await target.waitFor(1);
     expect(req!.method).toBe("POST");
@@ -145,8 +147,8 @@ describe("message.received delivery", () => {
     const tenant = await app.createTenant();
     const target = receiver.endpoint((n) => (n < 2 ? 500 : 204));
     const hook = await register(tenant, target.url);
-    const { event, deliveryIds } = await receiveMessage(tenant);
-    outbox.dispatch(deliveryIds);
+    const { event, enqueued, deliveryIds } = await receiveMessage(tenant);
+    outbox.dispatch(enqueued);
 
     const attempts = await target.waitFor(3);
     expect(new Set(attempts.map((r) => r.headers["webhook-id"])).size).toBe(1);
@@ -172,8 +174,8 @@ describe("message.received delivery", () => {
     const elsewhere = receiver.endpoint();
     const target = receiver.endpoint(() => ({ status: 302, headers: { location: elsewhere.url } }));
     await register(tenant, target.url);
-    const { deliveryIds } = await receiveMessage(tenant);
-    outbox.dispatch(deliveryIds);
+    const { enqueued, deliveryIds } = await receiveMessage(tenant);
+    outbox.dispatch(enqueued);
 
     const row = await settled(deliveryIds[0]!);
     expect([row.status, row.attempts, row.lastError]).toEqual(["failed", MAX_ATTEMPTS, "HTTP 302 (redirects are not followed)"]);
@@ -186,8 +188,8 @@ describe("message.received delivery", () => {
     const slowOnce: Answer = (n) => (n === 0 ? new Promise((r) => setTimeout(() => r(204), TIMEOUT_MS + 1000)) : 204);
     const target = receiver.endpoint(slowOnce);
     await register(tenant, target.url);
-    const { deliveryIds } = await receiveMessage(tenant);
-    outbox.dispatch(deliveryIds);
+    const { enqueued, deliveryIds } = await receiveMessage(tenant);
+    outbox.dispatch(enqueued);
 
     await target.waitFor(2);
     const row = await settled(deliveryIds[0]!);
@@ -201,9 +203,9 @@ describe("message.received delivery", () => {
     const hookA = await register(tenant, a.url);
     const hookB = await register(tenant, b.url);
     const hookForeign = await register(bystander, foreign.url);
-    const { deliveryIds } = await receiveMessage(tenant);
+    const { enqueued, deliveryIds } = await receiveMessage(tenant);
     expect(deliveryIds).toHaveLength(2);
-    outbox.dispatch(deliveryIds);
+    outbox.dispatch(enqueued);
 
     const [[reqA], [reqB]] = await Promise.all([a.waitFor(1), b.waitFor(1)]);
     expect(reqA!.headers["webhook-id"]).toBe(reqB!.headers["webhook-id"]);
@@ -218,10 +220,10 @@ describe("message.received delivery", () => {
     const tenant = await app.createTenant();
     const target = receiver.endpoint();
     await register(tenant, target.url);
-    const { deliveryIds } = await receiveMessage(tenant);
+    const { enqueued, deliveryIds } = await receiveMessage(tenant);
     // A deliverer of a deployment without the test exemption: the receiver's loopback address is refused.
     const strict = createWebhookDeliverer(app.db, { ...app.config.webhooks, allowHosts: [], maxAttempts: 1 });
-    expect(await strict.attempt(deliveryIds[0]!)).toEqual({ outcome: "failed", attempts: 1 });
+    expect(await strict.complete(deliveryIds[0]!, enqueued[0]!.claim!)).toEqual({ outcome: "failed", attempts: 1 });
     expect((await deliveryRow(deliveryIds[0]!)).lastError).toBe(`${receiver.host} is not a public address (loopback)`);
     expect(target.requests).toHaveLength(0);
   });
@@ -234,8 +236,8 @@ describe("deleting an endpoint", () => {
     const released = new Promise<number>((r) => (release = () => r(204)));
     const target = receiver.endpoint(() => released);
     const hook = await register(tenant, target.url);
-    const { deliveryIds } = await receiveMessage(tenant);
-    outbox.dispatch(deliveryIds);
+    const { enqueued, deliveryIds } = await receiveMessage(tenant);
+    outbox.dispatch(enqueued);
     await target.waitFor(1);
 
     const busy = await tenant.request("DELETE", `/v1/webhooks/${hook.id}`);
@@ -249,12 +251,14 @@ describe("deleting an endpoint", () => {
     const tenant = await app.createTenant();
     const target = receiver.endpoint();
     const hook = await register(tenant, target.url);
-    const { deliveryIds } = await receiveMessage(tenant);
+    const { enqueued, deliveryIds } = await receiveMessage(tenant);
+    // Enqueued while every prompt attempt slot was taken: pending for its workflow, not claimed.
+    await app.db.fork().nativeUpdate(WebhookDelivery, { id: deliveryIds[0] }, { status: "pending", attempts: 0, lastAttemptAt: null });
     expect((await tenant.request("DELETE", `/v1/webhooks/${hook.id}`)).status).toBe(204);
 
     const row = await deliveryRow(deliveryIds[0]!);
     expect([row.status, row.attempts, row.lastError]).toEqual(["failed", 0, ENDPOINT_DELETED]);
-    outbox.dispatch(deliveryIds);
+    outbox.dispatch(enqueued.map((d) => ({ ref: { ...d.ref, attempts: 0 }, claim: null })));
     await outbox.drain();
     expect(target.requests).toHaveLength(0);
   });
@@ -268,8 +272,11 @@ describe("crash safety", () => {
     const target = receiver.endpoint();
     const hook = await register(tenant, target.url);
     const { deliveryIds } = await receiveMessage(tenant);
-    // Never dispatched; as if the process had died a few minutes ago, right after committing the message.
-    await app.db.fork().nativeUpdate(WebhookDelivery, { id: deliveryIds[0] }, { createdAt: new Date(Date.now() - 5 * 60_000) });
+    // Enqueued without a free prompt slot, never dispatched: as if the process had died a few minutes ago, right
+    // after committing the message and before starting the delivery's workflow.
+    await app.db
+      .fork()
+      .nativeUpdate(WebhookDelivery, { id: deliveryIds[0] }, { status: "pending", attempts: 0, lastAttemptAt: null, createdAt: new Date(Date.now() - 5 * 60_000) });
 
     expect(await reconcileWebhookDeliveries(app.db, retries(), app.config.webhooks)).toBeGreaterThanOrEqual(1);
     const [req] = await target.waitFor(1);
@@ -283,7 +290,7 @@ describe("crash safety", () => {
     const target = receiver.endpoint();
     await register(tenant, target.url);
     const { deliveryIds } = await receiveMessage(tenant);
-    // As if an attempt had claimed the row and its process had died long ago.
+    // The prompt attempt claimed the row in the message's transaction, and its process died long ago.
     const longAgo = new Date(Date.now() - 10 * 60_000);
     const claimedAndAbandoned = { status: "delivering", attempts: 1, lastAttemptAt: longAgo, createdAt: longAgo };
     await app.db.fork().nativeUpdate(WebhookDelivery, { id: deliveryIds[0] }, claimedAndAbandoned);

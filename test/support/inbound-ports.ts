@@ -3,7 +3,7 @@
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "../../src/inbound/ports.js";
 
 export interface RecordingPorts {
-  readonly outbox: MessageReceivedOutbox;
+  readonly outbox: MessageReceivedOutbox<string>;
   readonly scans: AttachmentScanStarter;
   /** Each enqueued event, with whether it ran inside the caller's transaction. */
   readonly enqueued: (MessageReceivedEvent & { readonly inTransaction: boolean })[];
@@ -20,9 +20,11 @@ export function recordingPorts(): RecordingPorts {
     dispatched,
     scansStarted,
     outbox: {
-      async enqueue(em, event) {
+      async enqueue(tx, event) {
         const { organizationId, inboxId, threadId, messageId } = event;
-        enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: em.isInTransaction() });
+        // The message was inserted before: inside a transaction it already holds a transaction id.
+        const [{ assigned }] = await tx.query<{ assigned: boolean }>("select pg_current_xact_id_if_assigned() is not null as assigned");
+        enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: assigned });
         return [`delivery-of-${messageId}`];
       },
       dispatch(ids) {
