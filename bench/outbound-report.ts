@@ -1,0 +1,307 @@
+// The outbound benchmark's table: ours beside Postfix and the issue's targets, medians over runs, PASS/MISS for
+// ours; then the throughput steps, where the CPU went, and every run.
+import type { CpuShare } from "./cpu.js";
+import { median } from "./report.js";
+
+export type SystemName = "ours" | "Postfix";
+
+export interface StepRecord {
+  readonly offeredPerS: number;
+  readonly acceptedPerS: number;
+  /** Received by the sink per second over the step's second half. */
+  readonly receivedPerS: number;
+  /** Due → accepted p99 (ms): includes waiting for a free client slot when acceptance falls behind. */
+  readonly acceptP99Ms: number;
+  readonly deliveryP50Ms: number;
+  readonly deliveryP99Ms: number;
+  readonly drainS: number;
+  readonly rssPeakMb: number;
+  readonly pssPeakMb: number;
+  readonly temporalRssPeakMb: number;
+  readonly cpu: CpuShare;
+  readonly held: boolean;
+  readonly reason: string | null;
+}
+
+export interface RunRecord {
+  readonly scenario: string;
+  readonly system: SystemName;
+  readonly run: number;
+  readonly seconds: number;
+  readonly cpu: CpuShare;
+  readonly loadBefore: readonly number[];
+  readonly loadAfter: readonly number[];
+  /** Messages not accepted, accepted but never received, and duplicates at the sink. */
+  readonly failures: number;
+  readonly error: string | null;
+  readonly figures: Readonly<Record<string, number>>;
+  readonly steps?: readonly StepRecord[];
+  /** GET /v1/submissions/{id} of a sample after the run (status/recipient statuses → count). */
+  readonly submissions?: Readonly<Record<string, number>>;
+  readonly submissionsEarly?: Readonly<Record<string, number>>;
+  /** ours, accept runs: what PostgreSQL's busy client backends were doing, share of 50 ms samples. */
+  readonly pgWaits?: Readonly<Record<string, number>>;
+}
+
+export interface OutboundReport {
+  readonly startedAt: string;
+  readonly revision: string;
+  readonly settings: {
+    readonly runs: number;
+    readonly acceptClients: number;
+    readonly latencyRate: number;
+    readonly deferEvery: number;
+    readonly deferAttempts: number;
+    readonly retryInitial: string;
+    readonly stepS: number;
+    readonly textBytes: number;
+    readonly sinkGreetingMs: number;
+  };
+  readonly machine: Readonly<Record<string, unknown>>;
+  readonly loadAtStart: number;
+  readonly strays: number;
+  readonly roleLogLines: Readonly<Record<string, number>>;
+  readonly roleLogTail: Readonly<Record<string, readonly string[]>>;
+  readonly runs: readonly RunRecord[];
+}
+
+/** Targets of issue 4, section 7. */
+export const TARGETS = {
+  acceptP50Ms: 10,
+  acceptP99Ms: 50,
+  deliveryP50Ms: 150,
+  deliveryP99Ms: 1000,
+  throughputPerS: 70,
+  throughputStretchPerS: 200,
+} as const;
+
+/**
+ * "Deferrals must not slow the rest": the 90% not deferred keep their p50 within 25% + 10 ms and their p99 within
+ * 50% + 50 ms of the clean run's (medians of each), and every deferred message is delivered in the end.
+ */
+export const DEFERRAL_SLACK = { p50: { factor: 1.25, ms: 10 }, p99: { factor: 1.5, ms: 50 } } as const;
+
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+const SYSTEM_ORDER: readonly SystemName[] = ["ours", "Postfix"];
+/** The process groups that are ours (the rest: the bench, its client and sink, and the other system idling). */
+const OUR_GROUPS: readonly string[] = ["api", "worker", "smtp", "postgres", "temporal"];
+const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
+const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString("en-US")) : "—");
+const dec = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
+
+interface Row {
+  readonly label: string;
+  readonly values: Readonly<Partial<Record<SystemName, string>>>;
+  readonly target?: string;
+  readonly verdict?: boolean;
+}
+
+export function formatOutboundReport(report: OutboundReport): string {
+  const runsOf = (scenario: string, system: SystemName) => report.runs.filter((r) => r.scenario === scenario && r.system === system);
+  const med = (scenario: string, system: SystemName, figure: string): number => {
+    const values = runsOf(scenario, system).map((r) => r.figures[figure]).filter((v): v is number => v !== undefined && Number.isFinite(v));
+    return values.length === 0 ? Number.NaN : median(values);
+  };
+  const systems = SYSTEM_ORDER.filter((s) => report.runs.some((r) => r.system === s));
+  const each = (f: (s: SystemName) => string) => Object.fromEntries(systems.map((s) => [s, f(s)]));
+  /** Every run of ours for the scenario exists and had no failure. */
+  const valid = (scenario: string) => runsOf(scenario, "ours").length > 0 && runsOf(scenario, "ours").every((r) => r.failures === 0);
+  const invalidNote = (scenario: string) => each((s) => {
+    const bad = runsOf(scenario, s).filter((r) => r.failures > 0).length;
+    return bad > 0 ? `${bad} of ${runsOf(scenario, s).length}` : "0";
+  });
+  const rows: Row[] = [];
+  const { settings } = report;
+
+  if (report.runs.some((r) => r.scenario === "accept")) {
+    rows.push({
+      label: `acceptance p50 ms (202 / 250 after DATA), ${settings.acceptClients} clients`,
+      values: each((s) => ms(med("accept", s, "p50Ms"))),
+      target: `≤ ${TARGETS.acceptP50Ms}`,
+      verdict: valid("accept") && med("accept", "ours", "p50Ms") <= TARGETS.acceptP50Ms,
+    });
+    rows.push({
+      label: "acceptance p99 ms",
+      values: each((s) => ms(med("accept", s, "p99Ms"))),
+      target: `≤ ${TARGETS.acceptP99Ms}`,
+      verdict: valid("accept") && med("accept", "ours", "p99Ms") <= TARGETS.acceptP99Ms,
+    });
+    rows.push({ label: "  accepted msg/s (closed loop)", values: each((s) => int(med("accept", s, "msgPerS"))) });
+    rows.push({ label: "  runs with failures", values: invalidNote("accept") });
+  }
+  if (report.runs.some((r) => r.scenario === "latency")) {
+    rows.push({
+      label: `accepted → received p50 ms, ${int(settings.latencyRate)} msg/s open loop`,
+      values: each((s) => ms(med("latency", s, "p50Ms"))),
+      target: `≤ ${TARGETS.deliveryP50Ms}`,
+      verdict: valid("latency") && med("latency", "ours", "p50Ms") <= TARGETS.deliveryP50Ms,
+    });
+    rows.push({
+      label: "accepted → received p99 ms",
+      values: each((s) => ms(med("latency", s, "p99Ms"))),
+      target: `≤ ${TARGETS.deliveryP99Ms}`,
+      verdict: valid("latency") && med("latency", "ours", "p99Ms") <= TARGETS.deliveryP99Ms,
+    });
+    rows.push({ label: "  of which accepted → sink connect p50 ms", values: each((s) => ms(med("latency", s, "toConnectP50Ms"))) });
+    rows.push({ label: "  of which connect → final dot p50 ms", values: each((s) => ms(med("latency", s, "sessionP50Ms"))) });
+    rows.push({ label: "  acceptance p50 / p99 ms at this rate", values: each((s) => `${ms(med("latency", s, "acceptP50Ms"))} / ${ms(med("latency", s, "acceptP99Ms"))}`) });
+    rows.push({ label: "  runs with failures", values: invalidNote("latency") });
+  }
+  if (report.runs.some((r) => r.scenario === "deferral")) {
+    const pct = Math.round(100 / settings.deferEvery);
+    const holds = (s: SystemName) => {
+      const clean50 = med("latency", s, "p50Ms");
+      const clean99 = med("latency", s, "p99Ms");
+      return (
+        med("deferral", s, "p50Ms") <= clean50 * DEFERRAL_SLACK.p50.factor + DEFERRAL_SLACK.p50.ms &&
+        med("deferral", s, "p99Ms") <= clean99 * DEFERRAL_SLACK.p99.factor + DEFERRAL_SLACK.p99.ms
+      );
+    };
+    rows.push({
+      label: `sink answers 451 to ${pct}%: the other ${100 - pct}% p50 / p99 ms`,
+      values: each((s) => `${ms(med("deferral", s, "p50Ms"))} / ${ms(med("deferral", s, "p99Ms"))}`),
+      target: "≈ clean run",
+      verdict: valid("deferral") && (!report.runs.some((r) => r.scenario === "latency") || holds("ours")),
+    });
+    rows.push({ label: "  the clean run's p50 / p99 ms (above)", values: each((s) => `${ms(med("latency", s, "p50Ms"))} / ${ms(med("latency", s, "p99Ms"))}`) });
+    rows.push({
+      label: `  deferred (${settings.deferAttempts} × 451): received / sent, p50 ms`,
+      values: each((s) => `${int(med("deferral", s, "deferredReceived"))}/${int(med("deferral", s, "deferredSent"))}, ${ms(med("deferral", s, "deferredP50Ms"))}`),
+      target: "all",
+      verdict: valid("deferral"),
+    });
+  }
+  if (report.runs.some((r) => r.scenario === "throughput")) {
+    rows.push({
+      label: "sustained delivery msg/s (highest step held)",
+      values: each((s) => int(med("throughput", s, "sustainedPerS"))),
+      target: `≥ ${TARGETS.throughputPerS} (${TARGETS.throughputStretchPerS})`,
+      verdict: med("throughput", "ours", "sustainedPerS") >= TARGETS.throughputPerS * 0.95,
+    });
+    rows.push({
+      label: "  breaks at offered msg/s (received msg/s there)",
+      values: each((s) => {
+        const at = med("throughput", s, "breaksAtPerS");
+        return Number.isFinite(at) ? `${int(at)} (${int(med("throughput", s, "receivedAtBreakPerS"))})` : "held all";
+      }),
+    });
+    rows.push({ label: "  highest received msg/s in any step", values: each((s) => int(med("throughput", s, "maxReceivedPerS"))) });
+    rows.push({
+      label: "  peak RSS MB (ours: worker; Postfix: all, PSS)",
+      values: each((s) => (s === "ours" ? int(med("throughput", s, "rssPeakMb")) : int(med("throughput", s, "pssPeakMb")))),
+    });
+    if (systems.includes("ours")) {
+      rows.push({ label: "  peak RSS MB of the Temporal dev server", values: { ours: int(med("throughput", "ours", "temporalRssPeakMb")), Postfix: "n/a" } });
+    }
+  }
+
+  const width = Math.max(...rows.map((r) => r.label.length)) + 2;
+  const col = 16;
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width) : c.padStart(col))).join("");
+  const out: string[] = [];
+  out.push(
+    `Outbound benchmark of ${report.revision}, ${report.startedAt}. ${String(report.machine["cores"])} × ${String(report.machine["cpu"])}, ` +
+      `Node ${String(report.machine["node"])}, Postfix ${String(report.machine["postfix"] ?? "—")}.`,
+    `${settings.runs} runs per scenario and system (medians); ${settings.textBytes}-byte text bodies; one recipient per message; the sink ` +
+      `greets after ${settings.sinkGreetingMs} ms; retries of deferred recipients start after ${settings.retryInitial} (both systems); ` +
+      `all on the same cores. Load average at the start: ${report.loadAtStart.toFixed(2)}.`,
+    "",
+    line(["", ...systems, "target", "ours"]),
+  );
+  for (const r of rows) {
+    const verdict = r.verdict === undefined || !systems.includes("ours") ? "" : r.verdict ? "PASS" : "MISS";
+    out.push(line([r.label, ...systems.map((s) => r.values[s] ?? ""), r.target ?? "", verdict]));
+  }
+
+  const throughput = report.runs.filter((r) => r.scenario === "throughput");
+  if (throughput.length > 0) {
+    out.push("", "Throughput steps (offered → accepted / received in the second half msg/s, delivery p50 / p99 ms, peak RSS MB):");
+    for (const r of throughput) {
+      out.push(`  ${r.system.padEnd(8)}#${r.run + 1}`);
+      for (const s of r.steps ?? []) {
+        out.push(
+          `    ${int(s.offeredPerS).padStart(5)} → ${int(s.acceptedPerS).padStart(5)} / ${int(s.receivedPerS).padStart(5)}   ` +
+            `${ms(s.deliveryP50Ms).padStart(7)} / ${ms(s.deliveryP99Ms).padStart(7)} ms   drained ${s.drainS.toFixed(1).padStart(5)} s   ` +
+            `RSS ${int(r.system === "ours" ? s.rssPeakMb : s.pssPeakMb)}${r.system === "ours" ? ` (Temporal ${int(s.temporalRssPeakMb)})` : ""}   ` +
+            `${Object.entries(s.cpu.groups).filter(([, c]) => c >= 0.05).map(([g, c]) => `${g} ${c.toFixed(2)}`).join(" ")}` +
+            `${s.held ? "" : `   BREAKS: ${s.reason}`}`,
+        );
+      }
+    }
+  }
+
+  out.push("", "Where the CPU went (cores, medians over runs; throughput: the last step; other = outside the processes named):");
+  const groups = [...new Set(report.runs.flatMap((r) => Object.keys(r.cpu.groups)))];
+  out.push(
+    ["scenario".padEnd(12), "system".padEnd(8), ...groups.map((g) => g.padStart(Math.max(8, g.length + 1))), "other".padStart(7), "machine".padStart(8), "  load before → end (1 min)"].join(""),
+  );
+  for (const scenario of [...new Set(report.runs.map((r) => r.scenario))]) {
+    for (const system of systems) {
+      const rs = runsOf(scenario, system);
+      if (rs.length === 0) continue;
+      out.push(
+        [
+          scenario.padEnd(12),
+          system.padEnd(8),
+          ...groups.map((g) => dec(median(rs.map((r) => r.cpu.groups[g] ?? 0))).padStart(Math.max(8, g.length + 1))),
+          dec(median(rs.map((r) => r.cpu.otherCores))).padStart(7),
+          dec(median(rs.map((r) => r.cpu.machineCores))).padStart(8),
+          `  ${rs.map((r) => `${(r.loadBefore[0] ?? 0).toFixed(2)}→${(r.loadAfter[0] ?? 0).toFixed(2)}`).join(", ")}`,
+        ].join(""),
+      );
+    }
+  }
+
+  out.push("", "CPU ms per accepted message, over the run and its drain (medians; loadgen = the bench's client, sink = the bench's sink):");
+  for (const scenario of [...new Set(report.runs.map((r) => r.scenario))].filter((x) => x !== "throughput")) {
+    for (const system of systems) {
+      const rs = runsOf(scenario, system);
+      if (rs.length === 0) continue;
+      const keys = [...new Set(rs.flatMap((r) => Object.keys(r.figures).filter((k) => k.startsWith("cpuMs."))))];
+      const values = keys
+        .map((k) => [k.slice("cpuMs.".length), median(rs.map((r) => r.figures[k] ?? 0))] as const)
+        .filter(([, v]) => v >= 0.05)
+        .sort((a, b) => b[1] - a[1]);
+      const own = system === "ours" ? OUR_GROUPS : ["postfix"];
+      const sum = values.filter(([g]) => own.includes(g)).reduce((a, [, v]) => a + v, 0);
+      out.push(`  ${scenario.padEnd(10)}${system.padEnd(8)} ${dec(sum)} ms in the system (${system === "ours" ? "ours: api, worker, smtp, postgres, temporal" : "postfix"});  all: ${values.map(([g, v]) => `${g} ${dec(v)}`).join(", ")}`);
+    }
+  }
+  const waited = runsOf("accept", "ours").filter((r) => r.pgWaits);
+  if (waited.length > 0) {
+    const keys = [...new Set(waited.flatMap((r) => Object.keys(r.pgWaits!)))];
+    const shares = keys.map((k) => [k, median(waited.map((r) => r.pgWaits![k] ?? 0))] as const).sort((a, b) => b[1] - a[1]);
+    out.push(
+      "",
+      `ours, acceptance runs: what PostgreSQL's busy backends were doing (pg_stat_activity every 50 ms, medians of shares): ` +
+        shares.filter(([, v]) => v >= 0.005).map(([k, v]) => `${k} ${(v * 100).toFixed(0)}%`).join(", "),
+    );
+  }
+
+  out.push("", "Per run:");
+  for (const r of report.runs) {
+    if (r.scenario === "throughput") continue;
+    const f = r.figures;
+    const parts = [
+      `${int(f["accepted"]!)}/${int(f["sent"]!)} accepted, ${int(f["received"]!)} received (${int(f["matchedByMessageId"]!)} by Message-ID)`,
+      f["msgPerS"] !== undefined ? `${int(f["msgPerS"])} msg/s` : null,
+      `p50 ${ms(f["p50Ms"]!)} ms, p99 ${ms(f["p99Ms"]!)} ms, max ${ms(f["maxMs"]!)} ms`,
+      `drained ${f["drainS"]!.toFixed(1)} s`,
+      r.submissions ? `submissions ${JSON.stringify(r.submissions)}` : null,
+      r.submissionsEarly ? `right after the run ${JSON.stringify(r.submissionsEarly)}` : null,
+    ].filter((p) => p !== null);
+    out.push(`  ${r.scenario.padEnd(10)}${r.system.padEnd(8)}#${r.run + 1}  ${parts.join(", ")}${r.error ? `  [${r.error}]` : ""}`);
+  }
+  if (report.strays > 0) out.push("", `Messages at the sink that matched no message of their run (late or unknown): ${report.strays}`);
+  const logLines = Object.entries(report.roleLogLines).filter(([, n]) => n > 0);
+  if (logLines.length > 0) {
+    out.push("", `Log lines of our roles (LOG_LEVEL error unless set): ${logLines.map(([r, n]) => `${r} ${n}`).join(", ")}`);
+    for (const [role, tail] of Object.entries(report.roleLogTail)) for (const l of tail) out.push(`  ${role}: ${l.slice(0, 300)}`);
+  }
+  return out.join("\n");
+}
