@@ -25,6 +25,9 @@ export type Admission =
 
 export type AdmitRecipient = (address: string) => Promise<Admission>;
 
+const ADMISSION_CACHE_MS = 1000;
+const ADMISSION_CACHE_ENTRIES = 10_000;
+
 /**
  * The inboxId of a message's recipient that is the feedback address (FEEDBACK_ADDRESS): it has no inbox, and
  * processing hands such a message to the feedback reports (src/outbound/feedback-reports.ts) instead.
@@ -52,7 +55,25 @@ export function createRecipientAdmission(
     return { kind: "admitted", recipient: { address, inboxId: inbox.id } };
   }
 
-  return async (address) => {
+  // Admissions are remembered for a second: a busy sender's RCPTs to one inbox cost one lookup per second, not
+  // one per message. Refusals are never remembered, and a delete within that second is no new risk: an inbox can
+  // always be deleted between RCPT and the end of DATA, and processing stores nothing for an inbox that is gone.
+  const admitted = new Map<string, { admission: Admission; until: number }>();
+  const admit: AdmitRecipient = async (address) => {
+    const now = Date.now();
+    const cached = admitted.get(address);
+    if (cached && cached.until > now) return cached.admission;
+    const admission = await lookUp(address);
+    if (admission.kind === "admitted") {
+      if (admitted.size >= ADMISSION_CACHE_ENTRIES) admitted.delete(admitted.keys().next().value!);
+      admitted.delete(address);
+      admitted.set(address, { admission, until: now + ADMISSION_CACHE_MS });
+    }
+    return admission;
+  };
+  return admit;
+
+  async function lookUp(address: string): Promise<Admission> {
     // ARF feedback reports about our outbound mail: admitted, then recorded as complaints, never stored in an inbox.
     if (address === feedbackAddress) return { kind: "admitted", recipient: { address, inboxId: FEEDBACK_RECIPIENT } };
     const at = address.lastIndexOf("@");
@@ -65,5 +86,5 @@ export function createRecipientAdmission(
     if (!status.admitted) return { kind: "domain_not_verified", temporary: status.temporary };
     // The inbox must be on the registration that holds the capability, not on another organization's claim.
     return inboxAt(localPart, ascii.domain, status.domainId);
-  };
+  }
 }

@@ -16,6 +16,7 @@ import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedEmail } from "../mail/parse.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
+import type { ReceivedMessage } from "./receive.js";
 import { parentMessageIds, summaryWith } from "./threading.js";
 
 export interface InboundProcessorDeps {
@@ -50,6 +51,19 @@ interface RawRow {
   readonly tls_cipher: string | null;
 }
 
+function rawRowOf(m: ReceivedMessage): RawRow {
+  return {
+    raw: m.raw,
+    rcpt_to: m.recipients.map((r) => r.address),
+    inbox_ids: m.recipients.map((r) => r.inboxId),
+    mail_from: m.mailFrom,
+    remote_ip: m.session.remoteIp,
+    helo: m.session.helo,
+    tls_protocol: m.session.tls?.protocol ?? null,
+    tls_cipher: m.session.tls?.cipher ?? null,
+  };
+}
+
 interface InboxRef {
   readonly id: string;
   readonly organization_id: string;
@@ -57,27 +71,35 @@ interface InboxRef {
 
 export interface InboundProcessor {
   /** Queues a committed raw message. A full queue drops it: the sweeper finds every pending row. */
-  submit(rawId: string): void;
+  /**
+   * Queues a committed raw message; the receiving process passes what it committed, so the message is not read
+   * back (the sweeper passes ids only).
+   */
+  submit(rawId: string, received?: ReceivedMessage): void;
   /** Stops taking work and waits for what runs; queued ids stay pending in the database. */
   stop(): Promise<void>;
 }
 
 /** Queued ids per process beyond which new ones wait for the sweeper instead of memory. */
 const MAX_QUEUED = 10_000;
+/** Queued messages whose bytes are kept in memory; beyond that only the id is queued and the row read back. */
+const MAX_QUEUED_IN_MEMORY = 1_000;
 /** Failed attempts (errors, not parse problems) after which a raw message is marked failed and left alone. */
 const MAX_ATTEMPTS = 5;
 
 export function createInboundProcessor(deps: InboundProcessorDeps): InboundProcessor {
   const { db, log } = deps;
-  const queued = new Set<string>();
+  const queued = new Map<string, RawRow | undefined>();
+  let queuedInMemory = 0;
   const running = new Map<string, Promise<void>>();
   let stopped = false;
 
   function pump(): void {
-    for (const rawId of queued) {
+    for (const [rawId, known] of queued) {
       if (stopped || running.size >= deps.concurrency) return;
       queued.delete(rawId);
-      const run = processOrRecord(rawId).finally(() => {
+      if (known) queuedInMemory--;
+      const run = processOrRecord(rawId, known).finally(() => {
         running.delete(rawId);
         pump();
       });
@@ -85,9 +107,9 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
     }
   }
 
-  async function processOrRecord(rawId: string): Promise<void> {
+  async function processOrRecord(rawId: string, known: RawRow | undefined): Promise<void> {
     try {
-      await process(rawId);
+      await process(rawId, known);
     } catch (error) {
       log.error("inbound processing failed", { rawId, error });
       await recordFailure(rawId, error).catch((e: unknown) =>
@@ -97,12 +119,14 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   }
 
   /** Does nothing when the raw message is no longer pending (done, or being processed by another process). */
-  async function process(rawId: string): Promise<void> {
-    const [raw] = await db.sql.query<RawRow>(
-      `select raw, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
-         from inbound_raw_messages where id = $1 and status = 'pending'`,
-      [rawId],
-    );
+  async function process(rawId: string, known: RawRow | undefined): Promise<void> {
+    const [raw] = known
+      ? [known]
+      : await db.sql.query<RawRow>(
+          `select raw, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
+             from inbound_raw_messages where id = $1 and status = 'pending'`,
+          [rawId],
+        );
     if (!raw) return;
     const feedback = deps.feedbackReports && raw.rcpt_to.includes(deps.feedbackReports.address) ? deps.feedbackReports : undefined;
     const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
@@ -250,14 +274,17 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   }
 
   return {
-    submit(rawId) {
-      if (stopped || running.has(rawId) || queued.size >= MAX_QUEUED) return;
-      queued.add(rawId);
+    submit(rawId, received) {
+      if (stopped || running.has(rawId) || queued.has(rawId) || queued.size >= MAX_QUEUED) return;
+      const keep = received !== undefined && queuedInMemory < MAX_QUEUED_IN_MEMORY;
+      if (keep) queuedInMemory++;
+      queued.set(rawId, keep ? rawRowOf(received) : undefined);
       pump();
     },
     async stop() {
       stopped = true;
       queued.clear();
+      queuedInMemory = 0;
       await Promise.all(running.values());
     },
   };

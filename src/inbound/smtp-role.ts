@@ -14,6 +14,9 @@ import { createInboundProcessor } from "./processor.js";
 import { storeRawMessage } from "./receive.js";
 import { DEFAULT_SWEEPER_OPTIONS, startInboundSweeper, type SweeperOptions } from "./sweeper.js";
 
+/** Messages in processing per parser thread. */
+const PROCESSING_PER_PARSER = 4;
+
 export interface SmtpRoleDeps {
   readonly config: Config;
   readonly db: Database;
@@ -53,7 +56,9 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     scans: deps.scans,
     log,
     hostname: smtp.hostname,
-    concurrency: config.inbound.concurrency,
+    // Parsing is bounded by the parser's threads; the rest of processing waits on the database, so more messages
+    // are in flight than there are parsers (their parses queue for a free thread).
+    concurrency: config.inbound.concurrency * PROCESSING_PER_PARSER,
     feedbackReports: createFeedbackReports({ address: config.feedbackAddress, log }),
   });
   const sweeper = startInboundSweeper(db, processor, log, deps.sweeper ?? DEFAULT_SWEEPER_OPTIONS);
@@ -65,7 +70,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
   const hooks = createInboundHooks({
     admit: createRecipientAdmission(db, config.managedDomain, deps.domains, config.feedbackAddress),
     store: (message) => storeRawMessage(db, message),
-    accepted: (rawId) => processor.submit(rawId),
+    accepted: (rawId, message) => processor.submit(rawId, message),
     limits: {
       maxMessageBytes: config.platformLimits.messageContentBytes,
       maxRecipients: smtp.maxRecipients,

@@ -12,7 +12,7 @@ export interface InboundHooksDeps {
   /** Commits the raw message; resolves with its id. */
   readonly store: (message: ReceivedMessage) => Promise<string>;
   /** Called with the id of each committed message, after the commit. */
-  readonly accepted: (rawId: string) => void;
+  readonly accepted: (rawId: string, message: ReceivedMessage) => void;
   readonly limits: MessageLimits & { readonly maxMessageBytes: number; readonly maxRecipients: number };
 }
 
@@ -58,13 +58,14 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
     async data(stream, session) {
       const raw = await readWithinLimits(stream, limits);
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-      const rawId = await deps.store({
+      const message = {
         mailFrom: mailFrom.slice(0, MAX_STORED_NAME),
         recipients: [...admittedOf(session.envelope).values()],
         session: sessionFacts(session),
         raw,
-      });
-      deps.accepted(rawId);
+      };
+      const rawId = await deps.store(message);
+      deps.accepted(rawId, message);
       return `2.0.0 Ok: queued as ${rawId}`;
     },
   };
