@@ -12,6 +12,7 @@ import { parseScopes } from "../auth/scopes.js";
 import { ConfigError, loadConfig, type Config } from "../config.js";
 import { MIGRATIONS_DIR } from "../db/database.js";
 import { openOperatorDatabase, startService, type Role } from "../main.js";
+import { managedDkimRecord } from "../outbound/delivery/managed-dkim.js";
 
 const USAGE = `mailbox <command>
 
@@ -20,6 +21,7 @@ const USAGE = `mailbox <command>
   worker                             same as serve --role worker
   migrate                            apply committed migrations
   migrate create [--name N]          generate a migration from the entities (development)
+  dkim-record                        the managed domain's DKIM TXT record to publish (generates the key if needed)
   admin org create --name N [--managed-limit N] [--messages-per-minute N] [--messages-per-day N] [--recipients-per-day N]
   admin org update --id ORG_ID [--name N] [--status active|suspended] [limit flags]
   admin org list
@@ -83,6 +85,9 @@ export async function main(argv: string[]): Promise<number> {
           const result = await db.orm.migrator.create(MIGRATIONS_DIR, false, false, flags.name);
           return { fileName: result.fileName || null, changed: result.diff.up.length > 0 };
         });
+      case "dkim-record":
+        console.log(JSON.stringify(await managedDkimRecord(config), null, 2));
+        return 0;
       default:
         if (positionals[0] === "admin") return await admin(config, positionals.slice(1).join(" "), flags);
         throw new UsageError(`unknown command "${command}"`);

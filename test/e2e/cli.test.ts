@@ -1,5 +1,8 @@
 // The operator CLI, run as a real process against the shared database, and its effect on the API.
 import { execFile } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { inject } from "vitest";
@@ -68,4 +71,13 @@ test("a bad flag value fails with a message naming the problem", async () => {
   }).catch((e: { code: number; stderr: string }) => e);
   expect((err as { code: number }).code).toBe(1);
   expect((err as { stderr: string }).stderr).toContain("unknown scope");
+});
+
+test("dkim-record prints the managed domain's DKIM record, the same on every call", async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), "mailbox-dkim-"));
+  const env = { ...process.env, DATA_DIR: dataDir, MANAGED_DOMAIN: "agents.example", LOG_LEVEL: "error" };
+  const first = JSON.parse((await run(process.execPath, ["src/cli/mailbox.js", "dkim-record"], { env })).stdout);
+  expect(first).toEqual({ name: "mbx1._domainkey.agents.example", type: "TXT", value: expect.stringMatching(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]+=*$/) });
+  const again = JSON.parse((await run(process.execPath, ["src/cli/mailbox.js", "dkim-record"], { env })).stdout);
+  expect(again).toEqual(first);
 });
