@@ -8,7 +8,8 @@ import type { TenantStore } from "../db/tenant-store.js";
 import { isAtOrBelow, toAsciiDomain } from "../dns/names.js";
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.js";
 import { newUuid } from "../ids.js";
-import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+import type { CursorCodec } from "../pagination/cursor.js";
+import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 import { initialCapability } from "./capability-state.js";
 import type { DomainRecordSettings } from "./checks.js";
 import { generateDkimKeyPair, type DkimKeyVault } from "./dkim-keys.js";
@@ -88,17 +89,8 @@ export function createDomains(deps: DomainsDeps) {
       }
     },
 
-    async list(store: TenantStore, page: { limit?: number; cursor?: string }) {
-      const scope = { organizationId: store.organizationId, resource: "domains" };
-      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
-      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await store.find(CustomerDomain, afterPosition(position), {
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        limit: limit + 1,
-      });
-      const items = rows.slice(0, limit);
-      const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined };
+    list(store: TenantStore, page: PageRequest): Promise<Page<CustomerDomainRow>> {
+      return newestFirstPage(store, deps.cursors, { entity: CustomerDomain, resource: "domains" }, page);
     },
 
     /**

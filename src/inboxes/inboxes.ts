@@ -7,7 +7,8 @@ import type { InboxRow } from "../db/entities/inbox.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
 import { newId } from "../ids.js";
-import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+import type { CursorCodec } from "../pagination/cursor.js";
+import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 
 /** Local parts no tenant may take on the managed domain: they belong to the service (RFC 2142 and common roles). */
 const RESERVED_LOCAL_PARTS = new Set([
@@ -38,11 +39,6 @@ export interface CreateInboxInput {
   readonly localPart: string;
   readonly displayName: string;
   readonly domainId?: string | undefined;
-}
-
-export interface Page<T> {
-  readonly items: T[];
-  readonly nextCursor: string | undefined;
 }
 
 export type Inboxes = ReturnType<typeof createInboxes>;
@@ -131,25 +127,9 @@ export function createInboxes(deps: InboxesDeps) {
       }
     },
 
-    async list(store: TenantStore, principal: Principal, page: { limit?: number; cursor?: string }): Promise<Page<InboxRow>> {
-      const scope = { organizationId: store.organizationId, resource: "inboxes" };
-      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
-      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await store.find(
-        Inbox,
-        {
-          status: "active",
-          ...(principal.inboxIds === null ? {} : { id: { $in: [...principal.inboxIds] } }),
-          ...afterPosition(position),
-        },
-        { orderBy: [{ createdAt: "desc" }, { id: "desc" }], limit: limit + 1, disableIdentityMap: true },
-      );
-      const items = rows.slice(0, limit);
-      const last = items[items.length - 1];
-      return {
-        items,
-        nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined,
-      };
+    list(store: TenantStore, principal: Principal, page: PageRequest): Promise<Page<InboxRow>> {
+      const where = { status: "active", ...(principal.inboxIds === null ? {} : { id: { $in: [...principal.inboxIds] } }) };
+      return newestFirstPage(store, deps.cursors, { entity: Inbox, resource: "inboxes", where }, page);
     },
 
     async delete(store: TenantStore, principal: Principal, inboxId: string): Promise<void> {

@@ -5,7 +5,8 @@ import { Thread } from "../db/entities/index.js";
 import type { ThreadRow } from "../db/entities/thread.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Gone, NotFound } from "../errors.js";
-import type { Inboxes, Page } from "../inboxes/inboxes.js";
+import type { Inboxes } from "../inboxes/inboxes.js";
+import type { Page } from "../pagination/keyset.js";
 import { DEFAULT_PAGE_SIZE, type CursorCodec, type KeysetPosition } from "../pagination/cursor.js";
 import { readMessagePage, type MessagePage } from "./message-pages.js";
 

@@ -7,26 +7,16 @@ import { Suppression } from "../db/entities/index.js";
 import type { SuppressionRow } from "../db/entities/suppression.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { InvalidRequest, NotFound } from "../errors.js";
-import type { Page } from "../inboxes/inboxes.js";
-import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+import type { CursorCodec } from "../pagination/cursor.js";
+import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 import { parseAddress } from "../validation/syntax.js";
 
 export type Suppressions = ReturnType<typeof createSuppressions>;
 
 export function createSuppressions(deps: { readonly cursors: CursorCodec }) {
   return {
-    async list(store: TenantStore, page: { limit?: number; cursor?: string }): Promise<Page<SuppressionRow>> {
-      const scope = { organizationId: store.organizationId, resource: "suppressions" };
-      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
-      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await store.find(Suppression, afterPosition(position), {
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        limit: limit + 1,
-        disableIdentityMap: true,
-      });
-      const items = rows.slice(0, limit);
-      const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined };
+    list(store: TenantStore, page: PageRequest): Promise<Page<SuppressionRow>> {
+      return newestFirstPage(store, deps.cursors, { entity: Suppression, resource: "suppressions" }, page);
     },
 
     /**

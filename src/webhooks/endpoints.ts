@@ -9,8 +9,8 @@ import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
 import { newId } from "../ids.js";
-import type { Page } from "../inboxes/inboxes.js";
-import { afterPosition, DEFAULT_PAGE_SIZE, type CursorCodec } from "../pagination/cursor.js";
+import type { CursorCodec } from "../pagination/cursor.js";
+import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 import { ENDPOINT_DELETED, inFlightDeliveries } from "./deliveries.js";
 import { newSigningSecret } from "./signature.js";
 import { normalizeWebhookUrl, type AddressPolicy } from "./url-policy.js";
@@ -109,18 +109,8 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
       }
     },
 
-    async list(store: TenantStore, page: { limit?: number; cursor?: string }): Promise<Page<WebhookEndpointRow>> {
-      const scope = { organizationId: store.organizationId, resource: "webhooks" };
-      const position = page.cursor === undefined ? undefined : deps.cursors.decode(scope, page.cursor);
-      const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-      const rows = await store.find(
-        WebhookEndpoint,
-        { status: "active", ...afterPosition(position) },
-        { orderBy: [{ createdAt: "desc" }, { id: "desc" }], limit: limit + 1 },
-      );
-      const items = rows.slice(0, limit);
-      const last = items[items.length - 1];
-      return { items, nextCursor: rows.length > limit && last ? deps.cursors.encode(scope, last) : undefined };
+    list(store: TenantStore, page: PageRequest): Promise<Page<WebhookEndpointRow>> {
+      return newestFirstPage(store, deps.cursors, { entity: WebhookEndpoint, resource: "webhooks", where: { status: "active" } }, page);
     },
 
     async delete(store: TenantStore, principal: Principal, webhookId: string): Promise<void> {
