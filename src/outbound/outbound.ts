@@ -95,7 +95,8 @@ const MAX_REFERENCES = 20;
 interface Draft {
   readonly route: SendRoute;
   readonly idempotencyKey: string;
-  readonly requestHash: string;
+  /** What the request was addressed to (inbox, thread and target, or sender): with the content, its identity. */
+  readonly target: Readonly<Record<string, string>>;
   readonly inbox: InboxRow | null;
   readonly from: OutboundAddress;
   readonly to: readonly OutboundAddress[];
@@ -147,6 +148,24 @@ export function createOutbound(deps: OutboundDeps) {
     if (bad !== undefined) throw new InvalidRequest(`metadata key ${JSON.stringify(bad)} must be 1..64 characters of A-Z a-z 0-9 _ . : -`);
     if (Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) throw new InvalidRequest(`metadata may be at most ${MAX_METADATA_BYTES} bytes of JSON`);
     return metadata;
+  }
+
+  /** The content of a new conversation (inbox send, /v1/send): the key may start one, recipients and all parsed. */
+  function newConversation(principal: Principal, input: SendMessageInput | SendEmailInput) {
+    requireNewConversations(principal);
+    const to = parseRecipients(input.to, "to");
+    checkRecipients(principal, to);
+    return {
+      to,
+      replyTo: input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined,
+      subject: input.subject,
+      text: input.text,
+      html: input.html,
+      metadata: checkMetadata(input.metadata),
+      inReplyTo: undefined,
+      references: [],
+      thread: null,
+    };
   }
 
   async function requireSendableInbox(principal: Principal, inbox: InboxRow): Promise<void> {
@@ -240,7 +259,15 @@ export function createOutbound(deps: OutboundDeps) {
       const earlier = await claimIdempotencyKey(tx, {
         route: draft.route,
         key: draft.idempotencyKey,
-        requestHash: draft.requestHash,
+        requestHash: requestHash({
+          target: draft.target,
+          to: draft.to,
+          replyTo: draft.replyTo,
+          subject: draft.subject,
+          text: draft.text,
+          html: draft.html,
+          metadata: draft.metadata,
+        }),
         result: { submissionId, messageId },
         at: now,
       });
@@ -336,28 +363,16 @@ export function createOutbound(deps: OutboundDeps) {
   return {
     /** POST /v1/inboxes/{inboxId}/messages: a new conversation from an inbox. */
     async sendMessage(store: TenantStore, principal: Principal, input: SendMessageInput): Promise<SendResult> {
-      requireNewConversations(principal);
+      const content = newConversation(principal, input);
       const inbox = await missingTarget(store, "send_message", input.idempotencyKey, () => inboxes.findActive(store, principal, input.inboxId));
-      const to = parseRecipients(input.to, "to");
-      checkRecipients(principal, to);
-      const replyTo = input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined;
-      const metadata = checkMetadata(input.metadata);
       await requireSendableInbox(principal, inbox);
       return accept(store, {
         route: "send_message",
         idempotencyKey: input.idempotencyKey,
-        requestHash: requestHash({ inboxId: inbox.id, to, subject: input.subject, text: input.text, html: input.html, replyTo, metadata }),
+        target: { inboxId: inbox.id },
         inbox,
         from: inboxAddress(inbox),
-        to,
-        replyTo,
-        subject: input.subject,
-        text: input.text,
-        html: input.html,
-        metadata,
-        inReplyTo: undefined,
-        references: [],
-        thread: null,
+        ...content,
       });
     },
 
@@ -374,22 +389,20 @@ export function createOutbound(deps: OutboundDeps) {
       const to = replyRecipients(target, inbox);
       checkRecipients(principal, to);
       await requireSendableInbox(principal, inbox);
-      const subject = replySubject(target.subject);
-      const references = replyReferences(target);
       return accept(store, {
         route: "reply",
         idempotencyKey: input.idempotencyKey,
-        requestHash: requestHash({ threadId: thread.id, targetMessageId: target.id, text: input.text, html: input.html }),
+        target: { threadId: thread.id, targetMessageId: target.id },
         inbox,
         from: inboxAddress(inbox),
         to,
         replyTo: undefined,
-        subject,
+        subject: replySubject(target.subject),
         text: input.text,
         html: input.html,
         metadata: {},
         inReplyTo: target.internetMessageId,
-        references,
+        references: replyReferences(target),
         thread,
       });
     },
@@ -397,32 +410,13 @@ export function createOutbound(deps: OutboundDeps) {
     /** POST /v1/send: from an outbound-verified customer domain, without a mailbox thread. */
     async sendEmail(store: TenantStore, principal: Principal, input: SendEmailInput): Promise<SendResult> {
       requireUnrestrictedInboxes(principal, "send without an inbox (/v1/send)");
-      requireNewConversations(principal);
+      const content = newConversation(principal, input);
       const from = parseOutboundAddress(input.from, "from");
-      const to = parseRecipients(input.to, "to");
-      checkRecipients(principal, to);
-      const replyTo = input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined;
-      const metadata = checkMetadata(input.metadata);
       if (from.domain === deps.managedDomain) {
         throw new PermissionDenied(`/v1/send needs a verified customer domain; ${deps.managedDomain} sends only from inboxes`, "domain_not_verified");
       }
       await deps.domains.requireOutbound(principal.organizationId, from.domain);
-      return accept(store, {
-        route: "send_email",
-        idempotencyKey: input.idempotencyKey,
-        requestHash: requestHash({ from, to, subject: input.subject, text: input.text, html: input.html, replyTo, metadata }),
-        inbox: null,
-        from,
-        to,
-        replyTo,
-        subject: input.subject,
-        text: input.text,
-        html: input.html,
-        metadata,
-        inReplyTo: undefined,
-        references: [],
-        thread: null,
-      });
+      return accept(store, { route: "send_email", idempotencyKey: input.idempotencyKey, target: { from: from.email }, inbox: null, from, ...content });
     },
 
     /** GET /v1/submissions/{id}; a key restricted to inboxes sees only their submissions. */
