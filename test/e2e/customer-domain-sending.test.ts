@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { dkimVerify } from "mailauth";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createConfiguredResolver } from "../../src/dns/servers.js";
+import { verifiedDomain as verifiedDomainOn } from "../support/customer-domains.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
@@ -37,23 +38,7 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-interface Registered {
-  id: string;
-  domain: string;
-  dnsRecords: { type: string; purpose: string; name: string; value: string; priority?: number }[];
-}
-
-async function verifiedDomain(tenant: Tenant): Promise<Registered> {
-  const res = await tenant.request("POST", "/v1/domains", { body: { domain: `${uniqueName("corp")}.example` } });
-  const domain = res.body as Registered;
-  for (const r of domain.dnsRecords) {
-    if (r.type === "MX") dns.set(r.name, [{ type: "MX", preference: r.priority!, exchange: r.value }]);
-    else dns.set(r.name, [{ type: "TXT", text: r.value.match(/.{1,255}/g)! }]);
-  }
-  const verified = await tenant.request("POST", `/v1/domains/${domain.id}/verify`);
-  expect(verified.body.capabilities).toEqual({ inbound: true, outbound: true });
-  return domain;
-}
+const verifiedDomain = (tenant: Tenant) => verifiedDomainOn(tenant, dns);
 
 /** mailauth's DNS lookups, answered by the test DNS server through our own resolver. */
 async function dnsTxt(name: string, type: string): Promise<string[][]> {

@@ -10,6 +10,7 @@ import { createDomainCapabilities, type DomainCapabilities } from "../../src/dom
 import { createDkimKeyVault } from "../../src/domains/dkim-keys.js";
 import { createConfiguredSigningKeys, createConfiguredVerifier } from "../../src/domains/setup.js";
 import { DomainError } from "../../src/errors.js";
+import { verifiedDomain as verifiedDomainOn, type RegisteredDomain } from "../support/customer-domains.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 
@@ -37,27 +38,11 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-interface Registered {
-  id: string;
-  domain: string;
-  dnsRecords: { type: string; purpose: string; name: string; value: string; priority?: number }[];
-}
+const verifiedDomain = (tenant: Tenant) => verifiedDomainOn(tenant, dns);
 
-async function verifiedDomain(tenant: Tenant): Promise<Registered> {
-  const res = await tenant.request("POST", "/v1/domains", { body: { domain: `${uniqueName("corp")}.example` } });
-  const domain = res.body as Registered;
-  for (const r of domain.dnsRecords) {
-    if (r.type === "MX") dns.set(r.name, [{ type: "MX", preference: r.priority!, exchange: r.value }]);
-    else dns.set(r.name, [{ type: "TXT", text: r.value.match(/.{1,255}/g)! }]);
-  }
-  const verified = await tenant.request("POST", `/v1/domains/${domain.id}/verify`);
-  expect(verified.body.capabilities).toEqual({ inbound: true, outbound: true });
-  return domain;
-}
-
-const names = (d: Registered) => d.dnsRecords.map((r) => r.name);
-const failAll = (d: Registered, how: "servfail" | "timeout") => names(d).forEach((n) => dns.fail(n, how));
-const clearAll = (d: Registered) => names(d).forEach((n) => dns.clearFailure(n));
+const names = (d: RegisteredDomain) => d.dnsRecords.map((r) => r.name);
+const failAll = (d: RegisteredDomain, how: "servfail" | "timeout") => names(d).forEach((n) => dns.fail(n, how));
+const clearAll = (d: RegisteredDomain) => names(d).forEach((n) => dns.clearFailure(n));
 
 async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string }> {
   const e = await p.then(
