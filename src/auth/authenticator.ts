@@ -43,13 +43,13 @@ export function createAuthenticator(db: Database, cacheMs: number, now: () => nu
 
   async function load(lookupId: string): Promise<CachedKey | undefined> {
     // Raw SQL: this runs on every cache miss of every request, where hydrating entities costs several times the query.
-    const [row] = await db.query<KeyRow>(
+    const [row] = await db.sql.query<KeyRow>(
       `select k.id, k.organization_id, k.kind, k.lookup_id, k.secret_hash, k.previous_secret_hash, k.previous_valid_until,
               k.scopes, k.inbox_ids, k.allowed_ips, k.send_mode, k.allowed_recipient_domains, k.expires_at,
               k.requests_per_minute, k.revoked_at, o.status as organization_status
          from api_keys k join organizations o on o.id = k.organization_id
-        where k.lookup_id = ? or k.previous_lookup_id = ?`,
-      [lookupId, lookupId],
+        where k.lookup_id = $1 or k.previous_lookup_id = $1`,
+      [lookupId],
     );
     if (!row) return undefined;
     const current = row.lookup_id === lookupId;

@@ -10,8 +10,8 @@ export function rateLimit(db: Database, now: () => number = Date.now): Intercept
     const t = now();
     const windowStart = Math.floor(t / 60_000) * 60_000;
     // One statement per call on an UNLOGGED table: the atomic upsert is the shared counter.
-    const rows = await db.query<{ count: number }>(
-        `insert into request_windows (key_id, window_start, count) values (?, to_timestamp(?), 1)
+    const rows = await db.sql.query<{ count: number }>(
+        `insert into request_windows (key_id, window_start, count) values ($1, to_timestamp($2), 1)
          on conflict (key_id, window_start) do update set count = request_windows.count + 1
          returning count`,
         [principal.keyId, windowStart / 1000],
