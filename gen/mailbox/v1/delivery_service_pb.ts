@@ -590,7 +590,13 @@ export const ListComplaintsResponseSchema: GenMessage<ListComplaintsResponse> = 
  */
 export const DeliveryService: GenService<{
   /**
-   * Sends a message from an address on an outbound-verified customer domain, without a mailbox thread.
+   * Sends a message from an address on an outbound-verified customer domain, without a mailbox thread; answers
+   * 202 with the pending submission. Keys restricted to inboxes or to replies cannot use it.
+   * Idempotency: an exact retry with the same key answers 202 with the original result and replayed true, starting
+   * nothing; the key with a different request is 409 idempotency_key_conflict; a retry while the first is still
+   * being accepted is 409 idempotency_request_in_progress. Policy refusals: 403 send_mode_reply_only,
+   * recipient_domain_not_allowed, recipient_suppressed, domain_not_verified; 400 invalid_address,
+   * too_many_recipients; 413 message_too_large; 429 send_limit_exceeded with Retry-After.
    *
    * @generated from rpc mailbox.v1.DeliveryService.SendEmail
    */

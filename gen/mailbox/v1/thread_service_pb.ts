@@ -299,7 +299,14 @@ export const ThreadService: GenService<{
   },
   /**
    * Replies inside a thread to a target message. Recipients follow the target: for an inbound target the first
-   * valid Reply-To mailbox, else From; for an outbound target every To recipient except the inbox itself.
+   * valid Reply-To mailbox, else From; for an outbound target every To recipient except the inbox itself. The
+   * subject gets one "Re: "; inReplyTo and references continue the target's chain.
+   * Idempotency: an exact retry with the same key answers 202 with the original result and replayed true, starting
+   * nothing; the key with a different request is 409 idempotency_key_conflict; a retry while the first is still
+   * being accepted is 409 idempotency_request_in_progress; a retry after the stored message was deleted is 410
+   * idempotency_result_expired. Policy refusals: 403 send_mode_reply_only, recipient_domain_not_allowed,
+   * recipient_suppressed, domain_not_verified; 400 invalid_address, too_many_recipients; 413 message_too_large;
+   * 429 send_limit_exceeded with Retry-After.
    *
    * @generated from rpc mailbox.v1.ThreadService.ReplyToThread
    */
