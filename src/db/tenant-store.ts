@@ -2,6 +2,12 @@
 // read and write through it carries the caller's organization.
 import type { EntityName, FilterQuery, FindOptions } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { SqlPool, SqlTx } from "./database.js";
+
+/** A transaction of plain SQL for one organization: every statement names organization_id itself. */
+export interface TenantSqlTx extends SqlTx {
+  readonly organizationId: string;
+}
 
 /** An entity whose rows belong to one organization. */
 export interface TenantOwned {
@@ -12,6 +18,7 @@ export class TenantStore {
   constructor(
     readonly em: EntityManager,
     readonly organizationId: string,
+    private readonly sql?: SqlPool,
   ) {}
 
   findOne<T extends TenantOwned>(entity: EntityName<T>, where: FilterQuery<T>): Promise<T | null> {
@@ -32,7 +39,16 @@ export class TenantStore {
 
   /** Runs fn in one transaction, with a store bound to the same organization. */
   transactional<R>(fn: (store: TenantStore) => Promise<R>): Promise<R> {
-    return this.em.transactional((em) => fn(new TenantStore(em, this.organizationId)));
+    return this.em.transactional((em) => fn(new TenantStore(em, this.organizationId, this.sql)));
+  }
+
+  /**
+   * A transaction of plain SQL with bound parameters on the driver's pool, for hot write paths (outbound
+   * acceptance) where the ORM would inline a composed message into the statement text.
+   */
+  sqlTransaction<R>(fn: (tx: TenantSqlTx) => Promise<R>): Promise<R> {
+    if (!this.sql) throw new Error("this store was made without the SQL pool");
+    return this.sql.transaction((tx) => fn({ organizationId: this.organizationId, query: (text, values) => tx.query(text, values) }));
   }
 
   // Typed loosely on purpose: the public signatures above check `where`; MikroORM's index-aware filter types

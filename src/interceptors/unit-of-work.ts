@@ -21,7 +21,7 @@ function isRead(method: DescMethod): boolean {
 export function unitOfWork(db: Database): Interceptor {
   return (next) => async (req) => {
     const principal = req.contextValues.get(kPrincipal)!;
-    const store = new TenantStore(db.fork(), principal.organizationId);
+    const store = new TenantStore(db.fork(), principal.organizationId, db.sql);
     req.contextValues.set(kTenant, store);
     const res = await next(req);
     if (!isRead(req.method)) await store.em.flush();

@@ -4,7 +4,7 @@
 // the key tells a retry that arrives while the first request is still being accepted (409) from one that finds
 // the committed result (replay).
 import { createHash } from "node:crypto";
-import type { TenantStore } from "../db/tenant-store.js";
+import type { TenantSqlTx } from "../db/tenant-store.js";
 import { Conflict } from "../errors.js";
 import { newUuid } from "../ids.js";
 
@@ -36,24 +36,24 @@ function canonicalJson(value: unknown): string {
  * the earlier result when this is an exact retry; throws 409 for a different input or a request still in flight.
  */
 export async function claimIdempotencyKey(
-  tx: TenantStore,
+  tx: TenantSqlTx,
   claim: { route: SendRoute; key: string; requestHash: string; result: IdempotentResult; at: Date },
 ): Promise<IdempotentResult | null> {
   const lockName = `idempotency/${tx.organizationId}/${claim.route}/${claim.key}`;
-  const [lock] = await tx.em.execute<{ locked: boolean }[]>("select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked", [lockName]);
+  const [lock] = await tx.query<{ locked: boolean }>("select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked", [lockName]);
   if (!lock?.locked) {
     throw new Conflict("idempotency_request_in_progress", "a request with this idempotency key is still being accepted; retry shortly");
   }
-  const inserted = await tx.em.execute<{ id: string }[]>(
+  const inserted = await tx.query<{ id: string }>(
     `insert into idempotency_records (id, organization_id, route, key, request_hash, status, submission_id, message_id, created_at)
-     values (?, ?, ?, ?, ?, 'completed', ?, ?, ?)
+     values ($1, $2, $3, $4, $5, 'completed', $6, $7, $8)
      on conflict (organization_id, route, key) do nothing
      returning id`,
     [newUuid(), tx.organizationId, claim.route, claim.key, claim.requestHash, claim.result.submissionId, claim.result.messageId, claim.at],
   );
   if (inserted.length > 0) return null;
-  const [existing] = await tx.em.execute<{ request_hash: string; submission_id: string; message_id: string | null }[]>(
-    "select request_hash, submission_id, message_id from idempotency_records where organization_id = ? and route = ? and key = ?",
+  const [existing] = await tx.query<{ request_hash: string; submission_id: string; message_id: string | null }>(
+    "select request_hash, submission_id, message_id from idempotency_records where organization_id = $1 and route = $2 and key = $3",
     [tx.organizationId, claim.route, claim.key],
   );
   if (!existing) throw new Error("idempotency record vanished while its key was locked");

@@ -2,7 +2,9 @@
 // composes the message, then in one transaction claims the idempotency key, stores the mailbox message (not for
 // /v1/send), the submission with its composed bytes and its recipients, and counts the send against the
 // organization's limits. Only after the commit does the delivery workflow start; a start that fails is healed by a
-// retry with the same key and by the reconciler, so a committed submission is never stranded.
+// retry with the same key and by the reconciler, so a committed submission is never stranded. The transaction is
+// plain SQL with bound parameters (TenantStore.sqlTransaction): through the ORM the composed message travelled
+// inlined as hex in the statement text, the largest CPU cost of acceptance (bench:outbound's profile).
 import type { Principal } from "../auth/principal.js";
 import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
 import { Message, Submission, SubmissionRecipient, Thread } from "../db/entities/index.js";
@@ -10,7 +12,7 @@ import type { InboxRow } from "../db/entities/inbox.js";
 import type { MessageRow, StoredAddress } from "../db/entities/message.js";
 import type { SubmissionRow } from "../db/entities/submission.js";
 import type { SubmissionRecipientRow } from "../db/entities/submission-recipient.js";
-import type { TenantStore } from "../db/tenant-store.js";
+import type { TenantSqlTx, TenantStore } from "../db/tenant-store.js";
 import { Gone, InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
 import { newId, newUuid } from "../ids.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
@@ -255,7 +257,7 @@ export function createOutbound(deps: OutboundDeps) {
     }
     await refuseSuppressed(store, draft.to);
 
-    const outcome = await store.transactional(async (tx): Promise<{ earlier: IdempotentResult } | { created: SendResult }> => {
+    const outcome = await store.sqlTransaction(async (tx): Promise<{ earlier: IdempotentResult } | { created: SendResult }> => {
       const earlier = await claimIdempotencyKey(tx, {
         route: draft.route,
         key: draft.idempotencyKey,
@@ -304,7 +306,30 @@ export function createOutbound(deps: OutboundDeps) {
           createdAt: now,
           updatedAt: now,
         };
-        await tx.em.insert(Message, row);
+        await tx.query(
+          `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
+             "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
+             attachments_scan_state, raw_id, parse_problem, created_at, updated_at)
+           values ($1, $2, $3, $4, 'outbound', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'submitted', $15, null, null, null, null, null, $16, $16)`,
+          [
+            messageId,
+            org,
+            draft.inbox.id,
+            threadId,
+            internetMessageId,
+            row.inReplyTo,
+            row.references,
+            JSON.stringify(from),
+            JSON.stringify(to),
+            row.replyTo === null ? null : JSON.stringify(row.replyTo),
+            row.subject,
+            row.text,
+            row.html,
+            JSON.stringify(row.metadata),
+            submissionId,
+            now,
+          ],
+        );
         // The inserted values are the row (organization as its id): what the mappers read.
         message = row as unknown as MessageRow;
       }
@@ -325,7 +350,12 @@ export function createOutbound(deps: OutboundDeps) {
         createdAt: now,
         updatedAt: now,
       };
-      await tx.em.insert(Submission, submission);
+      await tx.query(
+        `insert into submissions (id, organization_id, inbox_id, message_id, "from", subject, metadata, internet_message_id, mime,
+           status, queue_id, response, failure_code, created_at, updated_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', null, null, null, $10, $10)`,
+        [submissionId, org, submission.inboxId, messageId, JSON.stringify(from), draft.subject, JSON.stringify(draft.metadata), internetMessageId, mime, now],
+      );
       const recipients = draft.to.map((r, position) => ({
         id: newUuid(),
         organization: org,
@@ -341,7 +371,22 @@ export function createOutbound(deps: OutboundDeps) {
         deliveredAt: null,
         updatedAt: now,
       }));
-      await tx.em.insertMany(SubmissionRecipient, recipients);
+      // One statement for every recipient: the columns as arrays, unnested into rows.
+      await tx.query(
+        `insert into submission_recipients (id, organization_id, submission_id, position, email, name, domain, status, attempts, updated_at)
+         select r.id, $1, $2, r.position, r.email, r.name, r.domain, 'pending', 0, $3
+           from unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[]) as r(id, position, email, name, domain)`,
+        [
+          org,
+          submissionId,
+          now,
+          recipients.map((r) => r.id),
+          recipients.map((r) => r.position),
+          recipients.map((r) => r.email),
+          recipients.map((r) => r.name),
+          recipients.map((r) => r.domain),
+        ],
+      );
       await countSend(tx, draft.to.length, now);
       return {
         created: {
@@ -483,38 +528,27 @@ export function replyReferences(target: Pick<MessageRow, "references" | "interne
   return all.length <= MAX_REFERENCES ? all : [all[0]!, ...all.slice(all.length - (MAX_REFERENCES - 1))];
 }
 
-async function startThread(tx: TenantStore, draft: Draft, at: Date): Promise<string> {
+async function startThread(tx: TenantSqlTx, draft: Draft, at: Date): Promise<string> {
   const id = newId("thr");
-  await tx.em.insert(Thread, {
-    id,
-    organization: tx.organizationId,
-    inboxId: draft.inbox!.id,
-    subject: draft.subject,
-    participants: mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]),
-    messageCount: 1,
-    lastMessageAt: at,
-    createdAt: at,
-    updatedAt: at,
-  });
+  await tx.query(
+    `insert into threads (id, organization_id, inbox_id, subject, participants, message_count, last_message_at, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, 1, $6, $6, $6)`,
+    [id, tx.organizationId, draft.inbox!.id, draft.subject, mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]), at],
+  );
   return id;
 }
 
 /** Adds the message to the thread's summary under a row lock (concurrent replies and inbound mail both count). */
-async function joinThread(tx: TenantStore, threadId: string, draft: Draft, at: Date): Promise<string> {
-  const [row] = await tx.em.execute<{ participants: string[]; message_count: number; last_message_at: Date }[]>(
-    "select participants, message_count, last_message_at from threads where id = ? and organization_id = ? for update",
+async function joinThread(tx: TenantSqlTx, threadId: string, draft: Draft, at: Date): Promise<string> {
+  const [row] = await tx.query<{ participants: string[] }>(
+    "select participants from threads where id = $1 and organization_id = $2 for update",
     [threadId, tx.organizationId],
   );
   if (!row) throw new NotFound("thread");
-  await tx.em.nativeUpdate(
-    Thread,
-    { id: threadId, organization: tx.organizationId },
-    {
-      messageCount: row.message_count + 1,
-      lastMessageAt: at > row.last_message_at ? at : row.last_message_at,
-      participants: mergeParticipants(row.participants, [draft.from.email, ...draft.to.map((t) => t.email)]),
-      updatedAt: at,
-    },
+  await tx.query(
+    `update threads set message_count = message_count + 1, last_message_at = greatest(last_message_at, $3),
+       participants = $4, updated_at = $3 where id = $1 and organization_id = $2`,
+    [threadId, tx.organizationId, at, mergeParticipants(row.participants, [draft.from.email, ...draft.to.map((t) => t.email)])],
   );
   return threadId;
 }

@@ -2,7 +2,7 @@
 // process: one upsert per window on send_windows counts the message inside the sending transaction, so a refused
 // or failed send never counts, and the row lock orders concurrent sends of one organization. Called last in the
 // transaction to hold that lock for as short a time as possible.
-import type { TenantStore } from "../db/tenant-store.js";
+import type { TenantSqlTx } from "../db/tenant-store.js";
 import { RateLimited } from "../errors.js";
 
 const MINUTE_MS = 60_000;
@@ -17,27 +17,27 @@ interface WindowCounts {
   day_recipients: number;
 }
 
-export async function countSend(tx: TenantStore, recipients: number, at: Date): Promise<void> {
+export async function countSend(tx: TenantSqlTx, recipients: number, at: Date): Promise<void> {
   const t = at.getTime();
   const minuteStart = Math.floor(t / MINUTE_MS) * MINUTE_MS;
   const dayStart = Math.floor(t / DAY_MS) * DAY_MS;
-  const [row] = await tx.em.execute<WindowCounts[]>(
+  const [row] = await tx.query<WindowCounts>(
     `with minute as (
        insert into send_windows (organization_id, kind, window_start, messages, recipients)
-       values (?, 'minute', to_timestamp(?), 1, ?)
+       values ($1, 'minute', to_timestamp($2), 1, $3)
        on conflict (organization_id, kind, window_start)
        do update set messages = send_windows.messages + 1, recipients = send_windows.recipients + excluded.recipients
        returning messages),
      day as (
        insert into send_windows (organization_id, kind, window_start, messages, recipients)
-       values (?, 'day', to_timestamp(?), 1, ?)
+       values ($1, 'day', to_timestamp($4), 1, $3)
        on conflict (organization_id, kind, window_start)
        do update set messages = send_windows.messages + 1, recipients = send_windows.recipients + excluded.recipients
        returning messages, recipients)
      select o.messages_per_minute, o.messages_per_day, o.recipients_per_day,
             minute.messages as minute_messages, day.messages as day_messages, day.recipients as day_recipients
-     from organizations o, minute, day where o.id = ?`,
-    [tx.organizationId, minuteStart / 1000, recipients, tx.organizationId, dayStart / 1000, recipients, tx.organizationId],
+     from organizations o, minute, day where o.id = $1`,
+    [tx.organizationId, minuteStart / 1000, recipients, dayStart / 1000],
   );
   if (!row) throw new Error("organization not found while counting a send");
   if (row.minute_messages > row.messages_per_minute) {
