@@ -4,13 +4,19 @@
 // (bench/outbound-sink.ts, smtp-server on 127.0.0.1). Loopback only; every loop bounded in count and time.
 //
 //   accept      closed loop, BENCH_ACCEPT_CLIENTS (16) clients for BENCH_ACCEPT_S: ours request → 202, Postfix
-//               MAIL FROM → 250 after DATA (the whole submission transaction) p50/p99, and accepted msg/s
+//               MAIL FROM → 250 after DATA (the whole submission transaction) p50/p99, and accepted msg/s; then
+//               for half as long with 1 client (service time without queueing), and (ours) with 16 clients while
+//               the worker is stopped (SIGSTOP, resumed for the drain): acceptance without delivery beside it
 //   latency     open loop at BENCH_LATENCY_RATE (20 msg/s) for BENCH_LATENCY_S: accepted (202 / 250) → received by
 //               the sink (final dot at the sink), matched by Message-ID (ours: message.internetMessageId of the 202;
 //               Postfix: the one the bench sets), the token in the Subject as a fallback
 //   deferral    the latency run again with every BENCH_DEFER_EVERY-th message (10%) to a recipient the sink answers
 //               451 at RCPT on its first BENCH_DEFER_ATTEMPTS attempts: accepted → received of the other 90%
 //               beside the clean latency run's, and how long the deferred ones took
+//   floor       ours only, once: what one workflow per message costs on the same Temporal dev server when it does
+//               nothing (bench/outbound-floor.ts: an empty workflow, one and two no-op activities — the shape of a
+//               delivery — and two local activities; BENCH_FLOOR_COUNT at BENCH_FLOOR_RATE each): server and
+//               worker CPU per workflow, the part of ours' CPU per message that is the workflow itself
 //   throughput  open loop stepping the offered rate (BENCH_STEPS) for BENCH_STEP_S each: the sink's received msg/s
 //               in the second half of each step; a step holds when acceptance and delivery both keep ≥ 95% of the
 //               offered rate with no errors; stepping stops at the first step that does not (where it breaks);
@@ -25,7 +31,7 @@
 //   BENCH_LATENCY_RATE=20  BENCH_DEFERRAL_S=30  BENCH_DEFER_EVERY=10  BENCH_DEFER_ATTEMPTS=2  BENCH_RETRY_INITIAL=2s
 //   BENCH_STEPS=10,20,35,50,70,100,140,200,280,400  BENCH_STEP_S=15  BENCH_OPEN_CONCURRENCY=64  BENCH_TEXT_BYTES=1024
 //   BENCH_INBOXES=16  BENCH_DRAIN_MAX_S=120  BENCH_WARMUP_S=5  BENCH_SINK_GREETING_MS=0  BENCH_SINK_DOMAIN=bench-sink.test
-//   BENCH_LOAD_WAIT_S=120  BENCH_CPU_PROF=1 (profile the api and worker roles; summaries printed)  LOG_LEVEL (of our
+//   BENCH_FLOOR_COUNT=150  BENCH_FLOOR_RATE=15  BENCH_LOAD_WAIT_S=120  BENCH_CPU_PROF=1 (profile the api and worker roles; summaries printed)  LOG_LEVEL (of our
 //   roles; error)
 import { execFileSync, fork, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -36,6 +42,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
+import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
 import { profileIds, summarizeOutboundProfile } from "./outbound-profile.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
@@ -45,7 +52,7 @@ import type { SinkCommand, SinkOptions, SinkRecord, SinkTake } from "./outbound-
 import { stopChild, Teardown } from "./stack.js";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
-const SCENARIOS = ["accept", "latency", "deferral", "throughput"] as const;
+const SCENARIOS = ["accept", "latency", "deferral", "throughput", "floor"] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 const SYSTEMS: Readonly<Record<string, SystemName>> = { ours: "ours", postfix: "Postfix" };
 const SENDER = "agent@bench.localhost";
@@ -55,8 +62,15 @@ const MAX_QUIET_WAIT_MS = 5_000;
 const QUIET_LOAD = 1.5;
 /** A drain gives up when nothing arrived at the sink for this long. */
 const STALL_MS = 30_000;
-/** A step holds when acceptance and delivery both keep this share of the offered rate. */
+/**
+ * A step holds when every message was accepted, acceptance kept HOLD_SHARE of the offered rate, the sink's rate in
+ * the step's second half kept RECEIVED_SHARE of it (a window of a few seconds at a low rate is noisy), and the
+ * backlog left at the end of the step reached the sink within HOLD_DRAIN_S (a system that keeps up has only what
+ * is in flight left; one that falls behind has seconds of work queued).
+ */
 const HOLD_SHARE = 0.95;
+const RECEIVED_SHARE = 0.9;
+const HOLD_DRAIN_S = 2;
 /** Submissions read back through GET /v1/submissions/{id} after a run (ours). */
 const SUBMISSION_SAMPLE = 20;
 
@@ -82,6 +96,8 @@ export interface Settings {
   readonly warmupS: number;
   readonly sinkGreetingMs: number;
   readonly sinkDomain: string;
+  readonly floorCount: number;
+  readonly floorRate: number;
   readonly loadWaitS: number;
   readonly cpuProfile: boolean;
 }
@@ -131,6 +147,8 @@ function settingsFromEnv(env = process.env): Settings {
     warmupS: num("BENCH_WARMUP_S", 5, 0, 120),
     sinkGreetingMs: num("BENCH_SINK_GREETING_MS", 0, 0, 10_000),
     sinkDomain,
+    floorCount: num("BENCH_FLOOR_COUNT", 150, 10, 10_000),
+    floorRate: num("BENCH_FLOOR_RATE", 15, 1, 1000),
     loadWaitS: num("BENCH_LOAD_WAIT_S", 120, 0, 3600),
     cpuProfile: env["BENCH_CPU_PROF"] === "1",
   };
@@ -569,23 +587,43 @@ function cpuMsPerMessage(m: Measured): Record<string, number> {
 
 const fmt = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? "—" : n < 10 ? n.toFixed(2) : n.toFixed(1));
 
-async function acceptRun(ctx: Context, system: System, run: number): Promise<void> {
+/**
+ * Acceptance, closed loop. `variant`: "main" with BENCH_ACCEPT_CLIENTS clients; "one" with a single client (the
+ * service time without queueing); "paused" (ours only) with the worker stopped (SIGSTOP) until the clients are
+ * done, so acceptance has the cores to itself and delivery starts only afterwards.
+ */
+async function acceptRun(ctx: Context, system: System, run: number, variant: "main" | "one" | "paused"): Promise<void> {
   const { settings } = ctx;
-  const m = await measure(ctx, system, job(ctx, system, { mode: "closed", concurrency: settings.acceptClients, durationS: settings.acceptS }, `acc${run}`), {
-    sampleWaits: system.name === "ours",
-  });
+  const scenario = variant === "main" ? "accept" : variant === "one" ? "accept-1" : "accept-paused";
+  const clients = variant === "one" ? 1 : settings.acceptClients;
+  const seconds = variant === "main" ? settings.acceptS : Math.max(3, Math.ceil(settings.acceptS / 2));
+  const worker = variant === "paused" ? ctx.ours?.worker.pid : undefined;
+  if (variant === "paused" && worker === undefined) return;
+  const resume = () => {
+    if (worker !== undefined) process.kill(worker, "SIGCONT");
+  };
+  let m: Measured;
+  try {
+    if (worker !== undefined) process.kill(worker, "SIGSTOP");
+    m = await measure(ctx, system, job(ctx, system, { mode: "closed", concurrency: clients, durationS: seconds }, `${scenario.replace("-", "")}${run}`), {
+      sampleWaits: system.name === "ours",
+      onClientDone: async () => resume(),
+    });
+  } finally {
+    resume();
+  }
   const acceptMs = m.accepted.map((r) => r.acceptedAt! - r.startAt);
-  const rec = record(ctx, "accept", system, run, m, {
-    clients: settings.acceptClients,
+  const rec = record(ctx, scenario, system, run, m, {
+    clients,
     msgPerS: m.accepted.length / m.result.elapsedS,
     p50Ms: percentile(acceptMs, 50),
     p99Ms: percentile(acceptMs, 99),
     maxMs: percentile(acceptMs, 100),
-    deliveredPerSAfter: m.drainS > 0 ? m.arrivals.received.size / (m.result.elapsedS + m.drainS) : Number.NaN,
   });
   log(
-    `accept     ${system.name.padEnd(7)} run ${run + 1}: ${Math.round(rec.figures["msgPerS"]!)} msg/s accepted, p50 ${fmt(rec.figures["p50Ms"])} ms, ` +
-      `p99 ${fmt(rec.figures["p99Ms"])} ms; all received ${m.drainS.toFixed(1)} s after the run, load ${m.metered.loadAfter[0]!.toFixed(2)}` +
+    `${scenario.padEnd(13)} ${system.name.padEnd(7)} run ${run + 1}: ${clients} client${clients === 1 ? "" : "s"}, ${Math.round(rec.figures["msgPerS"]!)} msg/s accepted, ` +
+      `p50 ${fmt(rec.figures["p50Ms"])} ms, p99 ${fmt(rec.figures["p99Ms"])} ms; all received ${m.drainS.toFixed(1)} s after the run, ` +
+      `load ${m.metered.loadAfter[0]!.toFixed(2)}` +
       (rec.error ? `  [${rec.error}]` : ""),
   );
   await settle();
@@ -685,7 +723,8 @@ async function throughputRun(ctx: Context, system: System, run: number): Promise
     const reasons: string[] = [];
     if (f.count > 0) reasons.push(`${f.count} not accepted`);
     if (acceptedPerS < HOLD_SHARE * rate) reasons.push(`accepted ${acceptedPerS.toFixed(0)}/s`);
-    if (receivedPerS < HOLD_SHARE * rate) reasons.push(`received ${receivedPerS.toFixed(0)}/s`);
+    if (receivedPerS < RECEIVED_SHARE * rate) reasons.push(`received ${receivedPerS.toFixed(0)}/s`);
+    if (m.drainS > HOLD_DRAIN_S) reasons.push(`${m.drainS.toFixed(1)} s to drain`);
     if (m.undelivered > 0) reasons.push(`${m.undelivered} never received`);
     const step: StepRecord = {
       offeredPerS: rate,
@@ -725,7 +764,7 @@ async function throughputRun(ctx: Context, system: System, run: number): Promise
     failures: 0,
     error: broke ? null : `held every step up to ${settings.steps[settings.steps.length - 1]} msg/s`,
     figures: {
-      sustainedPerS: held.length > 0 ? Math.max(...held.map((s) => s.receivedPerS)) : 0,
+      sustainedPerS: held.length > 0 ? held[held.length - 1]!.offeredPerS : 0,
       heldOfferedPerS: held.length > 0 ? held[held.length - 1]!.offeredPerS : 0,
       breaksAtPerS: broke?.offeredPerS ?? Number.NaN,
       receivedAtBreakPerS: broke?.receivedPerS ?? Number.NaN,
@@ -737,6 +776,51 @@ async function throughputRun(ctx: Context, system: System, run: number): Promise
     },
     steps,
   });
+}
+
+/** The Temporal floor (ours only): no-op workflows of the delivery's shape on the same dev server, in a child process. */
+async function floorRun(ctx: Context): Promise<void> {
+  const ours = ctx.ours!;
+  if (ours.temporalPid === undefined) {
+    log("floor: the Temporal dev server's process is unknown (external TEMPORAL_ADDRESS?); skipped");
+    return;
+  }
+  const floorJob: FloorJob = { address: ours.infra.temporalAddress, temporalPid: ours.temporalPid, count: ctx.settings.floorCount, rate: ctx.settings.floorRate };
+  const meter = startRunMeter(ctx);
+  const child = spawn(process.execPath, ["--import", "tsx", resolve("bench/outbound-floor.ts"), JSON.stringify(floorJob)], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  const metered = meter.stop();
+  if (code !== 0 || out.trim() === "") throw new Error(`outbound-floor exited with code ${code}`);
+  const shapes = JSON.parse(out.trim().split("\n").pop()!) as FloorShape[];
+  const figures: Record<string, number> = { offeredPerS: ctx.settings.floorRate };
+  for (const s of shapes) {
+    figures[`serverMs.${s.shape}`] = s.serverCpuMs;
+    figures[`workerMs.${s.shape}`] = s.workerCpuMs;
+    figures[`p50Ms.${s.shape}`] = s.p50Ms;
+    figures[`startP50Ms.${s.shape}`] = s.startP50Ms;
+    figures[`startP99Ms.${s.shape}`] = s.startP99Ms;
+    figures[`completed.${s.shape}`] = s.workflows;
+  }
+  ctx.runs.push({
+    scenario: "floor",
+    system: "ours",
+    run: 0,
+    seconds: shapes.reduce((a, s) => a + s.seconds, 0),
+    ...metered,
+    failures: shapes.filter((s) => s.workflows < ctx.settings.floorCount).length,
+    error: null,
+    figures,
+  });
+  for (const s of shapes) {
+    log(
+      `floor      ${s.shape.padEnd(24)} ${s.workflows} workflows at ${ctx.settings.floorRate}/s: Temporal server ${fmt(s.serverCpuMs)} ms CPU each, ` +
+        `worker + client ${fmt(s.workerCpuMs)} ms, start call p50 ${fmt(s.startP50Ms)} ms p99 ${fmt(s.startP99Ms)} ms, start → result p50 ${fmt(s.p50Ms)} ms`,
+    );
+  }
+  await settle();
 }
 
 /** A few messages end to end before anything is measured; throws when none arrives (e.g. send not implemented). */
@@ -863,7 +947,9 @@ async function main(): Promise<void> {
         for (const system of rotate(i)) {
           switch (scenario) {
             case "accept":
-              await acceptRun(ctx, system, i);
+              await acceptRun(ctx, system, i, "main");
+              await acceptRun(ctx, system, i, "one");
+              if (system.name === "ours") await acceptRun(ctx, system, i, "paused");
               break;
             case "latency":
               await latencyRun(ctx, system, i, false);
@@ -873,6 +959,9 @@ async function main(): Promise<void> {
               break;
             case "throughput":
               await throughputRun(ctx, system, i);
+              break;
+            case "floor":
+              if (system.name === "ours" && i === 0) await floorRun(ctx);
               break;
           }
         }
