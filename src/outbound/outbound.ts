@@ -1,8 +1,9 @@
 // Outbound acceptance: inbox send, reply and /v1/send. Each validates once (addresses, recipient policy, size),
 // composes the message, then in one transaction claims the idempotency key, stores the mailbox message (not for
 // /v1/send), the submission with its composed bytes and its recipients, and counts the send against the
-// organization's limits. Only after the commit does the delivery workflow start; a start that fails is healed by a
-// retry with the same key and by the reconciler, so a committed submission is never stranded. The transaction is
+// organization's limits. Only after the commit does the delivery workflow start (not awaited by the answer); a start
+// that fails is healed by a retry with the same key and by the reconciler, so a committed submission is never
+// stranded. The transaction is
 // plain SQL with bound parameters (TenantStore.sqlTransaction): through the ORM the composed message travelled
 // inlined as hex in the statement text, the largest CPU cost of acceptance (bench:outbound's profile).
 import type { Principal } from "../auth/principal.js";
@@ -194,13 +195,18 @@ export function createOutbound(deps: OutboundDeps) {
     return { submission, recipients };
   }
 
-  async function startDelivery(view: SubmissionView, organizationId: string): Promise<void> {
-    try {
-      await deps.deliveries.start({ submissionId: view.submission.id, organizationId, inboxId: view.submission.inboxId ?? null });
-    } catch (e) {
-      // Committed already: the reconciler (or a retry with the same key) starts it once Temporal answers.
-      deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: view.submission.id, error: e });
-    }
+  /**
+   * Starts the delivery workflow without holding up the answer: the submission is committed, so a start that is
+   * slow or fails changes nothing the caller is told, and the reconciler (or a retry with the same key) starts it
+   * once Temporal answers. A workflow start is a round trip to the Temporal frontend and its persistence, the
+   * slowest step of acceptance by far (bench:outbound).
+   */
+  function startDelivery(view: SubmissionView, organizationId: string): void {
+    deps.deliveries
+      .start({ submissionId: view.submission.id, organizationId, inboxId: view.submission.inboxId ?? null })
+      .catch((e: unknown) =>
+        deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: view.submission.id, error: e }),
+      );
   }
 
   /**
@@ -230,7 +236,7 @@ export function createOutbound(deps: OutboundDeps) {
     if ((earlier.messageId !== null && !message) || !submission) {
       throw new Gone("idempotency_result_expired", "the message sent with this idempotency key was deleted; the key cannot be reused");
     }
-    if (submission.submission.status === "pending") await startDelivery(submission, store.organizationId);
+    if (submission.submission.status === "pending") startDelivery(submission, store.organizationId);
     return { message, submission, replayed: true };
   }
 
@@ -397,7 +403,7 @@ export function createOutbound(deps: OutboundDeps) {
       };
     });
     if ("earlier" in outcome) return replay(store, outcome.earlier);
-    await startDelivery(outcome.created.submission, store.organizationId);
+    startDelivery(outcome.created.submission, store.organizationId);
     return outcome.created;
   }
 

@@ -95,7 +95,8 @@ describe("send from an inbox", () => {
     expect(mime).toMatch(/^To: Alice <alice@example\.com>$/m);
     expect(mime).toMatch(/^Reply-To: desk@example\.com$/m);
 
-    const workflow = await app.temporal.workflow.getHandle(deliveryWorkflowId(submission.id)).describe();
+    // The workflow starts after the answer: findable by its business key shortly after.
+    const workflow = await eventually(() => app.temporal.workflow.getHandle(deliveryWorkflowId(submission.id)).describe().catch(() => undefined));
     expect(workflow.type).toBe("delivery");
   });
 
@@ -175,9 +176,14 @@ describe("idempotency", () => {
     expect(await em.count(Submission, { organization: tenant.organizationId })).toBe(1);
     const ids = new Set(results.filter((r) => r.status === 202).map((r) => r.body.submission.id));
     expect(ids.size).toBe(1);
-    const listed = app.temporal.workflow.list({ query: `WorkflowId = '${deliveryWorkflowId([...ids][0])}'` });
-    let runs = 0;
-    for await (const _ of listed) runs++;
+    const handle = app.temporal.workflow.getHandle(deliveryWorkflowId([...ids][0]));
+    await eventually(() => handle.describe().catch(() => undefined));
+    // Runs of that id, open or closed (visibility lags a little behind the start).
+    const runs = await eventually(async () => {
+      let n = 0;
+      for await (const _ of app.temporal.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) n++;
+      return n > 0 ? n : undefined;
+    });
     expect(runs).toBe(1);
   });
 
