@@ -1,10 +1,9 @@
-// The delivery state in PostgreSQL, in raw SQL (hot, small statements). Every change to recipients recomputes the
+// The delivery state in PostgreSQL, in plain SQL on the driver's pool (hot, small statements). Every change to recipients recomputes the
 // submission's aggregate and mirrors it onto the mailbox message in the same transaction, under a row lock on the
 // submission, so parallel domains of one submission never write a stale aggregate. Recipients that are final
 // (delivered, bounced, failed) are never changed again: a repeated activity cannot undo or resend them.
 import { randomUUID } from "node:crypto";
-import type { EntityManager } from "@mikro-orm/postgresql";
-import type { Database } from "../../db/database.js";
+import type { Database, SqlTx } from "../../db/database.js";
 import { aggregateStatus, messageDeliveryStatus, queueIdOf, type SubmissionStatus } from "./aggregate.js";
 
 const OPEN = `('pending', 'queued', 'deferred')`;
@@ -56,29 +55,29 @@ interface Locked {
 }
 
 export function createDeliveryStore(db: Database): DeliveryStore {
-  const lock = async (em: EntityManager, submissionId: string): Promise<Locked | undefined> => {
-    const rows = await em.execute<Locked[]>(
+  const lock = async (tx: SqlTx, submissionId: string): Promise<Locked | undefined> => {
+    const rows = await tx.query<Locked>(
       `select id, organization_id, message_id, (extract(epoch from created_at) * 1000)::float8 as created_at_ms
-         from submissions where id = ? for update`,
+         from submissions where id = $1 for update`,
       [submissionId],
     );
     return rows[0];
   };
 
   /** Recomputes the aggregate from the recipients and writes it to the submission and its mailbox message. */
-  const reaggregate = async (em: EntityManager, submission: Locked, lastResponse: string | null, lastFailureCode: string | null) => {
-    const recipients = await em.execute<{ status: string; failure_code: string | null }[]>(
-      `select status, failure_code from submission_recipients where submission_id = ? order by position`,
+  const reaggregate = async (tx: SqlTx, submission: Locked, lastResponse: string | null, lastFailureCode: string | null) => {
+    const recipients = await tx.query<{ status: string; failure_code: string | null }>(
+      `select status, failure_code from submission_recipients where submission_id = $1 order by position`,
       [submission.id],
     );
     const status: SubmissionStatus = aggregateStatus(recipients.map((r) => r.status));
     const failureCode = status === "failed" ? (lastFailureCode ?? recipients.find((r) => r.failure_code)?.failure_code ?? null) : null;
-    await em.execute(
-      `update submissions set status = ?, response = coalesce(?, response), failure_code = ?, updated_at = now() where id = ?`,
+    await tx.query(
+      `update submissions set status = $1, response = coalesce($2, response), failure_code = $3, updated_at = now() where id = $4`,
       [status, lastResponse, failureCode, submission.id],
     );
     if (submission.message_id !== null) {
-      await em.execute(`update messages set delivery_status = ?, failure_code = ?, updated_at = now() where id = ?`, [
+      await tx.query(`update messages set delivery_status = $1, failure_code = $2, updated_at = now() where id = $3`, [
         messageDeliveryStatus(status),
         failureCode,
         submission.message_id,
@@ -88,17 +87,17 @@ export function createDeliveryStore(db: Database): DeliveryStore {
 
   return {
     async queue(submissionId) {
-      return db.fork().transactional(async (em) => {
-        const submission = await lock(em, submissionId);
+      return db.sql.transaction(async (tx) => {
+        const submission = await lock(tx, submissionId);
         if (!submission) return { found: false, createdAt: new Date(0), domains: [] };
-        await em.execute(
-          `update submission_recipients set status = 'queued', updated_at = now() where submission_id = ? and status = 'pending'`,
+        await tx.query(
+          `update submission_recipients set status = 'queued', updated_at = now() where submission_id = $1 and status = 'pending'`,
           [submissionId],
         );
-        await em.execute(`update submissions set queue_id = coalesce(queue_id, ?) where id = ?`, [queueIdOf(submissionId), submissionId]);
-        await reaggregate(em, submission, null, null);
-        const domains = await em.execute<{ domain: string }[]>(
-          `select distinct domain from submission_recipients where submission_id = ? and status in ${OPEN} order by domain`,
+        await tx.query(`update submissions set queue_id = coalesce(queue_id, $1) where id = $2`, [queueIdOf(submissionId), submissionId]);
+        await reaggregate(tx, submission, null, null);
+        const domains = await tx.query<{ domain: string }>(
+          `select distinct domain from submission_recipients where submission_id = $1 and status in ${OPEN} order by domain`,
           [submissionId],
         );
         return { found: true, createdAt: new Date(Number(submission.created_at_ms)), domains: domains.map((d) => d.domain) };
@@ -106,14 +105,14 @@ export function createDeliveryStore(db: Database): DeliveryStore {
     },
 
     async attemptInput(submissionId, domain) {
-      const rows = await db.query<{ organization_id: string; from_email: string; mime: Buffer }>(
-        `select organization_id, "from"->>'email' as from_email, mime from submissions where id = ?`,
+      const rows = await db.sql.query<{ organization_id: string; from_email: string; mime: Buffer }>(
+        `select organization_id, "from"->>'email' as from_email, mime from submissions where id = $1`,
         [submissionId],
       );
       const row = rows[0];
       if (!row) return undefined;
-      const recipients = await db.query<OpenRecipient>(
-        `select id, email from submission_recipients where submission_id = ? and domain = ? and status in ${OPEN} order by position`,
+      const recipients = await db.sql.query<OpenRecipient>(
+        `select id, email from submission_recipients where submission_id = $1 and domain = $2 and status in ${OPEN} order by position`,
         [submissionId, domain],
       );
       return { submissionId, organizationId: row.organization_id, fromEmail: row.from_email, mime: Buffer.from(row.mime), recipients };
@@ -121,16 +120,16 @@ export function createDeliveryStore(db: Database): DeliveryStore {
 
     async record(submissionId, outcomes, suppress) {
       if (outcomes.length === 0) return;
-      await db.fork().transactional(async (em) => {
-        const submission = await lock(em, submissionId);
+      await db.sql.transaction(async (tx) => {
+        const submission = await lock(tx, submissionId);
         if (!submission) return;
         const applied: RecipientOutcome[] = [];
         for (const o of outcomes) {
-          const updated = await em.execute<{ id: string }[]>(
+          const updated = await tx.query<{ id: string }>(
             `update submission_recipients
-                set status = ?, response = ?, failure_code = ?, attempts = attempts + 1,
-                    delivered_at = case when ? = 'delivered' then now() else delivered_at end, updated_at = now()
-              where id = ? and submission_id = ? and status in ${OPEN} returning id`,
+                set status = $1, response = $2, failure_code = $3, attempts = attempts + 1,
+                    delivered_at = case when $4 = 'delivered' then now() else delivered_at end, updated_at = now()
+              where id = $5 and submission_id = $6 and status in ${OPEN} returning id`,
             [o.status, o.response, o.failureCode, o.status, o.id, submissionId],
           );
           if (updated.length > 0) applied.push(o);
@@ -138,29 +137,29 @@ export function createDeliveryStore(db: Database): DeliveryStore {
         // Every recipient was final already (a repeated attempt): nothing changes.
         if (applied.length === 0) return;
         for (const s of suppress.filter((x) => applied.some((o) => o.id === x.id))) {
-          await em.execute(
+          await tx.query(
             `insert into suppressions (id, organization_id, email, reason, detail, created_at)
-             values (?, ?, ?, 'hard_bounce', ?, now()) on conflict (organization_id, email) do nothing`,
+             values ($1, $2, $3, 'hard_bounce', $4, now()) on conflict (organization_id, email) do nothing`,
             [randomUUID(), submission.organization_id, s.email.toLowerCase(), s.detail],
           );
         }
         const last = applied[applied.length - 1]!;
         const lastFailure = [...applied].reverse().find((o) => o.status === "failed" || o.status === "bounced");
-        await reaggregate(em, submission, last.response, lastFailure?.failureCode ?? null);
+        await reaggregate(tx, submission, last.response, lastFailure?.failureCode ?? null);
       });
     },
 
     async failOpen(submissionId, domain, failureCode, response) {
-      await db.fork().transactional(async (em) => {
-        const submission = await lock(em, submissionId);
+      await db.sql.transaction(async (tx) => {
+        const submission = await lock(tx, submissionId);
         if (!submission) return;
-        const failed = await em.execute<{ id: string }[]>(
-          `update submission_recipients set status = 'failed', failure_code = ?,
-                  response = coalesce(response, ?), updated_at = now()
-            where submission_id = ? and domain = ? and status in ${OPEN} returning id`,
+        const failed = await tx.query<{ id: string }>(
+          `update submission_recipients set status = 'failed', failure_code = $1,
+                  response = coalesce(response, $2), updated_at = now()
+            where submission_id = $3 and domain = $4 and status in ${OPEN} returning id`,
           [failureCode, response, submissionId, domain],
         );
-        if (failed.length > 0) await reaggregate(em, submission, response, failureCode);
+        if (failed.length > 0) await reaggregate(tx, submission, response, failureCode);
       });
     },
   };
@@ -172,10 +171,10 @@ export async function strandedSubmissions(
   olderThanMs: number,
   limit: number,
 ): Promise<{ submissionId: string; organizationId: string; inboxId: string | null }[]> {
-  const rows = await db.query<{ id: string; organization_id: string; inbox_id: string | null }>(
+  const rows = await db.sql.query<{ id: string; organization_id: string; inbox_id: string | null }>(
     `select id, organization_id, inbox_id from submissions
-      where status = 'pending' and created_at < now() - make_interval(secs => ?)
-      order by created_at limit ?`,
+      where status = 'pending' and created_at < now() - make_interval(secs => $1)
+      order by created_at limit $2`,
     [olderThanMs / 1000, limit],
   );
   return rows.map((r) => ({ submissionId: r.id, organizationId: r.organization_id, inboxId: r.inbox_id }));
