@@ -77,7 +77,7 @@ export const TARGETS = {
 
 /**
  * "Deferrals must not slow the rest": the 90% not deferred keep their p50 within 25% + 10 ms and their p99 within
- * 50% + 50 ms of the clean run's (medians of each), and every deferred message is delivered in the end.
+ * 50% + 50 ms of the clean run just before (medians of each), and every deferred message is delivered in the end.
  */
 export const DEFERRAL_SLACK = { p50: { factor: 1.25, ms: 10 }, p99: { factor: 1.5, ms: 50 } } as const;
 
@@ -169,21 +169,23 @@ export function formatOutboundReport(report: OutboundReport): string {
   }
   if (report.runs.some((r) => r.scenario === "deferral")) {
     const pct = Math.round(100 / settings.deferEvery);
-    const holds = (s: SystemName) => {
-      const clean50 = med("latency", s, "p50Ms");
-      const clean99 = med("latency", s, "p99Ms");
-      return (
-        med("deferral", s, "p50Ms") <= clean50 * DEFERRAL_SLACK.p50.factor + DEFERRAL_SLACK.p50.ms &&
-        med("deferral", s, "p99Ms") <= clean99 * DEFERRAL_SLACK.p99.factor + DEFERRAL_SLACK.p99.ms
-      );
-    };
+    const rate = runsOf("deferral", systems[0]!)[0]?.figures["offeredPerS"] ?? Number.NaN;
+    const holds = (s: SystemName) =>
+      med("deferral", s, "p50Ms") <= med("deferral-clean", s, "p50Ms") * DEFERRAL_SLACK.p50.factor + DEFERRAL_SLACK.p50.ms &&
+      med("deferral", s, "p99Ms") <= med("deferral-clean", s, "p99Ms") * DEFERRAL_SLACK.p99.factor + DEFERRAL_SLACK.p99.ms;
+    // Beside a clean run that did not keep up with the offered rate, both are backlog: no comparison to make.
+    const saturated = med("deferral-clean", "ours", "keptUp") < 1;
     rows.push({
-      label: `sink answers 451 to ${pct}%: the other ${100 - pct}% p50 / p99 ms`,
+      label: `sink answers 451 to ${pct}% at ${int(rate)} msg/s: the other ${100 - pct}% p50 / p99 ms`,
       values: each((s) => `${ms(med("deferral", s, "p50Ms"))} / ${ms(med("deferral", s, "p99Ms"))}`),
       target: "≈ clean run",
-      verdict: valid("deferral") && (!report.runs.some((r) => r.scenario === "latency") || holds("ours")),
+      ...(saturated || !systems.includes("ours") ? {} : { verdict: valid("deferral") && holds("ours") }),
     });
-    rows.push({ label: "  the clean run's p50 / p99 ms (above)", values: each((s) => `${ms(med("latency", s, "p50Ms"))} / ${ms(med("latency", s, "p99Ms"))}`) });
+    rows.push({
+      label: "  the clean run just before it: p50 / p99 ms",
+      values: each((s) => `${ms(med("deferral-clean", s, "p50Ms"))} / ${ms(med("deferral-clean", s, "p99Ms"))}`),
+    });
+    if (saturated) rows.push({ label: "  (ours did not keep up with the clean run's rate: no verdict)", values: {} });
     rows.push({
       label: `  deferred (${settings.deferAttempts} × 451): received / sent, p50 ms`,
       values: each((s) => `${int(med("deferral", s, "deferredReceived"))}/${int(med("deferral", s, "deferredSent"))}, ${ms(med("deferral", s, "deferredP50Ms"))}`),
@@ -226,7 +228,7 @@ export function formatOutboundReport(report: OutboundReport): string {
   }
 
   const width = Math.max(...rows.map((r) => r.label.length)) + 2;
-  const col = 16;
+  const col = 20;
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width) : c.padStart(col))).join("");
   const out: string[] = [];
   out.push(

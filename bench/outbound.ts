@@ -10,9 +10,10 @@
 //   latency     open loop at BENCH_LATENCY_RATE (20 msg/s) for BENCH_LATENCY_S: accepted (202 / 250) → received by
 //               the sink (final dot at the sink), matched by Message-ID (ours: message.internetMessageId of the 202;
 //               Postfix: the one the bench sets), the token in the Subject as a fallback
-//   deferral    the latency run again with every BENCH_DEFER_EVERY-th message (10%) to a recipient the sink answers
-//               451 at RCPT on its first BENCH_DEFER_ATTEMPTS attempts: accepted → received of the other 90%
-//               beside the clean latency run's, and how long the deferred ones took
+//   deferral    at BENCH_DEFERRAL_RATE (that of the latency run unless set) for BENCH_DEFERRAL_S, a clean run and
+//               right after it one with every BENCH_DEFER_EVERY-th message (10%) to a recipient the sink answers 451
+//               at RCPT on its first BENCH_DEFER_ATTEMPTS attempts: accepted → received of the other 90% beside the
+//               clean run's, and how long the deferred ones took
 //   floor       ours only, once: what one workflow per message costs on the same Temporal dev server when it does
 //               nothing (bench/outbound-floor.ts: an empty workflow, one and two no-op activities — the shape of a
 //               delivery — and two local activities; BENCH_FLOOR_COUNT at BENCH_FLOOR_RATE each): server and
@@ -28,8 +29,8 @@
 //
 // Settings (env): BENCH_SYSTEMS=ours,postfix  BENCH_SCENARIOS=accept,latency,deferral,throughput  BENCH_RUNS=3
 //   BENCH_THROUGHPUT_RUNS (BENCH_RUNS)  BENCH_ACCEPT_S=10  BENCH_ACCEPT_CLIENTS=16  BENCH_LATENCY_S=30
-//   BENCH_LATENCY_RATE=20  BENCH_DEFERRAL_S=30  BENCH_DEFER_EVERY=10  BENCH_DEFER_ATTEMPTS=2  BENCH_RETRY_INITIAL=2s
-//   BENCH_STEPS=10,20,35,50,70,100,140,200,280,400  BENCH_STEP_S=15  BENCH_OPEN_CONCURRENCY=64  BENCH_TEXT_BYTES=1024
+//   BENCH_LATENCY_RATE=20  BENCH_DEFERRAL_S=30  BENCH_DEFERRAL_RATE  BENCH_DEFER_EVERY=10  BENCH_DEFER_ATTEMPTS=2  BENCH_RETRY_INITIAL=2s
+//   BENCH_STEPS=10,20,35,50,70,100,140,200,280,400,560,800  BENCH_STEP_S=15  BENCH_OPEN_CONCURRENCY=64  BENCH_TEXT_BYTES=1024
 //   BENCH_INBOXES=16  BENCH_DRAIN_MAX_S=120  BENCH_WARMUP_S=5  BENCH_SINK_GREETING_MS=0  BENCH_SINK_DOMAIN=bench-sink.test
 //   BENCH_FLOOR_COUNT=150  BENCH_FLOOR_RATE=15  BENCH_LOAD_WAIT_S=120  BENCH_CPU_PROF=1 (profile the api and worker roles; summaries printed)  LOG_LEVEL (of our
 //   roles; error)
@@ -84,6 +85,7 @@ export interface Settings {
   readonly latencyS: number;
   readonly latencyRate: number;
   readonly deferralS: number;
+  readonly deferralRate: number;
   readonly deferEvery: number;
   readonly deferAttempts: number;
   readonly retryInitial: string;
@@ -116,7 +118,7 @@ function settingsFromEnv(env = process.env): Settings {
     if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(", ")}; known: ${known.join(", ")}`);
     return names.map(map);
   };
-  const steps = (env["BENCH_STEPS"] || "10,20,35,50,70,100,140,200,280,400").split(",").map((s) => Number(s.trim()));
+  const steps = (env["BENCH_STEPS"] || "10,20,35,50,70,100,140,200,280,400,560,800").split(",").map((s) => Number(s.trim()));
   if (steps.some((s) => !(s >= 1 && s <= 5000)) || steps.some((s, i) => i > 0 && s <= steps[i - 1]!)) {
     throw new Error("BENCH_STEPS must be increasing rates from 1 to 5000 msg/s");
   }
@@ -135,6 +137,7 @@ function settingsFromEnv(env = process.env): Settings {
     latencyS: num("BENCH_LATENCY_S", 30, 1, 600),
     latencyRate: num("BENCH_LATENCY_RATE", 20, 1, 5000),
     deferralS: num("BENCH_DEFERRAL_S", 30, 1, 600),
+    deferralRate: num("BENCH_DEFERRAL_RATE", num("BENCH_LATENCY_RATE", 20, 1, 5000), 1, 5000),
     deferEvery: num("BENCH_DEFER_EVERY", 10, 2, 1000),
     deferAttempts: num("BENCH_DEFER_ATTEMPTS", 2, 1, 20),
     retryInitial,
@@ -629,9 +632,14 @@ async function acceptRun(ctx: Context, system: System, run: number, variant: "ma
   await settle();
 }
 
-async function latencyRun(ctx: Context, system: System, run: number, deferral: boolean): Promise<void> {
+/**
+ * Open loop, accepted → received. `scenario`: "latency" at BENCH_LATENCY_RATE; "deferral-clean" and "deferral" at
+ * BENCH_DEFERRAL_RATE back to back, the second with every BENCH_DEFER_EVERY-th message deferred by the sink.
+ */
+async function latencyRun(ctx: Context, system: System, run: number, scenario: "latency" | "deferral-clean" | "deferral"): Promise<void> {
   const { settings } = ctx;
-  const scenario = deferral ? "deferral" : "latency";
+  const deferral = scenario === "deferral";
+  const rate = scenario === "latency" ? settings.latencyRate : settings.deferralRate;
   let early: Record<string, number> | undefined;
   const m = await measure(
     ctx,
@@ -641,12 +649,12 @@ async function latencyRun(ctx: Context, system: System, run: number, deferral: b
       system,
       {
         mode: "open",
-        rate: settings.latencyRate,
+        rate,
         concurrency: settings.openConcurrency,
-        durationS: deferral ? settings.deferralS : settings.latencyS,
+        durationS: scenario === "latency" ? settings.latencyS : settings.deferralS,
         deferEvery: deferral ? settings.deferEvery : 0,
       },
-      `${deferral ? "def" : "lat"}${run}`,
+      `${scenario === "latency" ? "lat" : deferral ? "def" : "dcl"}${run}`,
     ),
     system.name === "ours" && deferral
       ? {
@@ -669,7 +677,9 @@ async function latencyRun(ctx: Context, system: System, run: number, deferral: b
     run,
     { ...m, ...(submissions ? { submissions } : {}) },
     {
-      offeredPerS: settings.latencyRate,
+      offeredPerS: rate,
+      // 1 when what was left at the end of the clean run reached the sink within HOLD_DRAIN_S: the system kept up.
+      ...(deferral ? {} : { keptUp: m.drainS <= HOLD_DRAIN_S ? 1 : 0 }),
       p50Ms: percentile(all, 50),
       p99Ms: percentile(all, 99),
       maxMs: percentile(all, 100),
@@ -689,7 +699,7 @@ async function latencyRun(ctx: Context, system: System, run: number, deferral: b
     early ? { submissionsEarly: early } : {},
   );
   log(
-    `${scenario.padEnd(10)} ${system.name.padEnd(7)} run ${run + 1}: accepted → received p50 ${fmt(rec.figures["p50Ms"])} ms, p99 ${fmt(rec.figures["p99Ms"])} ms` +
+    `${scenario.padEnd(14)} ${system.name.padEnd(7)} run ${run + 1}: ${rate}/s, accepted → received p50 ${fmt(rec.figures["p50Ms"])} ms, p99 ${fmt(rec.figures["p99Ms"])} ms` +
       `${deferral ? " (the 90% not deferred)" : ""}, accepted → sink connect p50 ${fmt(rec.figures["toConnectP50Ms"])} ms, ` +
       `202/250 p50 ${fmt(rec.figures["acceptP50Ms"])} ms` +
       (deferral ? `; deferred: ${deferred.length}/${rec.figures["deferredSent"]} received, p50 ${fmt(rec.figures["deferredP50Ms"])} ms` : "") +
@@ -857,6 +867,7 @@ async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
   const startedAt = new Date();
+  const startRevision = revision();
   const teardown = new Teardown();
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.removeAllListeners(signal);
@@ -952,10 +963,11 @@ async function main(): Promise<void> {
               if (system.name === "ours") await acceptRun(ctx, system, i, "paused");
               break;
             case "latency":
-              await latencyRun(ctx, system, i, false);
+              await latencyRun(ctx, system, i, "latency");
               break;
             case "deferral":
-              await latencyRun(ctx, system, i, true);
+              await latencyRun(ctx, system, i, "deferral-clean");
+              await latencyRun(ctx, system, i, "deferral");
               break;
             case "throughput":
               await throughputRun(ctx, system, i);
@@ -979,7 +991,7 @@ async function main(): Promise<void> {
       : {};
     report = {
       startedAt: startedAt.toISOString(),
-      revision: revision(),
+      revision: startRevision,
       settings,
       machine: {
         cores: availableParallelism(),
