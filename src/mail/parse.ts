@@ -79,6 +79,9 @@ export type ParseWorkerResult<T> = { readonly ok: true; readonly value: T } | { 
 
 type Outcome<T> = ParseWorkerResult<T> & { readonly reusable: boolean };
 
+/** Time allowed to parse the bounded header section after the whole message overran its budget. */
+const HEADER_PARSE_BUDGET_MS = 2_000;
+
 const WORKER_URL = new URL("./parse-worker.ts", import.meta.url);
 
 export function createEmailParser(options: EmailParserOptions): EmailParser {
@@ -126,7 +129,7 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
     });
   }
 
-  function run<T>(worker: Worker, job: ParseWorkerJob): Promise<Outcome<T>> {
+  function run<T>(worker: Worker, job: ParseWorkerJob, timeoutMs: number): Promise<Outcome<T>> {
     return new Promise((resolve) => {
       const finish = (outcome: Outcome<T>) => {
         clearTimeout(timer);
@@ -138,19 +141,19 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
       const onError = (e: Error) => finish({ ok: false, error: `parser failed: ${e.message}`, reusable: false });
       const onExit = () => finish({ ok: false, error: "parser exited", reusable: false });
       const timer = setTimeout(
-        () => finish({ ok: false, error: `parse time budget of ${options.timeoutMs} ms exceeded`, reusable: false }),
-        options.timeoutMs,
+        () => finish({ ok: false, error: `parse time budget of ${timeoutMs} ms exceeded`, reusable: false }),
+        timeoutMs,
       );
       worker.on("message", onMessage).on("error", onError).on("exit", onExit);
       worker.postMessage(job);
     });
   }
 
-  async function attempt<T>(job: ParseWorkerJob): Promise<ParseWorkerResult<T>> {
+  async function attempt<T>(job: ParseWorkerJob, timeoutMs = options.timeoutMs): Promise<ParseWorkerResult<T>> {
     await slot();
     try {
       const worker = idle.pop() ?? (await spawn());
-      const outcome = await run<T>(worker, job);
+      const outcome = await run<T>(worker, job, timeoutMs);
       if (outcome.reusable && !closed) idle.push(worker);
       else void worker.terminate();
       return outcome;
@@ -162,8 +165,12 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
   async function parseMessage(raw: Uint8Array): Promise<ParsedEmail> {
     const full = await attempt<ParsedEmail>({ kind: "message", raw });
     if (full.ok) return full.value;
-    // The header section is bounded by the SMTP limit, so it parses cheaply even when the body cannot.
-    const headers = await attempt<ParsedEmail>({ kind: "message", raw: headerSection(raw, options.maxHeaderBytes) });
+    // The header section is bounded by the SMTP limit, so it parses cheaply even when the body cannot; it gets a
+    // budget of its own that a busy machine cannot exhaust, so a cut-off message still keeps its headers.
+    const headers = await attempt<ParsedEmail>(
+      { kind: "message", raw: headerSection(raw, options.maxHeaderBytes) },
+      Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS),
+    );
     if (headers.ok) return { ...headers.value, problem: full.error };
     return { ...EMPTY_EMAIL, problem: `${full.error}; headers: ${headers.error}` };
   }
