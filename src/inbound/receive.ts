@@ -1,6 +1,11 @@
-// Durable acceptance: the raw message is committed (one transaction) before the server answers 250, so a crash
-// right after the 250 loses nothing; processing picks the row up (see processor.ts and sweeper.ts).
+// Durable acceptance: the raw message is committed before the server answers 250, so a crash right after the 250
+// loses nothing; processing picks the row up (see processor.ts and sweeper.ts).
+//
+// Commits are grouped (src/db/group-commit.ts): messages whose DATA ends while an insert is under way go together
+// in the next multi-row INSERT; each is answered 250 only after its group's commit, and a failed group answers each
+// of its messages 451, so the sender retries.
 import type { Database } from "../db/database.js";
+import { groupCommit, valuesRows, type GroupCommitOptions } from "../db/group-commit.js";
 import { newUuid } from "../ids.js";
 import type { AdmittedRecipient } from "./admission.js";
 
@@ -21,16 +26,41 @@ export interface ReceivedMessage {
   readonly raw: Buffer;
 }
 
-/** Commits the raw message as pending (one statement, the bytes bound as binary); returns its id. */
-export async function storeRawMessage(db: Database, message: ReceivedMessage): Promise<string> {
-  const id = newUuid();
-  await db.sql.query(
-    `insert into inbound_raw_messages
-       (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', 0)`,
-    [
+export interface RawMessageStore {
+  /** Commits the raw message as pending (the bytes bound as binary); resolves with its id once committed. */
+  store(message: ReceivedMessage): Promise<string>;
+}
+
+const GROUPING: GroupCommitOptions<Row> = {
+  maxGroup: 100,
+  maxInFlight: 2,
+  maxWeight: 16 * 1024 * 1024,
+  weightOf: (row) => row.message.raw.length,
+};
+const COLUMNS = 11;
+
+interface Row {
+  readonly id: string;
+  readonly receivedAt: Date;
+  readonly message: ReceivedMessage;
+}
+
+export function createRawMessageStore(db: Database): RawMessageStore {
+  const statements = new Map<number, string>();
+  const insertOf = (n: number) => {
+    let text = statements.get(n);
+    if (!text) {
+      text = `insert into inbound_raw_messages
+        (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
+        values ${valuesRows(n, COLUMNS, ", 'pending', 0")}`;
+      statements.set(n, text);
+    }
+    return text;
+  };
+  const insert = groupCommit<Row, string>(async (rows) => {
+    const values = rows.flatMap(({ id, receivedAt, message }) => [
       id,
-      new Date(),
+      receivedAt,
       message.mailFrom,
       message.recipients.map((r) => r.address),
       message.recipients.map((r) => r.inboxId),
@@ -40,7 +70,9 @@ export async function storeRawMessage(db: Database, message: ReceivedMessage): P
       message.session.tls?.cipher ?? null,
       message.raw.length,
       message.raw,
-    ],
-  );
-  return id;
+    ]);
+    await db.sql.query(insertOf(rows.length), values);
+    return rows.map((r) => r.id);
+  }, GROUPING);
+  return { store: (message) => insert({ id: newUuid(), receivedAt: new Date(), message }) };
 }

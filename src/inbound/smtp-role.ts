@@ -11,7 +11,7 @@ import { createFeedbackReports } from "../outbound/feedback-reports.js";
 import { createRecipientAdmission, type InboundDomains } from "./admission.js";
 import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
 import { createInboundProcessor } from "./processor.js";
-import { storeRawMessage } from "./receive.js";
+import { createRawMessageStore } from "./receive.js";
 import { DEFAULT_SWEEPER_OPTIONS, startInboundSweeper, type SweeperOptions } from "./sweeper.js";
 
 /** Messages in processing per parser thread. */
@@ -67,9 +67,10 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     await processor.stop();
     await parser.close();
   };
+  const rawMessages = createRawMessageStore(db);
   const hooks = createInboundHooks({
     admit: createRecipientAdmission(db, config.managedDomain, deps.domains, config.feedbackAddress),
-    store: (message) => storeRawMessage(db, message),
+    store: (message) => rawMessages.store(message),
     accepted: (rawId, message) => processor.submit(rawId, message),
     limits: {
       maxMessageBytes: config.platformLimits.messageContentBytes,

@@ -7,6 +7,7 @@ import { LockMode } from "@mikro-orm/core";
 import type { WebhookAttemptResult } from "../../workflows/webhook-delivery.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
+import { groupCommit } from "../db/group-commit.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
 import { inboxIdOf } from "./events.js";
@@ -19,6 +20,15 @@ const LEASE_MARGIN_MS = 30_000;
 /** How long a row may wait for its first attempt, or past its latest possible retry, before it counts as lost. */
 const ORPHAN_GRACE_MS = 60_000;
 const RECONCILE_BATCH = 1000;
+const RECORDING = { maxGroup: 200, maxInFlight: 2 };
+
+interface AttemptOutcome {
+  readonly deliveryId: string;
+  readonly status: "delivered" | "failed" | "pending";
+  readonly lastError: string | null;
+  /** The attempt's number: the row is updated only while this attempt still holds it. */
+  readonly attempts: number;
+}
 
 export const ENDPOINT_DELETED = "the endpoint was deleted";
 
@@ -106,16 +116,25 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings) 
     });
   }
 
+  // Outcomes are recorded in groups: under load many attempts finish at once, and each would otherwise be a commit.
+  // Conditional on the claim still being ours: a lease taken over by another attempt is not overwritten.
+  const record = groupCommit<AttemptOutcome, boolean>(async (outcomes) => {
+    const recorded = await db.sql.query<{ id: string; attempts: number }>(
+      `update webhook_deliveries d set status = v.status, last_error = v.last_error, updated_at = $5
+         from unnest($1::uuid[], $2::varchar[], $3::text[], $4::int[]) as v(id, status, last_error, attempts)
+        where d.id = v.id and d.status = 'delivering' and d.attempts = v.attempts
+        returning d.id, d.attempts`,
+      [outcomes.map((o) => o.deliveryId), outcomes.map((o) => o.status), outcomes.map((o) => o.lastError), outcomes.map((o) => o.attempts), new Date()],
+    );
+    const ours = new Set(recorded.map((r) => `${r.id}/${r.attempts}`));
+    return outcomes.map((o) => ours.has(`${o.deliveryId}/${o.attempts}`));
+  }, RECORDING);
+
   /** Sends a claimed attempt and records its outcome; never throws for a receiver's failure, only for our own. */
   async function complete(deliveryId: string, c: ClaimedAttempt): Promise<WebhookAttemptResult> {
     const sent = await send({ url: c.url, secret: c.secret, eventId: c.eventId, body: c.body });
     const status = sent.ok ? "delivered" : c.attempts >= settings.maxAttempts ? "failed" : "pending";
-    // Conditional on the claim still being ours: a lease taken over by another attempt is not overwritten.
-    const [recorded] = await db.sql.query<{ id: string }>(
-      `update webhook_deliveries set status = $1, last_error = $2, updated_at = $3
-        where id = $4 and status = 'delivering' and attempts = $5 returning id`,
-      [status, sent.ok ? null : sent.error, new Date(), deliveryId, c.attempts],
-    );
+    const recorded = await record({ deliveryId, status, lastError: sent.ok ? null : sent.error, attempts: c.attempts });
     if (!recorded) return { outcome: "busy", attempts: c.attempts };
     return { outcome: status === "pending" ? "retry" : status, attempts: c.attempts };
   }

@@ -1,0 +1,74 @@
+// Group commit for hot single-row writes: items that arrive while a write is under way wait for it and then go
+// together in one statement (one round trip, one commit). A lone item is written at once, so grouping adds no wait
+// at low load; under load it spares PostgreSQL a commit per item. Each caller is answered only after the commit of
+// its group, and a failed group fails every item of it.
+
+export interface GroupCommitOptions<T> {
+  /** Items in one group at most. */
+  readonly maxGroup: number;
+  /** Writes under way at once; the next group gathers while they run. */
+  readonly maxInFlight: number;
+  /** A bound on the summed weight of a group (say, bytes); a single heavier item still goes, alone. */
+  readonly maxWeight?: number;
+  readonly weightOf?: (item: T) => number;
+}
+
+interface Waiting<T, R> {
+  readonly item: T;
+  readonly resolve: (result: R) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Returns a function that writes one item as part of a group. `write` gets the group in arrival order and answers
+ * one result per item, in the same order.
+ */
+export function groupCommit<T, R>(
+  write: (group: readonly T[]) => Promise<readonly R[]>,
+  options: GroupCommitOptions<T>,
+): (item: T) => Promise<R> {
+  const waiting: Waiting<T, R>[] = [];
+  let inFlight = 0;
+
+  function nextGroup(): Waiting<T, R>[] {
+    const { maxWeight = Infinity, weightOf = () => 0 } = options;
+    let weight = 0;
+    let n = 0;
+    while (n < waiting.length && n < options.maxGroup) {
+      weight += weightOf(waiting[n]!.item);
+      if (n > 0 && weight > maxWeight) break;
+      n++;
+    }
+    return waiting.splice(0, n);
+  }
+
+  function flush(): void {
+    while (inFlight < options.maxInFlight && waiting.length > 0) {
+      const group = nextGroup();
+      inFlight++;
+      write(group.map((w) => w.item))
+        .then(
+          (results) => group.forEach((w, i) => w.resolve(results[i]!)),
+          (error: unknown) => group.forEach((w) => w.reject(error)),
+        )
+        .finally(() => {
+          inFlight--;
+          flush();
+        });
+    }
+  }
+
+  return (item) =>
+    new Promise<R>((resolve, reject) => {
+      waiting.push({ item, resolve, reject });
+      flush();
+    });
+}
+
+/** `($1, $2, …), ($k+1, …)`: the VALUES rows of a multi-row INSERT, `columns` bound parameters per row. */
+export function valuesRows(rows: number, columns: number, suffix = ""): string {
+  return Array.from({ length: rows }, (_, r) => {
+    const p = Array.from({ length: columns }, (_, c) => `$${r * columns + c + 1}`);
+    return `(${p.join(", ")}${suffix})`;
+  }).join(",\n");
+}
