@@ -103,7 +103,7 @@ async function receiveMessage(tenant: Tenant): Promise<{ event: MessageReceivedE
     await em.flush();
     return event;
   });
-  const enqueued = await app.db.sql.transaction((tx) => outbox.enqueue(tx, event));
+  const enqueued = await app.db.sql.transaction((tx) => outbox.enqueue(tx, [event]));
   return { event, enqueued, deliveryIds: enqueued.map((d) => d.ref.deliveryId) };
 }
 
@@ -163,6 +163,10 @@ describe("message.received delivery", () => {
     const { searchAttributes } = await handle.describe();
     expect(searchAttributes[SEARCH_ATTRIBUTE.organizationId]).toEqual([tenant.organizationId]);
     expect(searchAttributes[SEARCH_ATTRIBUTE.inboxId]).toEqual([event.inboxId]);
+    // The attempts ran as local activities (markers in the history), not as dispatched activity tasks.
+    const { events } = await handle.fetchHistory();
+    expect(events!.filter((e) => e.markerRecordedEventAttributes?.markerName === "core_local_activity").length).toBe(2);
+    expect(events!.some((e) => e.activityTaskScheduledEventAttributes)).toBe(false);
     await target.waitFor(4, 1500).then(
       () => expect.fail("a delivered event was sent again"),
       () => undefined,
