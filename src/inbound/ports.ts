@@ -11,13 +11,13 @@ export interface MessageReceivedEvent {
 }
 
 /**
- * The webhook outbox. enqueue runs inside the caller's transaction, so the event commits with the message or not
+ * The webhook outbox. enqueue runs inside the caller's transaction, so the events commit with their messages or not
  * at all; dispatch runs after the commit and must never throw (failures are retried durably). What enqueue returns
  * is opaque to the caller: it hands it to dispatch unchanged.
  */
 export interface MessageReceivedOutbox<Enqueued = unknown> {
-  /** Creates one delivery per active endpoint of the organization. */
-  enqueue(tx: SqlTx, event: MessageReceivedEvent): Promise<Enqueued[]>;
+  /** Creates one delivery per active endpoint of each event's organization (the events of one store transaction). */
+  enqueue(tx: SqlTx, events: readonly MessageReceivedEvent[]): Promise<Enqueued[]>;
   /** Makes the prompt first attempts of what was enqueued; retries are durable (Temporal). */
   dispatch(enqueued: readonly Enqueued[]): void;
 }

@@ -1,12 +1,18 @@
 // Processing of received mail: raw message → parse → one stored Message per admitted inbox (thread, attachments,
-// message.received outbox rows) → raw row deleted, all in one transaction (the second and last commit of a
-// message). After the commit, webhook deliveries are dispatched and attachment scans started.
+// message.received outbox rows) → raw row deleted, in one transaction (the second and last commit of a message).
+// After the commit, webhook deliveries are dispatched and attachment scans started.
 //
 // The raw message is read and parsed before the transaction (a parse may take its whole budget and must hold no
 // lock); the transaction then claims the row with FOR UPDATE SKIP LOCKED and stores only if it is still pending, so
 // a message is stored once even when the sweeper of another process parses it too; a crash rolls back and leaves it
 // pending. A parse that fails or exceeds its budget still stores the message from what was parsed (parseProblem
 // says why) and keeps the raw row as `failed`, so nothing is lost and an operator can look at the original.
+//
+// Parsed messages are stored in batches: one transaction stores every message that is ready, with the same dozen
+// round trips whatever its size (each round trip waits its turn on a busy machine; per message they capped
+// bench:inbound). A batch starts at once when no store runs, so at low load a batch is one message and nothing
+// waits; under load the next batch fills while one is stored. A batch that fails is stored again one message at a
+// time, so a bad message fails alone.
 //
 // Plain SQL on the driver's pool (db.sql), not the ORM: this is the hot path of inbound mail, and the ORM's unit of
 // work cost more CPU than the statements themselves (measured with bench:inbound).
@@ -17,7 +23,12 @@ import type { EmailParser, ParsedEmail } from "../mail/parse.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
 import type { ReceivedMessage } from "./receive.js";
-import { parentMessageIds, summaryWith } from "./threading.js";
+import { parentMessageIds, summaryWith, type ThreadSummary } from "./threading.js";
+
+interface FeedbackReports {
+  readonly address: string;
+  record(tx: SqlTx, raw: Uint8Array, rawId: string): Promise<void>;
+}
 
 export interface InboundProcessorDeps {
   readonly db: Database;
@@ -27,13 +38,10 @@ export interface InboundProcessorDeps {
   readonly log: Logger;
   /** Right-hand side of the Message-ID given to a message that came without one. */
   readonly hostname: string;
-  /** Messages processed at once (parsing is bounded separately by the parser's worker threads). */
+  /** Messages read and parsed at once (parsing is bounded separately by the parser's worker threads). */
   readonly concurrency: number;
   /** Mail to the feedback address: ARF reports, recorded as complaints instead of stored (src/outbound/feedback-reports.ts). */
-  readonly feedbackReports?: {
-    readonly address: string;
-    record(tx: SqlTx, raw: Uint8Array, rawId: string): Promise<void>;
-  };
+  readonly feedbackReports?: FeedbackReports;
 }
 
 interface StoredInboundMessage extends MessageReceivedEvent {
@@ -69,14 +77,57 @@ interface InboxRef {
   readonly organization_id: string;
 }
 
+/** A raw message parsed and waiting to be stored. */
+interface ParsedRaw {
+  readonly rawId: string;
+  /** Order of submission: a batch stores its messages in the order they were received. */
+  readonly seq: number;
+  readonly raw: RawRow;
+  /** Null when the message goes to the feedback address only (there is no inbox to store it in). */
+  readonly email: ParsedEmail | null;
+  readonly feedback: FeedbackReports | undefined;
+  /** What it adds to a batch's statements: its size once per inbox copy. */
+  readonly bytes: number;
+}
+
+/** One inbox's copy of a parsed message, as it is about to be stored. */
+interface Copy {
+  readonly message: ParsedRaw;
+  readonly email: ParsedEmail;
+  readonly inbox: InboxRef;
+  readonly id: string;
+  readonly internetMessageId: string;
+  readonly at: Date;
+}
+
+interface ThreadRow {
+  readonly copy: number;
+  readonly id: string;
+  readonly subject: string;
+  readonly participants: string[];
+  readonly message_count: number;
+  readonly last_message_at: Date;
+}
+
+/** A thread the batch adds messages to: one already stored (locked), or one the batch starts. */
+interface ThreadChange {
+  readonly id: string;
+  readonly inbox: InboxRef;
+  readonly isNew: boolean;
+  /** For a new thread, when its first message came. */
+  readonly createdAt: Date;
+  summary: ThreadSummary;
+  /** When the batch's last message joined it. */
+  updatedAt: Date;
+}
+
 export interface InboundProcessor {
-  /** Queues a committed raw message. A full queue drops it: the sweeper finds every pending row. */
   /**
    * Queues a committed raw message; the receiving process passes what it committed, so the message is not read
-   * back (the sweeper passes ids only).
+   * back (the sweeper passes ids only). A full queue drops it: the sweeper finds every pending row.
    */
   submit(rawId: string, received?: ReceivedMessage): void;
-  /** Stops taking work and waits for what runs; queued ids stay pending in the database. */
+  /** Stops taking work and waits for what runs (what is parsed is stored); queued ids stay pending in the database. */
   stop(): Promise<void>;
 }
 
@@ -86,40 +137,72 @@ const MAX_QUEUED = 10_000;
 const MAX_QUEUED_IN_MEMORY = 1_000;
 /** Failed attempts (errors, not parse problems) after which a raw message is marked failed and left alone. */
 const MAX_ATTEMPTS = 5;
+/** Messages per store transaction at most. */
+const MAX_BATCH_MESSAGES = 64;
+/** Message bytes (times inbox copies) per store transaction at most; a larger message goes alone. */
+const MAX_BATCH_BYTES = 16 * 1024 * 1024;
+/** Store transactions at once per process: one storing, the next filling (it starts early only when full). */
+const MAX_STORING = 2;
+/** Bound parameters per statement the wire protocol allows (a 16-bit count). */
+const MAX_PARAMETERS = 65_535;
 
 export function createInboundProcessor(deps: InboundProcessorDeps): InboundProcessor {
   const { db, log } = deps;
-  const queued = new Map<string, RawRow | undefined>();
+  const queued = new Map<string, { readonly seq: number; readonly known: RawRow | undefined }>();
   let queuedInMemory = 0;
-  const running = new Map<string, Promise<void>>();
+  let submitted = 0;
+  /** Ids taken off the queue and not done yet: parsing, ready or storing. */
+  const inHand = new Set<string>();
+  let parsing = 0;
+  const ready: ParsedRaw[] = [];
+  let readyBytes = 0;
+  let storing = 0;
+  const running = new Set<Promise<void>>();
   let stopped = false;
 
-  function pump(): void {
-    for (const [rawId, known] of queued) {
-      if (stopped || running.size >= deps.concurrency) return;
-      queued.delete(rawId);
-      if (known) queuedInMemory--;
-      const run = processOrRecord(rawId, known).finally(() => {
-        running.delete(rawId);
-        pump();
-      });
-      running.set(rawId, run);
-    }
+  function track(work: Promise<void>): void {
+    running.add(work);
+    void work.finally(() => running.delete(work));
   }
 
-  async function processOrRecord(rawId: string, known: RawRow | undefined): Promise<void> {
-    try {
-      await process(rawId, known);
-    } catch (error) {
-      log.error("inbound processing failed", { rawId, error });
-      await recordFailure(rawId, error).catch((e: unknown) =>
-        log.error("recording an inbound failure failed", { rawId, error: e }),
+  /** A full batch is ready: no more parsing until it is stored (bounds memory), and it needs no store to end. */
+  const readyIsFull = () => ready.length >= MAX_BATCH_MESSAGES || readyBytes >= MAX_BATCH_BYTES;
+
+  function pump(): void {
+    for (const [rawId, { seq, known }] of queued) {
+      if (stopped || parsing >= deps.concurrency || readyIsFull()) return;
+      queued.delete(rawId);
+      if (known) queuedInMemory--;
+      inHand.add(rawId);
+      parsing++;
+      track(
+        parseOrRecord(rawId, seq, known).finally(() => {
+          parsing--;
+          pump();
+        }),
       );
     }
   }
 
-  /** Does nothing when the raw message is no longer pending (done, or being processed by another process). */
-  async function process(rawId: string, known: RawRow | undefined): Promise<void> {
+  async function parseOrRecord(rawId: string, seq: number, known: RawRow | undefined): Promise<void> {
+    let parsed: ParsedRaw | null;
+    try {
+      parsed = await parse(rawId, seq, known);
+    } catch (error) {
+      parsed = null;
+      await failed(rawId, error);
+    }
+    if (!parsed) {
+      inHand.delete(rawId);
+      return;
+    }
+    ready.push(parsed);
+    readyBytes += parsed.bytes;
+    flush();
+  }
+
+  /** Null when the raw message is no longer pending (done, or being processed by another process). */
+  async function parse(rawId: string, seq: number, known: RawRow | undefined): Promise<ParsedRaw | null> {
     const [raw] = known
       ? [known]
       : await db.sql.query<RawRow>(
@@ -127,40 +210,59 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
              from inbound_raw_messages where id = $1 and status = 'pending'`,
           [rawId],
         );
-    if (!raw) return;
+    if (!raw) return null;
     const feedback = deps.feedbackReports && raw.rcpt_to.includes(deps.feedbackReports.address) ? deps.feedbackReports : undefined;
     const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
     const email = forInboxes ? await deps.parser.parse(raw.raw) : null;
-    const committed = await db.sql.transaction(async (tx) => {
-      const [claimed] = await tx.query(`select 1 from inbound_raw_messages where id = $1 and status = 'pending' for update skip locked`, [rawId]);
-      if (!claimed) return null;
-      // A report to the feedback address is recorded in this transaction (so once) and never stored in an inbox.
-      if (feedback) await feedback.record(tx, raw.raw, rawId);
-      const stored: StoredInboundMessage[] = [];
-      const enqueued: unknown[] = [];
-      const now = new Date();
-      if (email) {
-        // FOR SHARE: an inbox delete (status → deleting, then the purge) waits for this commit, so the purge
-        // cannot miss a message stored here, and a message never lands in an inbox already being purged.
-        const inboxes = await tx.query<InboxRef>(
-          `select id, organization_id from inboxes where id = any($1) and status = 'active' order by id for share`,
-          [[...new Set(raw.inbox_ids)]],
-        );
-        for (const inbox of inboxes) {
-          const message = await storeCopy(tx, inbox, email, raw, rawId, now);
-          stored.push(message);
-          enqueued.push(...(await deps.outbox.enqueue(tx, message)));
-        }
-      }
-      if (email?.problem) {
-        await tx.query(`update inbound_raw_messages set status = 'failed', error = $2, processed_at = $3 where id = $1`, [rawId, email.problem, now]);
-        log.warn("inbound message stored partially; raw kept", { rawId, problem: email.problem });
-      } else {
-        await tx.query(`delete from inbound_raw_messages where id = $1`, [rawId]);
-      }
-      return { stored, enqueued };
-    });
-    if (!committed) return;
+    return { rawId, seq, raw, email, feedback, bytes: raw.raw.byteLength * Math.max(1, raw.inbox_ids.length) };
+  }
+
+  function flush(): void {
+    while (ready.length > 0 && (storing === 0 || (storing < MAX_STORING && readyIsFull()))) {
+      const batch = takeBatch();
+      storing++;
+      track(
+        storeOrIsolate(batch).finally(() => {
+          storing--;
+          for (const message of batch) inHand.delete(message.rawId);
+          flush();
+          pump();
+        }),
+      );
+    }
+  }
+
+  function takeBatch(): ParsedRaw[] {
+    let count = 0;
+    let bytes = 0;
+    while (count < ready.length && count < MAX_BATCH_MESSAGES && (count === 0 || bytes + ready[count]!.bytes <= MAX_BATCH_BYTES)) {
+      bytes += ready[count]!.bytes;
+      count++;
+    }
+    readyBytes -= bytes;
+    // Parses finish out of order; a reply received after its parent must come after it to join its thread.
+    return ready.splice(0, count).sort((a, b) => a.seq - b.seq);
+  }
+
+  async function storeOrIsolate(batch: readonly ParsedRaw[]): Promise<void> {
+    try {
+      await store(batch);
+    } catch (error) {
+      if (batch.length === 1) return failed(batch[0]!.rawId, error);
+      // Whatever failed (a message the database refuses, a deadlock), one message must not hold back the others:
+      // each is stored alone, and only a message that fails alone counts a failed attempt.
+      log.warn("inbound batch failed; storing its messages one at a time", { messages: batch.length, error });
+      for (const message of batch) await storeOrIsolate([message]);
+    }
+  }
+
+  async function failed(rawId: string, error: unknown): Promise<void> {
+    log.error("inbound processing failed", { rawId, error });
+    await recordFailure(rawId, error).catch((e: unknown) => log.error("recording an inbound failure failed", { rawId, error: e }));
+  }
+
+  async function store(batch: readonly ParsedRaw[]): Promise<void> {
+    const committed = await db.sql.transaction((tx) => storeIn(tx, batch));
     deps.outbox.dispatch(committed.enqueued);
     for (const message of committed.stored.filter((m) => m.attachmentCount > 0)) {
       // The scanning side retries unscanned attachments durably; a failed start here only delays the scan.
@@ -170,97 +272,221 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
     }
   }
 
-  async function storeCopy(tx: SqlTx, inbox: InboxRef, email: ParsedEmail, raw: RawRow, rawId: string, now: Date): Promise<StoredInboundMessage> {
-    const threadId = await threadFor(tx, inbox, email, now);
-    const messageId = newId("msg");
-    const attachments = email.attachments.slice(0, MAX_ATTACHMENTS);
-    await tx.query(
-      `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
-         "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
-         attachments_scan_state, raw_id, parse_problem, created_at, updated_at)
-       values ($1, $2, $3, $4, 'inbound', $5, $6, $7, $8, $9, $10, $11, $12, $13, '{}', 'received', null, null, $14, $15, $16, $17, $18, $18)`,
-      [
-        messageId,
-        inbox.organization_id,
-        inbox.id,
-        threadId,
-        // RFC 5321 lets the receiving server supply a missing Message-ID; one per raw message, so every inbox's
-        // copy carries the same.
-        email.messageId ?? `<${rawId}@${deps.hostname}>`,
-        email.inReplyTo,
-        [...email.references],
-        JSON.stringify(email.from ?? { email: raw.mail_from }),
-        JSON.stringify(email.to),
-        email.replyTo === null ? null : JSON.stringify(email.replyTo),
-        email.subject,
-        email.text,
-        email.html,
-        JSON.stringify({
-          remoteIp: raw.remote_ip,
-          helo: raw.helo,
-          tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
-        }),
-        // Nothing to scan is as good as scanned clean.
-        attachments.length > 0 ? "unscanned" : "clean",
-        rawId,
-        email.problem,
-        now,
-      ],
+  /** Stores the batch's messages that are still pending; the others are done or in another process's hands. */
+  async function storeIn(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<{ stored: StoredInboundMessage[]; enqueued: unknown[] }> {
+    const claimedIds = await tx.query<{ id: string }>(
+      `select id from inbound_raw_messages where id = any($1) and status = 'pending' for update skip locked`,
+      [batch.map((m) => m.rawId)],
     );
-    for (const [i, a] of attachments.entries()) {
-      await tx.query(
-        `insert into attachments (id, organization_id, inbox_id, message_id, position, filename, content_type, size, content,
-           scan_state, scan_detail, scanned_at, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'unscanned', null, null, $10)`,
-        [
-          attachmentId(messageId, i + 1),
-          inbox.organization_id,
-          inbox.id,
-          messageId,
-          i + 1,
-          sanitizeFilename(a.filename, i + 1),
-          a.contentType.slice(0, 255),
-          a.content.byteLength,
-          Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength),
-          now,
-        ],
-      );
+    const claimedSet = new Set(claimedIds.map((r) => r.id));
+    const claimed = batch.filter((m) => claimedSet.has(m.rawId));
+    if (claimed.length === 0) return { stored: [], enqueued: [] };
+    const now = new Date();
+    for (const message of claimed) {
+      // A report to the feedback address is recorded in this transaction (so once) and never stored in an inbox.
+      if (message.feedback) await message.feedback.record(tx, message.raw.raw, message.rawId);
     }
-    return { messageId, organizationId: inbox.organization_id, inboxId: inbox.id, threadId, attachmentCount: attachments.length };
+
+    const parsed = claimed.filter((m) => m.email !== null);
+    const inboxIds = [...new Set(parsed.flatMap((m) => m.raw.inbox_ids))];
+    // FOR SHARE: an inbox delete (status → deleting, then the purge) waits for this commit, so the purge cannot miss
+    // a message stored here, and a message never lands in an inbox already being purged.
+    const inboxes =
+      inboxIds.length === 0
+        ? []
+        : await tx.query<InboxRef>(`select id, organization_id from inboxes where id = any($1) and status = 'active' order by id for share`, [
+            inboxIds,
+          ]);
+    const copies = parsed.flatMap((message, i): Copy[] => {
+      const email = message.email!;
+      // RFC 5321 lets the receiving server supply a missing Message-ID; one per raw message, so every inbox's copy
+      // carries the same.
+      const internetMessageId = email.messageId ?? `<${message.rawId}@${deps.hostname}>`;
+      // A millisecond apart in batch order: ids are random, so equal times would list a batch in any order.
+      const at = new Date(now.getTime() + i);
+      return inboxes
+        .filter((inbox) => message.raw.inbox_ids.includes(inbox.id))
+        .map((inbox) => ({ message, email, inbox, id: newId("msg"), internetMessageId, at }));
+    });
+
+    const threadIds = await threadsFor(tx, copies);
+    await insertMessages(tx, copies, threadIds);
+    const stored = copies.map((c, i) => ({
+      messageId: c.id,
+      organizationId: c.inbox.organization_id,
+      inboxId: c.inbox.id,
+      threadId: threadIds[i]!,
+      attachmentCount: Math.min(c.email.attachments.length, MAX_ATTACHMENTS),
+    }));
+    const enqueued = stored.length === 0 ? [] : await deps.outbox.enqueue(tx, stored);
+
+    const partial = claimed.filter((m) => m.email?.problem);
+    const done = claimed.filter((m) => !m.email?.problem);
+    if (done.length > 0) await tx.query(`delete from inbound_raw_messages where id = any($1)`, [done.map((m) => m.rawId)]);
+    if (partial.length > 0) {
+      await tx.query(
+        `update inbound_raw_messages r set status = 'failed', error = v.error, processed_at = $3
+           from unnest($1::uuid[], $2::text[]) as v(id, error) where r.id = v.id`,
+        [partial.map((m) => m.rawId), partial.map((m) => m.email!.problem), now],
+      );
+      for (const m of partial) log.warn("inbound message stored partially; raw kept", { rawId: m.rawId, problem: m.email!.problem });
+    }
+    return { stored, enqueued };
   }
 
-  /** The thread of the newest message of the inbox this one answers (locked for the summary), else a new one. */
-  async function threadFor(tx: SqlTx, inbox: InboxRef, email: ParsedEmail, now: Date): Promise<string> {
-    const parents = parentMessageIds(email);
-    const [thread] =
-      parents.length === 0
-        ? []
-        : await tx.query<{ id: string; subject: string; participants: string[]; message_count: number; last_message_at: Date }>(
-            `select t.id, t.subject, t.participants, t.message_count, t.last_message_at from threads t
-              where t.id = (select m.thread_id from messages m where m.inbox_id = $1 and m.internet_message_id = any($2)
-                             order by m.created_at desc, m.id desc limit 1)
-              for update`,
-            [inbox.id, parents],
-          );
-    const addresses = [email.from, ...email.to, ...email.cc].flatMap((a) => (a ? [a.email] : []));
-    const current = thread
-      ? { subject: thread.subject, participants: thread.participants, messageCount: thread.message_count, lastMessageAt: thread.last_message_at }
-      : null;
-    const summary = summaryWith(current, { subject: email.subject, addresses, at: now });
-    if (thread) {
-      await tx.query(
-        `update threads set participants = $2, message_count = $3, last_message_at = $4, updated_at = $5 where id = $1`,
-        [thread.id, [...summary.participants], summary.messageCount, summary.lastMessageAt, now],
-      );
-      return thread.id;
+  /**
+   * The thread of each copy, in copy order: the thread of the newest message of its inbox it answers, else a new
+   * one. Messages of the batch are newer than any stored one, so an earlier copy of the batch is looked for first,
+   * then the database; the summaries of the threads touched are folded over the batch's messages in order and
+   * written (existing threads locked FOR UPDATE by the lookup).
+   */
+  async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]> {
+    const inBatchParent: (number | undefined)[] = [];
+    const latestInBatch = new Map<string, number>();
+    const key = (inboxId: string, internetMessageId: string) => `${inboxId} ${internetMessageId}`;
+    for (const [i, copy] of copies.entries()) {
+      const parents = parentMessageIds(copy.email).map((id) => latestInBatch.get(key(copy.inbox.id, id)) ?? -1);
+      const newest = Math.max(-1, ...parents);
+      inBatchParent.push(newest >= 0 ? newest : undefined);
+      latestInBatch.set(key(copy.inbox.id, copy.internetMessageId), i);
     }
-    const id = newId("thr");
-    await tx.query(
-      `insert into threads (id, organization_id, inbox_id, subject, participants, message_count, last_message_at, created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
-      [id, inbox.organization_id, inbox.id, summary.subject, [...summary.participants], summary.messageCount, summary.lastMessageAt, now],
+    const lookups = copies.flatMap((copy, i) =>
+      inBatchParent[i] === undefined ? parentMessageIds(copy.email).map((parent) => ({ copy: i, inboxId: copy.inbox.id, parent })) : [],
     );
-    return id;
+    // One lookup for the whole batch; the threads are locked in id order, so batches that share threads never
+    // wait on each other in a circle.
+    const found =
+      lookups.length === 0
+        ? []
+        : await tx.query<ThreadRow>(
+            `with parent as (
+               select distinct on (w.copy) w.copy, m.thread_id
+                 from unnest($1::int[], $2::text[], $3::text[]) as w(copy, inbox_id, internet_message_id)
+                 join messages m on m.inbox_id = w.inbox_id and m.internet_message_id = w.internet_message_id
+                order by w.copy, m.created_at desc, m.id desc)
+             select p.copy, t.id, t.subject, t.participants, t.message_count, t.last_message_at
+               from parent p join threads t on t.id = p.thread_id
+              order by t.id
+                for update of t`,
+            [lookups.map((l) => l.copy), lookups.map((l) => l.inboxId), lookups.map((l) => l.parent)],
+          );
+    const storedThreadOf = new Map(found.map((row) => [row.copy, row]));
+
+    const changes = new Map<string, ThreadChange>();
+    const threadIds: string[] = [];
+    for (const [i, copy] of copies.entries()) {
+      const parent = inBatchParent[i];
+      const row = storedThreadOf.get(i);
+      const change = changes.get(parent !== undefined ? threadIds[parent]! : (row?.id ?? ""));
+      if (change) {
+        change.summary = summaryWith(change.summary, joining(copy));
+        change.updatedAt = copy.at;
+        threadIds.push(change.id);
+        continue;
+      }
+      const current = row
+        ? { subject: row.subject, participants: row.participants, messageCount: row.message_count, lastMessageAt: row.last_message_at }
+        : null;
+      const id = row?.id ?? newId("thr");
+      changes.set(id, { id, inbox: copy.inbox, isNew: !row, createdAt: copy.at, summary: summaryWith(current, joining(copy)), updatedAt: copy.at });
+      threadIds.push(id);
+    }
+
+    const started = [...changes.values()].filter((t) => t.isNew);
+    const joined = [...changes.values()].filter((t) => !t.isNew);
+    await insertRows(
+      tx,
+      `insert into threads (id, organization_id, inbox_id, subject, participants, message_count, last_message_at, created_at, updated_at) values`,
+      started,
+      ({ id, inbox, createdAt, summary: s, updatedAt }, bind) =>
+        `(${[id, inbox.organization_id, inbox.id, s.subject, [...s.participants], s.messageCount, s.lastMessageAt, createdAt, updatedAt].map(bind).join(", ")})`,
+    );
+    await runValues(
+      tx,
+      (values) =>
+        `update threads t set participants = v.participants, message_count = v.message_count, last_message_at = v.last_message_at,
+           updated_at = v.updated_at
+           from (values ${values}) as v(id, participants, message_count, last_message_at, updated_at)
+          where t.id = v.id`,
+      joined,
+      (t, bind) =>
+        `(${bind(t.id)}::text, ${bind([...t.summary.participants])}::text[], ${bind(t.summary.messageCount)}::int, ${bind(t.summary.lastMessageAt)}::timestamptz, ${bind(t.updatedAt)}::timestamptz)`,
+    );
+    return threadIds;
+  }
+
+  async function insertMessages(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
+    await insertRows(
+      tx,
+      `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
+         "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
+         attachments_scan_state, raw_id, parse_problem, created_at, updated_at) values`,
+      copies.map((copy, i) => ({ copy, threadId: threadIds[i]! })),
+      ({ copy, threadId }, bind) => {
+        const { email, message, inbox } = copy;
+        const { raw } = message;
+        const at = bind(copy.at);
+        return `(${[
+          bind(copy.id),
+          bind(inbox.organization_id),
+          bind(inbox.id),
+          bind(threadId),
+          "'inbound'",
+          bind(copy.internetMessageId),
+          bind(email.inReplyTo),
+          bind([...email.references]),
+          bind(JSON.stringify(email.from ?? { email: raw.mail_from })),
+          bind(JSON.stringify(email.to)),
+          bind(email.replyTo === null ? null : JSON.stringify(email.replyTo)),
+          bind(email.subject),
+          bind(email.text),
+          bind(email.html),
+          "'{}'",
+          "'received'",
+          "null",
+          "null",
+          bind(
+            JSON.stringify({
+              remoteIp: raw.remote_ip,
+              helo: raw.helo,
+              tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
+            }),
+          ),
+          // Nothing to scan is as good as scanned clean.
+          bind(email.attachments.length > 0 ? "unscanned" : "clean"),
+          bind(message.rawId),
+          bind(email.problem),
+          at,
+          at,
+        ].join(", ")})`;
+      },
+    );
+    const attachments = copies.flatMap((copy) =>
+      copy.email.attachments.slice(0, MAX_ATTACHMENTS).map((attachment, i) => ({ copy, attachment, position: i + 1 })),
+    );
+    await insertRows(
+      tx,
+      `insert into attachments (id, organization_id, inbox_id, message_id, position, filename, content_type, size, content,
+         scan_state, scan_detail, scanned_at, created_at) values`,
+      attachments,
+      ({ copy, attachment: a, position }, bind) =>
+        `(${[
+          bind(attachmentId(copy.id, position)),
+          bind(copy.inbox.organization_id),
+          bind(copy.inbox.id),
+          bind(copy.id),
+          bind(position),
+          bind(sanitizeFilename(a.filename, position)),
+          bind(a.contentType.slice(0, 255)),
+          bind(a.content.byteLength),
+          // A Buffer travels as binary; inside an array it would travel as hex text.
+          bind(Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength)),
+          "'unscanned'",
+          "null",
+          "null",
+          bind(copy.at),
+        ].join(", ")})`,
+    );
   }
 
   /** A failed attempt: counted, and after MAX_ATTEMPTS the raw message is marked failed (kept, not retried). */
@@ -275,17 +501,60 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
 
   return {
     submit(rawId, received) {
-      if (stopped || running.has(rawId) || queued.has(rawId) || queued.size >= MAX_QUEUED) return;
+      if (stopped || inHand.has(rawId) || queued.has(rawId) || queued.size >= MAX_QUEUED) return;
       const keep = received !== undefined && queuedInMemory < MAX_QUEUED_IN_MEMORY;
       if (keep) queuedInMemory++;
-      queued.set(rawId, keep ? rawRowOf(received) : undefined);
+      queued.set(rawId, { seq: submitted++, known: keep ? rawRowOf(received) : undefined });
       pump();
     },
     async stop() {
       stopped = true;
       queued.clear();
       queuedInMemory = 0;
-      await Promise.all(running.values());
+      // A store started by a parse that ends now is waited for too.
+      while (running.size > 0) await Promise.all(running);
     },
   };
+}
+
+function joining(copy: Copy) {
+  const { email } = copy;
+  const addresses = [email.from, ...email.to, ...email.cc].flatMap((a) => (a ? [a.email] : []));
+  return { subject: email.subject, addresses, at: copy.at };
+}
+
+type Bind = (value: unknown) => string;
+
+/** `<head> <rows>` with multi-row VALUES; see runValues. */
+function insertRows<T>(tx: SqlTx, head: string, items: readonly T[], row: (item: T, bind: Bind) => string): Promise<void> {
+  return runValues(tx, (values) => `${head} ${values}`, items, row);
+}
+
+/**
+ * Runs a statement over a VALUES list of items, every value a bound parameter (Buffers travel as binary), in as
+ * few statements as the protocol's parameter limit allows: one, unless a batch holds thousands of rows.
+ */
+async function runValues<T>(
+  tx: SqlTx,
+  statement: (values: string) => string,
+  items: readonly T[],
+  row: (item: T, bind: Bind) => string,
+): Promise<void> {
+  let params: unknown[] = [];
+  let rows: string[] = [];
+  const bind: Bind = (value) => `$${params.push(value)}`;
+  for (const item of items) {
+    const before = params.length;
+    const rendered = row(item, bind);
+    if (params.length <= MAX_PARAMETERS || rows.length === 0) {
+      rows.push(rendered);
+      continue;
+    }
+    // The row does not fit: run the rows before it, and render it again as the first of the next statement.
+    params.length = before;
+    await tx.query(statement(rows.join(", ")), params);
+    params = [];
+    rows = [row(item, bind)];
+  }
+  if (rows.length > 0) await tx.query(statement(rows.join(", ")), params);
 }

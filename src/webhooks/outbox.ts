@@ -1,8 +1,8 @@
 // The webhook outbox: message.received events are rows committed with the message, one per active endpoint, then
-// dispatched. The first attempt goes out at once from this process, claimed in the message's own transaction (no
-// extra commit); only a delivery that needs retries (or finds no free attempt slot) gets a Temporal workflow.
-// Whatever dies in between, the reconciler starts what was lost: a claimed row left delivering is taken over once
-// its lease ends.
+// dispatched. The first attempt goes out at once from this process, claimed in the transaction that stores the
+// message (no extra commit); only a delivery that needs retries (or finds no free attempt slot) gets a Temporal
+// workflow. Whatever dies in between, the reconciler starts what was lost: a claimed row left delivering is taken
+// over once its lease ends.
 import type { Database, SqlTx } from "../db/database.js";
 import { newId, newUuid } from "../ids.js";
 import type { MessageReceivedEvent, MessageReceivedOutbox } from "../inbound/ports.js";
@@ -10,8 +10,11 @@ import type { Logger } from "../logger.js";
 import type { ClaimedAttempt, DeliveryRef, WebhookDeliverer, WebhookRetryStarter } from "./deliveries.js";
 import { MESSAGE_RECEIVED, messageReceivedBody } from "./events.js";
 
-/** Prompt attempts running at once per process; beyond that, deliveries go straight to their workflow. */
-const PROMPT_ATTEMPTS = 16;
+/**
+ * Prompt attempts running at once per process; beyond that, deliveries go straight to their workflow. Generous: a
+ * workflow start costs the Temporal dev server ~70 ms of CPU, which starves everything else under load.
+ */
+const PROMPT_ATTEMPTS = 64;
 
 /** One delivery as enqueued: claimed for its prompt first attempt, or left pending for its workflow. */
 export interface EnqueuedDelivery {
@@ -55,33 +58,55 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   }
 
   return {
-    async enqueue(tx: SqlTx, event: MessageReceivedEvent): Promise<EnqueuedDelivery[]> {
+    async enqueue(tx: SqlTx, events: readonly MessageReceivedEvent[]): Promise<EnqueuedDelivery[]> {
+      if (events.length === 0) return [];
       // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
       // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
-      const endpoints = await tx.query<{ id: string; url: string; signing_secret: string }>(
-        `select id, url, signing_secret from webhook_endpoints
-          where organization_id = $1 and status = 'active' order by id for share`,
-        [event.organizationId],
+      const endpoints = await tx.query<{ id: string; organization_id: string; url: string; signing_secret: string }>(
+        `select id, organization_id, url, signing_secret from webhook_endpoints
+          where organization_id = any($1::uuid[]) and status = 'active' order by id for share`,
+        [[...new Set(events.map((e) => e.organizationId))]],
       );
       if (endpoints.length === 0) return [];
       const now = new Date();
-      // One event id for every endpoint: it names the event, and receivers deduplicate on (endpoint, event id).
-      const eventId = newId("evt");
-      const body = messageReceivedBody(eventId, now, event);
       const enqueued: EnqueuedDelivery[] = [];
-      for (const endpoint of endpoints) {
-        const claimNow = prompt + enqueued.length < PROMPT_ATTEMPTS;
-        const id = newUuid();
-        await tx.query(
-          `insert into webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, status, attempts,
-             last_error, last_attempt_at, created_at, updated_at)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, null, $9, $10, $10)`,
-          [id, event.organizationId, endpoint.id, eventId, MESSAGE_RECEIVED, body, claimNow ? "delivering" : "pending", claimNow ? 1 : 0, claimNow ? now : null, now],
-        );
-        const ref = { deliveryId: id, endpointId: endpoint.id, eventId, organizationId: event.organizationId, inboxId: event.inboxId, attempts: claimNow ? 1 : 0 };
-        const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
-        enqueued.push({ ref, claim });
+      const payloads: string[] = [];
+      const endpointsOf = new Map<string, typeof endpoints>();
+      for (const endpoint of endpoints) endpointsOf.set(endpoint.organization_id, [...(endpointsOf.get(endpoint.organization_id) ?? []), endpoint]);
+      for (const event of events) {
+        const ofOrganization = endpointsOf.get(event.organizationId) ?? [];
+        // One event id for every endpoint: it names the event, and receivers deduplicate on (endpoint, event id).
+        const eventId = newId("evt");
+        const body = messageReceivedBody(eventId, now, event);
+        for (const endpoint of ofOrganization) {
+          const claimNow = prompt + enqueued.length < PROMPT_ATTEMPTS;
+          const ref = { deliveryId: newUuid(), endpointId: endpoint.id, eventId, organizationId: event.organizationId, inboxId: event.inboxId, attempts: claimNow ? 1 : 0 };
+          const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
+          enqueued.push({ ref, claim });
+          payloads.push(body);
+        }
       }
+      if (enqueued.length === 0) return [];
+      await tx.query(
+        `insert into webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, status, attempts,
+           last_error, last_attempt_at, created_at, updated_at)
+         select d.id, d.organization_id, d.endpoint_id, d.event_id, $9::text, d.payload, d.status, d.attempts, null, d.last_attempt_at,
+                $10::timestamptz, $10::timestamptz
+           from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::timestamptz[])
+             as d(id, organization_id, endpoint_id, event_id, payload, status, attempts, last_attempt_at)`,
+        [
+          enqueued.map((d) => d.ref.deliveryId),
+          enqueued.map((d) => d.ref.organizationId),
+          enqueued.map((d) => d.ref.endpointId),
+          enqueued.map((d) => d.ref.eventId),
+          payloads,
+          enqueued.map((d) => (d.claim ? "delivering" : "pending")),
+          enqueued.map((d) => d.ref.attempts),
+          enqueued.map((d) => (d.claim ? now : null)),
+          MESSAGE_RECEIVED,
+          now,
+        ],
+      );
       return enqueued;
     },
 

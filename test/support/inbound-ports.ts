@@ -5,7 +5,7 @@ import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox
 export interface RecordingPorts {
   readonly outbox: MessageReceivedOutbox<string>;
   readonly scans: AttachmentScanStarter;
-  /** Each enqueued event, with whether it ran inside the caller's transaction. */
+  /** Each enqueued event, with whether it ran inside the caller's transaction (rolled-back ones included). */
   readonly enqueued: (MessageReceivedEvent & { readonly inTransaction: boolean })[];
   readonly dispatched: string[][];
   readonly scansStarted: { messageId: string; organizationId: string; inboxId: string }[];
@@ -20,12 +20,13 @@ export function recordingPorts(): RecordingPorts {
     dispatched,
     scansStarted,
     outbox: {
-      async enqueue(tx, event) {
-        const { organizationId, inboxId, threadId, messageId } = event;
-        // The message was inserted before: inside a transaction it already holds a transaction id.
+      async enqueue(tx, events) {
+        // The messages were inserted before: inside a transaction it already holds a transaction id.
         const [{ assigned }] = await tx.query<{ assigned: boolean }>("select pg_current_xact_id_if_assigned() is not null as assigned");
-        enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: assigned });
-        return [`delivery-of-${messageId}`];
+        for (const { organizationId, inboxId, threadId, messageId } of events) {
+          enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: assigned });
+        }
+        return events.map((e) => `delivery-of-${e.messageId}`);
       },
       dispatch(ids) {
         dispatched.push([...ids]);

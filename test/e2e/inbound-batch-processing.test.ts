@@ -1,0 +1,350 @@
+// Inbound processing stores parsed messages in batches, one transaction each, on the real PostgreSQL: batches form
+// while a store runs, a reply joins a parent of its own batch, a message the database refuses fails alone, and two
+// processors racing over the same raw rows store each message once.
+//
+// A batch is made deterministic by holding a lock: a test transaction holds an inbox FOR UPDATE, so the store of a
+// message to that inbox waits at its FOR SHARE, and whatever is parsed meanwhile forms the next batch.
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { newId } from "../../src/ids.js";
+import { createInboundProcessor, type InboundProcessor } from "../../src/inbound/processor.js";
+import { createRawMessageStore, type RawMessageStore, type ReceivedMessage } from "../../src/inbound/receive.js";
+import { createLogger } from "../../src/logger.js";
+import { createEmailParser, type EmailParser } from "../../src/mail/parse.js";
+import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
+
+let app: TestApp;
+let tenant: Tenant;
+let parser: EmailParser;
+let rawMessages: RawMessageStore;
+const processors: InboundProcessor[] = [];
+
+beforeAll(async () => {
+  app = await startTestApp();
+  tenant = await app.createTenant({ managedLimit: 50 });
+  rawMessages = createRawMessageStore(app.db);
+  parser = createEmailParser({
+    timeoutMs: app.config.inbound.parseTimeoutMs,
+    memoryMb: app.config.inbound.parseMemoryMb,
+    workers: 2,
+    maxHeaderBytes: app.config.smtp.maxHeaderBytes,
+    maxMimeParts: app.config.smtp.maxMimeParts,
+  });
+});
+afterAll(async () => {
+  await Promise.all(processors.map((p) => p.stop()));
+  await parser?.close();
+  await app?.stop();
+});
+
+interface Inbox {
+  readonly id: string;
+  readonly address: string;
+}
+
+async function createInbox(): Promise<Inbox> {
+  const res = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("batch"), displayName: "Batch" } });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+/** A processor as the smtp role builds it, counting finished parses so a test knows what is ready to store. */
+function startProcessor(options: { ports?: RecordingPorts; logs?: string[] } = {}) {
+  const ports = options.ports ?? recordingPorts();
+  let parsed = 0;
+  const processor = createInboundProcessor({
+    db: app.db,
+    parser: { parse: (raw) => parser.parse(raw).finally(() => parsed++), close: async () => undefined },
+    outbox: ports.outbox,
+    scans: ports.scans,
+    log: options.logs ? createLogger("warn", (line) => options.logs!.push(line)) : createLogger("error"),
+    hostname: "mx.agents.test",
+    concurrency: 8,
+  });
+  processors.push(processor);
+  return { processor, ports, parsedCount: () => parsed };
+}
+
+interface Mail {
+  readonly messageId: string;
+  readonly inReplyTo?: string;
+  readonly from?: string;
+  readonly subject?: string;
+}
+
+/** Commits a raw message for the inboxes as the SMTP side does; returns its raw id and what was committed. */
+async function receive(inboxes: readonly Inbox[], mail: Mail): Promise<{ rawId: string; received: ReceivedMessage }> {
+  const headers = [
+    `From: ${mail.from ?? "sender@example.org"}`,
+    `To: ${inboxes.map((i) => i.address).join(", ")}`,
+    `Subject: ${mail.subject ?? "batch"}`,
+    `Message-ID: ${mail.messageId}`,
+    ...(mail.inReplyTo ? [`In-Reply-To: ${mail.inReplyTo}`, `References: ${mail.inReplyTo}`] : []),
+  ];
+  const received: ReceivedMessage = {
+    mailFrom: "sender@example.org",
+    recipients: inboxes.map((i) => ({ address: i.address, inboxId: i.id })),
+    session: { remoteIp: "192.0.2.7", helo: "mx.example.org", tls: null },
+    raw: Buffer.from(`${headers.join("\r\n")}\r\n\r\nbody of ${mail.messageId}\r\n`),
+  };
+  return { rawId: await rawMessages.store(received), received };
+}
+
+const messageId = () => `<${uniqueName("m")}@example.org>`;
+
+/** Holds the inbox FOR UPDATE in a transaction of its own until released. */
+async function holdInbox(inbox: Inbox): Promise<{ release(): Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const holding = app.db.sql.transaction(async (tx) => {
+    await tx.query(`select 1 from inboxes where id = $1 for update`, [inbox.id]);
+    locked();
+    await released;
+  });
+  await isLocked;
+  return {
+    async release() {
+      release();
+      await holding;
+    },
+  };
+}
+
+/**
+ * Starts a store that waits on a held inbox, so what is submitted next forms batches while it waits; resolves
+ * once that store is under way. Release the hold to let it (and the batch waiting behind it) commit.
+ */
+async function blockStoring(started: ReturnType<typeof startProcessor>) {
+  const blocked = await createInbox();
+  const hold = await holdInbox(blocked);
+  const blocker = await receive([blocked], { messageId: messageId() });
+  const before = started.parsedCount();
+  started.processor.submit(blocker.rawId, blocker.received);
+  await eventually(async () => (started.parsedCount() > before ? true : undefined));
+  return hold;
+}
+
+async function waitParsed(started: ReturnType<typeof startProcessor>, count: number): Promise<void> {
+  await eventually(async () => (started.parsedCount() >= count ? true : undefined));
+  // The parse's continuation puts the message among the ready ones right after.
+  await new Promise((r) => setTimeout(r, 50));
+}
+
+async function rawRowsLeft(rawIds: readonly string[]): Promise<number> {
+  const [{ n }] = await app.db.sql.query<{ n: number }>(
+    `select count(*)::int as n from inbound_raw_messages where id = any($1) and status = 'pending'`,
+    [rawIds],
+  );
+  return n;
+}
+
+async function waitStored(rawIds: readonly string[]): Promise<void> {
+  await eventually(async () => ((await rawRowsLeft(rawIds)) === 0 ? true : undefined));
+}
+
+interface StoredRow {
+  readonly id: string;
+  readonly raw_id: string;
+  readonly thread_id: string;
+  readonly internet_message_id: string;
+  readonly created_at: Date;
+  /** The transaction that inserted the row: rows of one store transaction share it. */
+  readonly xmin: string;
+}
+
+async function storedIn(inbox: Inbox): Promise<StoredRow[]> {
+  return app.db.sql.query<StoredRow>(
+    `select id, raw_id, thread_id, internet_message_id, created_at, xmin::text as xmin from messages
+      where inbox_id = $1 order by created_at, id`,
+    [inbox.id],
+  );
+}
+
+async function thread(id: string) {
+  const [row] = await app.db.sql.query<{ subject: string; participants: string[]; message_count: number; last_message_at: Date }>(
+    `select subject, participants, message_count, last_message_at from threads where id = $1`,
+    [id],
+  );
+  return row;
+}
+
+test("stores many messages submitted at once in a few transactions of at most 64, and every one of them", async () => {
+  const started = startProcessor();
+  const inbox = await createInbox();
+  const received = [];
+  for (let i = 0; i < 100; i++) received.push(await receive([inbox], { messageId: messageId() }));
+
+  const hold = await blockStoring(started);
+  const parsedBefore = started.parsedCount();
+  for (const r of received) started.processor.submit(r.rawId, r.received);
+  await waitParsed(started, parsedBefore + 100);
+  // 64 ready make a full batch, which is stored beside the waiting one; the 36 parsed after it wait their turn.
+  await eventually(async () => ((await storedIn(inbox)).length === 64 ? true : undefined));
+  await hold.release();
+  await waitStored(received.map((r) => r.rawId));
+
+  const stored = await storedIn(inbox);
+  expect(stored.map((m) => m.raw_id).sort()).toEqual(received.map((r) => r.rawId).sort());
+  const transactions = new Map<string, StoredRow[]>();
+  for (const m of stored) transactions.set(m.xmin, [...(transactions.get(m.xmin) ?? []), m]);
+  expect([...transactions.values()].map((rows) => rows.length).sort((a, b) => a - b)).toEqual([36, 64]);
+  // Parses finish in any order; inside a batch, messages are stored in the order they were submitted.
+  const arrival = new Map(received.map((r, i) => [r.rawId, i]));
+  for (const rows of transactions.values()) {
+    const order = rows.map((m) => arrival.get(m.raw_id)!);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+  }
+  // Every event is enqueued inside its batch's transaction, once.
+  const events = started.ports.enqueued.filter((e) => e.inboxId === inbox.id);
+  expect(events).toHaveLength(100);
+  expect(events.every((e) => e.inTransaction)).toBe(true);
+});
+
+test("a message stored alone at low load is not held back, and a batch of one commits at once", async () => {
+  const started = startProcessor();
+  const inbox = await createInbox();
+  const one = await receive([inbox], { messageId: messageId() });
+  started.processor.submit(one.rawId, one.received);
+  await waitStored([one.rawId]);
+  const two = await receive([inbox], { messageId: messageId() });
+  started.processor.submit(two.rawId);
+  await waitStored([two.rawId]);
+  const stored = await storedIn(inbox);
+  expect(stored).toHaveLength(2);
+  expect(new Set(stored.map((m) => m.xmin)).size).toBe(2);
+});
+
+test("a reply and its parent in the same batch share one thread, and later replies find it in the database", async () => {
+  const started = startProcessor();
+  const inbox = await createInbox();
+  const other = await createInbox();
+  const parentId = messageId();
+  const replyId = messageId();
+  const batch = [
+    await receive([inbox], { messageId: parentId, from: "alice@example.org", subject: "Plans" }),
+    await receive([inbox], { messageId: replyId, inReplyTo: parentId, from: "bob@example.org", subject: "Re: Plans" }),
+    // The same Message-ID answered in another inbox: threads never cross inboxes.
+    await receive([other], { messageId: messageId(), inReplyTo: parentId, from: "carol@example.org" }),
+    await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "Carol@Example.org", subject: "Re: Re: Plans" }),
+  ];
+
+  const hold = await blockStoring(started);
+  const parsedBefore = started.parsedCount();
+  for (const r of batch) started.processor.submit(r.rawId, r.received);
+  await waitParsed(started, parsedBefore + batch.length);
+  await hold.release();
+  await waitStored(batch.map((r) => r.rawId));
+
+  const stored = await storedIn(inbox);
+  expect(new Set(stored.map((m) => m.xmin)).size).toBe(1);
+  expect(stored.map((m) => m.raw_id)).toEqual([batch[0]!.rawId, batch[1]!.rawId, batch[3]!.rawId]);
+  expect(new Set(stored.map((m) => m.thread_id)).size).toBe(1);
+  expect(await thread(stored[0]!.thread_id)).toEqual({
+    subject: "Plans",
+    participants: ["alice@example.org", inbox.address, "bob@example.org", "carol@example.org"],
+    message_count: 3,
+    last_message_at: stored[2]!.created_at,
+  });
+  const [elsewhere] = await storedIn(other);
+  expect(elsewhere!.thread_id).not.toBe(stored[0]!.thread_id);
+  expect((await thread(elsewhere!.thread_id))!.message_count).toBe(1);
+
+  // Two replies to the stored thread in one batch: found in the database, locked, and the summary folded over both.
+  const later = [
+    await receive([inbox], { messageId: messageId(), inReplyTo: parentId, from: "dave@example.org" }),
+    await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "erin@example.org" }),
+  ];
+  const hold2 = await blockStoring(started);
+  const parsedBefore2 = started.parsedCount();
+  for (const r of later) started.processor.submit(r.rawId, r.received);
+  await waitParsed(started, parsedBefore2 + later.length);
+  await hold2.release();
+  await waitStored(later.map((r) => r.rawId));
+
+  const all = await storedIn(inbox);
+  expect(all).toHaveLength(5);
+  expect(new Set(all.map((m) => m.thread_id)).size).toBe(1);
+  expect(new Set(all.slice(3).map((m) => m.xmin)).size).toBe(1);
+  expect(await thread(all[0]!.thread_id)).toMatchObject({
+    subject: "Plans",
+    participants: ["alice@example.org", inbox.address, "bob@example.org", "carol@example.org", "dave@example.org", "erin@example.org"],
+    message_count: 5,
+    last_message_at: all[4]!.created_at,
+  });
+});
+
+test("a message the database refuses fails alone: the rest of its batch is stored", async () => {
+  const logs: string[] = [];
+  const started = startProcessor({ logs });
+  const inbox = await createInbox();
+  const batch = [];
+  for (let i = 0; i < 5; i++) batch.push(await receive([inbox], { messageId: messageId() }));
+  const poisoned = batch[2]!;
+  // A copy of it is in the inbox already, so storing it violates messages_raw_id_inbox_id_unique.
+  const now = new Date();
+  await app.db.sql.query(
+    `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, "references", "from", "to",
+       subject, text, metadata, delivery_status, raw_id, created_at, updated_at)
+     values ($1, $2, $3, 'thr_000000000000000000000000', 'inbound', '<x@example.org>', '{}', '{}', '[]', '', '', '{}', 'received',
+       $4, $5, $5)`,
+    [newId("msg"), tenant.organizationId, inbox.id, poisoned.rawId, now],
+  );
+
+  const hold = await blockStoring(started);
+  const parsedBefore = started.parsedCount();
+  for (const r of batch) started.processor.submit(r.rawId, r.received);
+  await waitParsed(started, parsedBefore + batch.length);
+  await hold.release();
+  const healthy = batch.filter((r) => r !== poisoned).map((r) => r.rawId);
+  await waitStored(healthy);
+
+  const stored = await storedIn(inbox);
+  expect(stored.filter((m) => m.raw_id !== poisoned.rawId).map((m) => m.raw_id).sort()).toEqual([...healthy].sort());
+  // The batch failed as a whole, then each message was stored on its own.
+  expect(new Set(stored.filter((m) => m.raw_id !== poisoned.rawId).map((m) => m.xmin)).size).toBe(4);
+  expect(logs.some((l) => l.includes("inbound batch failed"))).toBe(true);
+  // The poisoned one counts a failed attempt and stays pending for the sweeper.
+  const [raw] = await app.db.sql.query<{ status: string; attempts: number; error: string }>(
+    `select status, attempts, error from inbound_raw_messages where id = $1`,
+    [poisoned.rawId],
+  );
+  expect(raw).toMatchObject({ status: "pending", attempts: 1, error: expect.stringMatching(/messages_raw_id_inbox_id_unique/) });
+});
+
+test("two processors racing over the same raw messages store each once, with consistent thread summaries", async () => {
+  const first = startProcessor();
+  const second = startProcessor();
+  const inboxes = [await createInbox(), await createInbox()];
+  const received = [];
+  let previous: string | undefined;
+  for (let i = 0; i < 40; i++) {
+    // A chain of replies, each to the one before, and half of the messages to both inboxes.
+    const id = messageId();
+    received.push(await receive(i % 2 === 0 ? inboxes : [inboxes[0]!], { messageId: id, inReplyTo: previous }));
+    previous = id;
+  }
+  for (const r of received) {
+    first.processor.submit(r.rawId, r.received);
+    // The second has ids only, like a sweeper that found the rows pending.
+    second.processor.submit(r.rawId);
+  }
+  await waitStored(received.map((r) => r.rawId));
+  // Parses still under way in one of them find the rows gone or claimed and store nothing.
+  await Promise.all([first.processor.stop(), second.processor.stop()]);
+
+  for (const [n, inbox] of inboxes.entries()) {
+    const stored = await storedIn(inbox);
+    const expected = received.filter((_, i) => n === 0 || i % 2 === 0).map((r) => r.rawId);
+    expect(stored.map((m) => m.raw_id).sort()).toEqual([...expected].sort());
+    const [{ messages }] = await app.db.sql.query<{ messages: number }>(
+      `select coalesce(sum(message_count), 0)::int as messages from threads where inbox_id = $1`,
+      [inbox.id],
+    );
+    expect(messages).toBe(expected.length);
+  }
+  const events = [...first.ports.enqueued, ...second.ports.enqueued].filter((e) => inboxes.some((i) => i.id === e.inboxId));
+  expect(events).toHaveLength(60);
+  expect(new Set(events.map((e) => e.messageId)).size).toBe(60);
+});
