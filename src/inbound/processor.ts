@@ -157,6 +157,8 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   const ready: ParsedRaw[] = [];
   let readyBytes = 0;
   let storing = 0;
+  /** Time given to the last message stored (epoch ms): later messages of this process get later times. */
+  let lastStoredAt = 0;
   const running = new Set<Promise<void>>();
   let stopped = false;
 
@@ -297,13 +299,15 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
         : await tx.query<InboxRef>(`select id, organization_id from inboxes where id = any($1) and status = 'active' order by id for share`, [
             inboxIds,
           ]);
-    const copies = parsed.flatMap((message, i): Copy[] => {
+    const copies = parsed.flatMap((message): Copy[] => {
       const email = message.email!;
       // RFC 5321 lets the receiving server supply a missing Message-ID; one per raw message, so every inbox's copy
       // carries the same.
       const internetMessageId = email.messageId ?? `<${message.rawId}@${deps.hostname}>`;
-      // A millisecond apart in batch order: ids are random, so equal times would list a batch in any order.
-      const at = new Date(now.getTime() + i);
+      // At least a millisecond after the previous message this process stored: ids are random, so equal times
+      // would list a batch (a parent and its reply included) in any order.
+      lastStoredAt = Math.max(now.getTime(), lastStoredAt + 1);
+      const at = new Date(lastStoredAt);
       return inboxes
         .filter((inbox) => message.raw.inbox_ids.includes(inbox.id))
         .map((inbox) => ({ message, email, inbox, id: newId("msg"), internetMessageId, at }));
