@@ -17,6 +17,7 @@
 // Plain SQL on the driver's pool (db.sql), not the ORM: this is the hot path of inbound mail, and the ORM's unit of
 // work cost more CPU than the statements themselves (measured with bench:inbound).
 import type { Database, SqlTx } from "../db/database.js";
+import { insertRows, runValues } from "../db/values.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedEmail } from "../mail/parse.js";
@@ -124,9 +125,10 @@ interface ThreadChange {
 export interface InboundProcessor {
   /**
    * Queues a committed raw message; the receiving process passes what it committed, so the message is not read
-   * back (the sweeper passes ids only). A full queue drops it: the sweeper finds every pending row.
+   * back (the sweeper passes ids only). False when the queue is full (or the processor stopped): the message is
+   * not taken, and the sweeper finds it among the pending rows later. A message already in hand counts as taken.
    */
-  submit(rawId: string, received?: ReceivedMessage): void;
+  submit(rawId: string, received?: ReceivedMessage): boolean;
   /** Stops taking work and waits for what runs (what is parsed is stored); queued ids stay pending in the database. */
   stop(): Promise<void>;
 }
@@ -143,8 +145,6 @@ const MAX_BATCH_MESSAGES = 64;
 const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 /** Store transactions at once per process: one storing, the next filling (it starts early only when full). */
 const MAX_STORING = 2;
-/** Bound parameters per statement the wire protocol allows (a 16-bit count). */
-const MAX_PARAMETERS = 65_535;
 
 export function createInboundProcessor(deps: InboundProcessorDeps): InboundProcessor {
   const { db, log } = deps;
@@ -505,11 +505,13 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
 
   return {
     submit(rawId, received) {
-      if (stopped || inHand.has(rawId) || queued.has(rawId) || queued.size >= MAX_QUEUED) return;
+      if (inHand.has(rawId) || queued.has(rawId)) return true;
+      if (stopped || queued.size >= MAX_QUEUED) return false;
       const keep = received !== undefined && queuedInMemory < MAX_QUEUED_IN_MEMORY;
       if (keep) queuedInMemory++;
       queued.set(rawId, { seq: submitted++, known: keep ? rawRowOf(received) : undefined });
       pump();
+      return true;
     },
     async stop() {
       stopped = true;
@@ -525,40 +527,4 @@ function joining(copy: Copy) {
   const { email } = copy;
   const addresses = [email.from, ...email.to, ...email.cc].flatMap((a) => (a ? [a.email] : []));
   return { subject: email.subject, addresses, at: copy.at };
-}
-
-type Bind = (value: unknown) => string;
-
-/** `<head> <rows>` with multi-row VALUES; see runValues. */
-function insertRows<T>(tx: SqlTx, head: string, items: readonly T[], row: (item: T, bind: Bind) => string): Promise<void> {
-  return runValues(tx, (values) => `${head} ${values}`, items, row);
-}
-
-/**
- * Runs a statement over a VALUES list of items, every value a bound parameter (Buffers travel as binary), in as
- * few statements as the protocol's parameter limit allows: one, unless a batch holds thousands of rows.
- */
-async function runValues<T>(
-  tx: SqlTx,
-  statement: (values: string) => string,
-  items: readonly T[],
-  row: (item: T, bind: Bind) => string,
-): Promise<void> {
-  let params: unknown[] = [];
-  let rows: string[] = [];
-  const bind: Bind = (value) => `$${params.push(value)}`;
-  for (const item of items) {
-    const before = params.length;
-    const rendered = row(item, bind);
-    if (params.length <= MAX_PARAMETERS || rows.length === 0) {
-      rows.push(rendered);
-      continue;
-    }
-    // The row does not fit: run the rows before it, and render it again as the first of the next statement.
-    params.length = before;
-    await tx.query(statement(rows.join(", ")), params);
-    params = [];
-    rows = [row(item, bind)];
-  }
-  if (rows.length > 0) await tx.query(statement(rows.join(", ")), params);
 }

@@ -5,7 +5,8 @@
 // in the next multi-row INSERT; each is answered 250 only after its group's commit, and a failed group answers each
 // of its messages 451, so the sender retries.
 import type { Database } from "../db/database.js";
-import { groupCommit, valuesRows, type GroupCommitOptions } from "../db/group-commit.js";
+import { groupCommit, type GroupCommitOptions } from "../db/group-commit.js";
+import { insertRows } from "../db/values.js";
 import { newUuid } from "../ids.js";
 import type { AdmittedRecipient } from "./admission.js";
 
@@ -37,7 +38,6 @@ const GROUPING: GroupCommitOptions<Row> = {
   maxWeight: 16 * 1024 * 1024,
   weightOf: (row) => row.message.raw.length,
 };
-const COLUMNS = 11;
 
 interface Row {
   readonly id: string;
@@ -45,33 +45,32 @@ interface Row {
   readonly message: ReceivedMessage;
 }
 
+// A group (at most 100 rows of 11 parameters) always fits one statement, so its INSERT is atomic without a transaction.
 export function createRawMessageStore(db: Database): RawMessageStore {
-  const statements = new Map<number, string>();
-  const insertOf = (n: number) => {
-    let text = statements.get(n);
-    if (!text) {
-      text = `insert into inbound_raw_messages
-        (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
-        values ${valuesRows(n, COLUMNS, ", 'pending', 0")}`;
-      statements.set(n, text);
-    }
-    return text;
-  };
   const insert = groupCommit<Row, string>(async (rows) => {
-    const values = rows.flatMap(({ id, receivedAt, message }) => [
-      id,
-      receivedAt,
-      message.mailFrom,
-      message.recipients.map((r) => r.address),
-      message.recipients.map((r) => r.inboxId),
-      message.session.remoteIp,
-      message.session.helo,
-      message.session.tls?.protocol ?? null,
-      message.session.tls?.cipher ?? null,
-      message.raw.length,
-      message.raw,
-    ]);
-    await db.sql.query(insertOf(rows.length), values);
+    await insertRows(
+      db.sql,
+      `insert into inbound_raw_messages
+         (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
+       values`,
+      rows,
+      ({ id, receivedAt, message }, bind) =>
+        `(${[
+          id,
+          receivedAt,
+          message.mailFrom,
+          message.recipients.map((r) => r.address),
+          message.recipients.map((r) => r.inboxId),
+          message.session.remoteIp,
+          message.session.helo,
+          message.session.tls?.protocol ?? null,
+          message.session.tls?.cipher ?? null,
+          message.raw.length,
+          message.raw,
+        ]
+          .map(bind)
+          .join(", ")}, 'pending', 0)`,
+    );
     return rows.map((r) => r.id);
   }, GROUPING);
   return { store: (message) => insert({ id: newUuid(), receivedAt: new Date(), message }) };

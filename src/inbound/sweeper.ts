@@ -2,8 +2,11 @@
 // full) and hands them to the processor, which claims each with FOR UPDATE SKIP LOCKED. After a crash, what the
 // dead process had accepted is processed within staleAfterMs + intervalMs of the restart (or by any other smtp
 // process); younger rows are left to the live process that accepted them.
+//
+// A sweep pages through the stale rows oldest first until the processor's queue is full, so a backlog larger than
+// the queue drains as fast as the processor stores, not one page per interval; rows the processor already holds
+// are passed over.
 import type { Database } from "../db/database.js";
-import { InboundRawMessage } from "../db/entities/index.js";
 import type { Logger } from "../logger.js";
 import type { InboundProcessor } from "./processor.js";
 
@@ -15,39 +18,50 @@ export interface SweeperOptions {
 
 export const DEFAULT_SWEEPER_OPTIONS: SweeperOptions = { intervalMs: 5000, staleAfterMs: 15_000 };
 
-const BATCH = 200;
+const PAGE = 500;
 
 export function startInboundSweeper(
   db: Database,
-  processor: InboundProcessor,
+  processor: Pick<InboundProcessor, "submit">,
   log: Logger,
   options: SweeperOptions,
 ): { stop(): Promise<void> } {
+  let stopped = false;
   let running: Promise<void> = Promise.resolve();
+
+  async function sweepOnce(): Promise<void> {
+    const staleBefore = new Date(Date.now() - options.staleAfterMs);
+    let after: { receivedAt: Date; id: string } | null = null;
+    while (!stopped) {
+      const rows: { id: string; received_at: Date }[] = await db.sql.query(
+        `select id, received_at from inbound_raw_messages
+          where status = 'pending' and received_at <= $1 and ($2::timestamptz is null or (received_at, id) > ($2, $3::uuid))
+          order by received_at, id limit ${PAGE}`,
+        [staleBefore, after?.receivedAt ?? null, after?.id ?? null],
+      );
+      for (const row of rows) if (!processor.submit(row.id)) return;
+      if (rows.length < PAGE) return;
+      const last = rows.at(-1)!;
+      after = { receivedAt: last.received_at, id: last.id };
+    }
+  }
+
+  let sweeping = false;
   const sweep = () => {
-    running = pendingRawIds(db, options.staleAfterMs).then(
-      (ids) => ids.forEach((id) => processor.submit(id)),
-      (error: unknown) => log.warn("inbound sweep failed", { error }),
-    );
+    if (sweeping) return; // the previous sweep is still paging
+    sweeping = true;
+    running = sweepOnce()
+      .catch((error: unknown) => log.warn("inbound sweep failed", { error }))
+      .finally(() => (sweeping = false));
   };
   sweep();
   const timer = setInterval(sweep, options.intervalMs);
   timer.unref();
   return {
     async stop() {
+      stopped = true;
       clearInterval(timer);
       await running;
     },
   };
-}
-
-async function pendingRawIds(db: Database, staleAfterMs: number): Promise<string[]> {
-  const rows = await db
-    .fork()
-    .find(
-      InboundRawMessage,
-      { status: "pending", receivedAt: { $lte: new Date(Date.now() - staleAfterMs) } },
-      { fields: ["id"], orderBy: { receivedAt: "asc" }, limit: BATCH },
-    );
-  return rows.map((r) => r.id);
 }

@@ -1,7 +1,7 @@
 // Group commit: a lone item is written at once; items arriving during a write go together in the next one, in
 // order, within the group bounds; a failed write fails its own items only.
 import { expect, test } from "vitest";
-import { groupCommit, valuesRows } from "../../src/db/group-commit.js";
+import { groupCommit } from "../../src/db/group-commit.js";
 
 /** A write whose completion the test controls, recording the groups it was given. */
 function controlledWrite() {
@@ -74,6 +74,19 @@ test("a failed write rejects every item of its group and no other", async () => 
   expect(await after).toBe("r4");
 });
 
-test("numbers the VALUES rows' parameters row after row", () => {
-  expect(valuesRows(2, 3, ", 'x'")).toBe("($1, $2, $3, 'x'),\n($4, $5, $6, 'x')");
+test("with a linger, a short group waits for more items, and a full one goes at once", async () => {
+  const w = controlledWrite();
+  const put = groupCommit(w.write, { maxGroup: 3, maxInFlight: 1, lingerMs: 30 });
+  const first = [put(1), put(2)];
+  await tick();
+  expect(w.groups).toEqual([]);
+  await new Promise((r) => setTimeout(r, 60));
+  expect(w.groups).toEqual([[1, 2]]);
+  w.pending[0]!.finish();
+  expect(await Promise.all(first)).toEqual(["r1", "r2"]);
+  const full = [put(3), put(4), put(5)];
+  await tick();
+  expect(w.groups).toEqual([[1, 2], [3, 4, 5]]);
+  w.pending[1]!.finish();
+  expect(await Promise.all(full)).toEqual(["r3", "r4", "r5"]);
 });
