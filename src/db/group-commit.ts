@@ -11,11 +11,6 @@ export interface GroupCommitOptions<T> {
   /** A bound on the summed weight of a group (say, bytes); a single heavier item still goes, alone. */
   readonly maxWeight?: number;
   readonly weightOf?: (item: T) => number;
-  /**
-   * For writes nobody waits on (say, recording an outcome already acted on): a group short of maxGroup waits this
-   * long for more items before it is written, trading a little delay for fewer commits at moderate load.
-   */
-  readonly lingerMs?: number;
 }
 
 interface Waiting<T, R> {
@@ -47,23 +42,7 @@ export function groupCommit<T, R>(
     return waiting.splice(0, n);
   }
 
-  let lingering: NodeJS.Timeout | undefined;
-
-  /** Starts writes now, or once the linger is over when a group is still short. */
   function flush(): void {
-    if (options.lingerMs && waiting.length > 0 && waiting.length < options.maxGroup) {
-      lingering ??= setTimeout(() => {
-        lingering = undefined;
-        startWrites();
-      }, options.lingerMs);
-      return;
-    }
-    clearTimeout(lingering);
-    lingering = undefined;
-    startWrites();
-  }
-
-  function startWrites(): void {
     while (inFlight < options.maxInFlight && waiting.length > 0) {
       const group = nextGroup();
       inFlight++;

@@ -20,8 +20,7 @@ const LEASE_MARGIN_MS = 30_000;
 /** How long a row may wait for its first attempt, or past its latest possible retry, before it counts as lost. */
 const ORPHAN_GRACE_MS = 60_000;
 const RECONCILE_BATCH = 1000;
-// Nobody waits on a recorded outcome (the attempt is made): a short linger groups them at moderate rates too.
-const RECORDING = { maxGroup: 200, maxInFlight: 2, lingerMs: 25 };
+const RECORDING = { maxGroup: 200, maxInFlight: 2 };
 
 interface AttemptOutcome {
   readonly deliveryId: string;

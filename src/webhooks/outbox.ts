@@ -1,8 +1,9 @@
 // The webhook outbox: message.received events are rows committed with the message, one per active endpoint, then
 // dispatched. The first attempt goes out at once from this process, claimed in the transaction that stores the
-// message (no extra commit); only a delivery that needs retries (or finds no free attempt slot) gets a Temporal
-// workflow. Whatever dies in between, the reconciler starts what was lost: a claimed row left delivering is taken
-// over once its lease ends.
+// message (no extra commit), up to PROMPT_ATTEMPTS at a time; a delivery enqueued while they were all taken waits
+// in memory for a free one (bounded in number and time) and is claimed then. Only a delivery that needs retries, or
+// that waited too long, gets a Temporal workflow. Whatever dies in between, the reconciler starts what was lost: a
+// row never attempted a minute after its commit, and a claimed row left delivering once its lease ends.
 import type { Database, SqlTx } from "../db/database.js";
 import { newId, newUuid } from "../ids.js";
 import type { MessageReceivedEvent, MessageReceivedOutbox } from "../inbound/ports.js";
@@ -10,11 +11,15 @@ import type { Logger } from "../logger.js";
 import type { ClaimedAttempt, DeliveryRef, WebhookDeliverer, WebhookRetryStarter } from "./deliveries.js";
 import { MESSAGE_RECEIVED, messageReceivedBody } from "./events.js";
 
-/**
- * Prompt attempts running at once per process; beyond that, deliveries go straight to their workflow. Generous: a
- * workflow start costs the Temporal dev server ~70 ms of CPU, which starves everything else under load.
- */
+/** Prompt attempts running at once per process. */
 const PROMPT_ATTEMPTS = 64;
+/**
+ * Deliveries waiting for a prompt attempt, at most, and how long each may wait; beyond either, the workflow takes
+ * over. Waiting is the cheap path under a burst: a workflow costs the Temporal dev server ~70 ms of CPU, which
+ * starved everything else. The wait ends well before the reconciler's one-minute grace for unattempted rows.
+ */
+const MAX_WAITING = 5_000;
+const MAX_WAIT_MS = 20_000;
 
 /** One delivery as enqueued: claimed for its prompt first attempt, or left pending for its workflow. */
 export interface EnqueuedDelivery {
@@ -32,26 +37,58 @@ export interface WebhookOutboxDeps {
   readonly deliverer: WebhookDeliverer;
   readonly retries: WebhookRetryStarter;
   readonly log: Logger;
+  /** Prompt attempts at once (PROMPT_ATTEMPTS unless a test asks for fewer). */
+  readonly promptAttempts?: number;
 }
 
 export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   const { deliverer, retries, log } = deps;
+  const promptAttempts = deps.promptAttempts ?? PROMPT_ATTEMPTS;
   const dispatching = new Set<Promise<void>>();
   let prompt = 0;
+  const waiting: ((granted: boolean) => void)[] = [];
+
+  /** A prompt attempt slot, now or once one frees up; false when the wait is over its bounds (or shutting down). */
+  function slot(): Promise<boolean> {
+    if (prompt < promptAttempts) {
+      prompt++;
+      return Promise.resolve(true);
+    }
+    if (waiting.length >= MAX_WAITING) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        waiting.splice(waiting.indexOf(wake), 1);
+        resolve(false);
+      }, MAX_WAIT_MS);
+      const wake = (granted: boolean) => {
+        clearTimeout(timer);
+        resolve(granted);
+      };
+      waiting.push(wake);
+    });
+  }
+  function freeSlot(): void {
+    const next = waiting.shift();
+    if (next) next(true);
+    else prompt--;
+  }
 
   async function dispatchOne(delivery: EnqueuedDelivery): Promise<void> {
     let attempts = delivery.ref.attempts;
-    if (delivery.claim) {
-      prompt++;
+    // A claimed delivery takes its slot at once (it was counted when claimed); another waits for one.
+    const prompted = delivery.claim ? (prompt++, true) : await slot();
+    if (prompted) {
       try {
-        const result = await deliverer.complete(delivery.ref.deliveryId, delivery.claim);
+        const result = delivery.claim
+          ? await deliverer.complete(delivery.ref.deliveryId, delivery.claim)
+          : await deliverer.attempt(delivery.ref.deliveryId);
         if (result.outcome === "delivered" || result.outcome === "failed" || result.outcome === "busy") return;
         attempts = result.attempts;
       } catch (e) {
-        // The claim's lease ends and the workflow attempts again.
+        // A claim's lease ends and the workflow attempts again.
         log.warn("prompt webhook attempt failed; its workflow retries it", { deliveryId: delivery.ref.deliveryId, error: e });
       } finally {
-        prompt--;
+        freeSlot();
       }
     }
     await retries.start({ ...delivery.ref, attempts });
@@ -79,7 +116,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
         const eventId = newId("evt");
         const body = messageReceivedBody(eventId, now, event);
         for (const endpoint of ofOrganization) {
-          const claimNow = prompt + enqueued.length < PROMPT_ATTEMPTS;
+          const claimNow = prompt + enqueued.length < promptAttempts;
           const ref = { deliveryId: newUuid(), endpointId: endpoint.id, eventId, organizationId: event.organizationId, inboxId: event.inboxId, attempts: claimNow ? 1 : 0 };
           const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
           enqueued.push({ ref, claim });
@@ -125,6 +162,8 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
     },
 
     async drain(): Promise<void> {
+      // Shutting down: what still waits for a slot goes to its workflow now.
+      for (const wake of waiting.splice(0)) wake(false);
       await Promise.all(dispatching);
     },
   };

@@ -10,7 +10,7 @@ import { createLogger } from "../../src/logger.js";
 import { createWebhookRetryStarter, webhookDeliveryWorkflowId } from "../../src/temporal/client.js";
 import { createWebhookDeliverer, ENDPOINT_DELETED, reconcileWebhookDeliveries } from "../../src/webhooks/deliveries.js";
 import { createConfiguredOutbox } from "../../src/main.js";
-import type { EnqueuedDelivery, WebhookOutbox } from "../../src/webhooks/outbox.js";
+import { createWebhookOutbox, type EnqueuedDelivery, type WebhookOutbox } from "../../src/webhooks/outbox.js";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type Answer, type HttpsReceiver } from "../support/https-receiver.js";
@@ -58,7 +58,7 @@ async function register(tenant: Tenant, url: string): Promise<Registered> {
 }
 
 /** Stores an inbound message, then enqueues its event (inbound processing does both in one transaction). */
-async function receiveMessage(tenant: Tenant): Promise<{ event: MessageReceivedEvent; enqueued: EnqueuedDelivery[]; deliveryIds: string[] }> {
+async function receiveMessage(tenant: Tenant, via: WebhookOutbox = outbox): Promise<{ event: MessageReceivedEvent; enqueued: EnqueuedDelivery[]; deliveryIds: string[] }> {
   const inbox = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("hooked"), displayName: "Hooked" } });
   const event = await app.db.fork().transactional(async (em) => {
     const now = new Date();
@@ -103,7 +103,7 @@ async function receiveMessage(tenant: Tenant): Promise<{ event: MessageReceivedE
     await em.flush();
     return event;
   });
-  const enqueued = await app.db.sql.transaction((tx) => outbox.enqueue(tx, [event]));
+  const enqueued = await app.db.sql.transaction((tx) => via.enqueue(tx, [event]));
   return { event, enqueued, deliveryIds: enqueued.map((d) => d.ref.deliveryId) };
 }
 
@@ -230,6 +230,40 @@ describe("message.received delivery", () => {
     expect(await strict.complete(deliveryIds[0]!, enqueued[0]!.claim!)).toEqual({ outcome: "failed", attempts: 1 });
     expect((await deliveryRow(deliveryIds[0]!)).lastError).toBe(`${receiver.host} is not a public address (loopback)`);
     expect(target.requests).toHaveLength(0);
+  });
+});
+
+describe("prompt attempt slots", () => {
+  test("a delivery enqueued while every slot is taken waits for one and is sent from this process, without a workflow", async () => {
+    const oneSlot = createWebhookOutbox({
+      db: app.db,
+      deliverer: createWebhookDeliverer(app.db, app.config.webhooks),
+      retries: createWebhookRetryStarter(app.temporal, app.config.temporalTaskQueue, app.config.webhooks),
+      log: createLogger("error"),
+      promptAttempts: 1,
+    });
+    const tenant = await app.createTenant();
+    let release!: () => void;
+    const released = new Promise<number>((r) => (release = () => r(204)));
+    const target = receiver.endpoint((n) => (n === 0 ? released : 204));
+    const hook = await register(tenant, target.url);
+    const first = await receiveMessage(tenant, oneSlot);
+    expect(first.enqueued[0]!.claim).not.toBeNull();
+    oneSlot.dispatch(first.enqueued);
+    await target.waitFor(1);
+    // The one slot is taken: the next delivery is committed unclaimed and waits.
+    const second = await receiveMessage(tenant, oneSlot);
+    expect(second.enqueued[0]!.claim).toBeNull();
+    oneSlot.dispatch(second.enqueued);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(target.requests).toHaveLength(1);
+    release();
+    await target.waitFor(2);
+    const row = await settled(second.deliveryIds[0]!);
+    expect([row.status, row.attempts]).toEqual(["delivered", 1]);
+    await oneSlot.drain();
+    const handle = app.temporal.workflow.getHandle(webhookDeliveryWorkflowId(hook.id, second.enqueued[0]!.ref.eventId));
+    await expect(handle.describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
 });
 

@@ -73,20 +73,3 @@ test("a failed write rejects every item of its group and no other", async () => 
   w.pending[2]!.finish();
   expect(await after).toBe("r4");
 });
-
-test("with a linger, a short group waits for more items, and a full one goes at once", async () => {
-  const w = controlledWrite();
-  const put = groupCommit(w.write, { maxGroup: 3, maxInFlight: 1, lingerMs: 30 });
-  const first = [put(1), put(2)];
-  await tick();
-  expect(w.groups).toEqual([]);
-  await new Promise((r) => setTimeout(r, 60));
-  expect(w.groups).toEqual([[1, 2]]);
-  w.pending[0]!.finish();
-  expect(await Promise.all(first)).toEqual(["r1", "r2"]);
-  const full = [put(3), put(4), put(5)];
-  await tick();
-  expect(w.groups).toEqual([[1, 2], [3, 4, 5]]);
-  w.pending[1]!.finish();
-  expect(await Promise.all(full)).toEqual(["r3", "r4", "r5"]);
-});
