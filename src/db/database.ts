@@ -29,7 +29,25 @@ export interface SqlTx {
 export interface SqlPool extends SqlTx {
   /** Runs fn in one transaction on one connection (BEGIN … COMMIT, ROLLBACK on a throw). */
   transaction<R>(fn: (tx: SqlTx) => Promise<R>): Promise<R>;
+  /** LISTENs on a channel on a connection of its own, reconnecting after a loss until closed. */
+  listen(channel: string, handlers: ListenHandlers): Listener;
 }
+
+export interface ListenHandlers {
+  /** A notification arrived. */
+  notified(payload: string): void;
+  /** Listening (again): notifications sent while it was not were missed. */
+  listening(): void;
+  /** The connection is lost; listening resumes by itself. */
+  lost(): void;
+}
+
+export interface Listener {
+  close(): Promise<void>;
+}
+
+/** Waits between attempts to listen again after a lost connection. */
+const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
 function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: url, max });
@@ -53,7 +71,54 @@ function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<voi
         client.release();
       }
     },
+    listen: (channel, handlers) => listenOn(url, channel, handlers),
     end: () => pool.end(),
+  };
+}
+
+function listenOn(url: string, channel: string, handlers: ListenHandlers): Listener {
+  let closed = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  function again(): void {
+    if (closed) return;
+    retry = setTimeout(connect, RELISTEN_MS[Math.min(failures++, RELISTEN_MS.length - 1)]);
+    retry.unref();
+  }
+  function connect(): void {
+    const c = new pg.Client({ connectionString: url });
+    client = c;
+    let gone = false;
+    const lose = () => {
+      if (gone) return;
+      gone = true;
+      if (client === c) client = null;
+      void c.end().catch(() => undefined);
+      if (closed) return;
+      handlers.lost();
+      again();
+    };
+    c.on("error", lose);
+    c.on("end", lose);
+    c.on("notification", (n) => handlers.notified(n.payload ?? ""));
+    c.connect()
+      .then(() => c.query(`listen ${pg.escapeIdentifier(channel)}`))
+      .then(() => {
+        if (gone || closed) return;
+        failures = 0;
+        handlers.listening();
+      })
+      .catch(lose);
+  }
+  connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => undefined);
+    },
   };
 }
 
@@ -68,7 +133,9 @@ export async function openDatabase(url: string, options: { poolMax?: number } = 
       path: MIGRATIONS_DIR,
       pathTs: MIGRATIONS_DIR,
       migrationsList: migrations,
-      // The snapshot is written by `mailbox migrate create` only, never by a running server.
+      // No schema snapshot: `mailbox migrate create` diffs the entities against the database migrated to the latest
+      // committed migration, so a hand-written migration can never leave a stale snapshot behind.
+      snapshot: false,
       snapshotOnMigrate: false,
       silent: true,
     },

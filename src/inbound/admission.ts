@@ -25,8 +25,19 @@ export type Admission =
 
 export type AdmitRecipient = (address: string) => Promise<Admission>;
 
-const ADMISSION_CACHE_MS = 1000;
+export interface RecipientAdmission {
+  readonly admit: AdmitRecipient;
+  /** Stops listening for changes. */
+  close(): Promise<void>;
+}
+
+/** How long an admission is remembered while changes are announced to this process (see below). */
+const ANNOUNCED_CACHE_MS = 60_000;
+/** How long otherwise: customer domains (whose capability can lapse with time), or while not listening. */
+const UNANNOUNCED_CACHE_MS = 1000;
 const ADMISSION_CACHE_ENTRIES = 10_000;
+/** The channel the database announces admission changes on (migration admission_notify). */
+const ADMISSION_CHANGED = "admission_changed";
 
 /**
  * The inboxId of a message's recipient that is the feedback address (FEEDBACK_ADDRESS): it has no inbox, and
@@ -42,7 +53,7 @@ export function createRecipientAdmission(
   managedDomain: string,
   domains: InboundDomains,
   feedbackAddress?: string,
-): AdmitRecipient {
+): RecipientAdmission {
   async function inboxAt(localPart: string, domain: string, domainId: string | null): Promise<Admission> {
     const address = `${localPart}@${domain}`;
     const [inbox] = await db.sql.query<{ id: string; status: string; domain_id: string | null; organization_status: string }>(
@@ -55,36 +66,61 @@ export function createRecipientAdmission(
     return { kind: "admitted", recipient: { address, inboxId: inbox.id } };
   }
 
-  // Admissions are remembered for a second: a busy sender's RCPTs to one inbox cost one lookup per second, not
-  // one per message. Refusals are never remembered, and a delete within that second is no new risk: an inbox can
-  // always be deleted between RCPT and the end of DATA, and processing stores nothing for an inbox that is gone.
+  // Admissions are remembered, refusals never are. Every change to who may receive (inboxes, organizations) is
+  // announced by the database when it commits (a trigger's NOTIFY) and empties the cache, so while this process
+  // listens a managed-domain admission is kept for a minute: a busy sender's RCPTs cost no lookup. A customer
+  // domain's capability can also lapse with time (the grace period), so its admissions, and all of them while the
+  // listening connection is down, are kept for a second only; a delete within that second is no new risk: an inbox
+  // can always be deleted between RCPT and the end of DATA, and processing stores nothing for an inbox that is gone.
   const admitted = new Map<string, { admission: Admission; until: number }>();
+  let listening = false;
+  // Bumped by every change: a lookup that began before one must not cache what it read.
+  let generation = 0;
+  const forgetAll = () => {
+    generation++;
+    admitted.clear();
+  };
+  const listener = db.sql.listen(ADMISSION_CHANGED, {
+    notified: forgetAll,
+    listening: () => {
+      forgetAll();
+      listening = true;
+    },
+    lost: () => {
+      listening = false;
+      forgetAll();
+    },
+  });
   const admit: AdmitRecipient = async (address) => {
     const now = Date.now();
     const cached = admitted.get(address);
     if (cached && cached.until > now) return cached.admission;
-    const admission = await lookUp(address);
-    if (admission.kind === "admitted") {
+    const readAt = generation;
+    const { admission, onManagedDomain } = await lookUp(address);
+    if (admission.kind === "admitted" && readAt === generation) {
       if (admitted.size >= ADMISSION_CACHE_ENTRIES) admitted.delete(admitted.keys().next().value!);
       admitted.delete(address);
-      admitted.set(address, { admission, until: now + ADMISSION_CACHE_MS });
+      const keepFor = listening && onManagedDomain ? ANNOUNCED_CACHE_MS : UNANNOUNCED_CACHE_MS;
+      admitted.set(address, { admission, until: now + keepFor });
     }
     return admission;
   };
-  return admit;
+  return { admit, close: () => listener.close() };
 
-  async function lookUp(address: string): Promise<Admission> {
+  async function lookUp(address: string): Promise<{ admission: Admission; onManagedDomain: boolean }> {
     // ARF feedback reports about our outbound mail: admitted, then recorded as complaints, never stored in an inbox.
-    if (address === feedbackAddress) return { kind: "admitted", recipient: { address, inboxId: FEEDBACK_RECIPIENT } };
+    if (address === feedbackAddress) {
+      return { admission: { kind: "admitted", recipient: { address, inboxId: FEEDBACK_RECIPIENT } }, onManagedDomain: true };
+    }
     const at = address.lastIndexOf("@");
     const ascii = toAsciiDomain(address.slice(at + 1));
-    if (at <= 0 || !ascii.ok) return { kind: "foreign_domain" };
+    if (at <= 0 || !ascii.ok) return { admission: { kind: "foreign_domain" }, onManagedDomain: false };
     const localPart = address.slice(0, at).toLowerCase();
-    if (ascii.domain === managedDomain) return inboxAt(localPart, ascii.domain, null);
+    if (ascii.domain === managedDomain) return { admission: await inboxAt(localPart, ascii.domain, null), onManagedDomain: true };
     const status = await domains.inboundDomainStatus(ascii.domain);
-    if (!status) return { kind: "foreign_domain" };
-    if (!status.admitted) return { kind: "domain_not_verified", temporary: status.temporary };
+    if (!status) return { admission: { kind: "foreign_domain" }, onManagedDomain: false };
+    if (!status.admitted) return { admission: { kind: "domain_not_verified", temporary: status.temporary }, onManagedDomain: false };
     // The inbox must be on the registration that holds the capability, not on another organization's claim.
-    return inboxAt(localPart, ascii.domain, status.domainId);
+    return { admission: await inboxAt(localPart, ascii.domain, status.domainId), onManagedDomain: false };
   }
 }

@@ -68,10 +68,12 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     await parser.close();
   };
   const rawMessages = createRawMessageStore(db);
+  const admission = createRecipientAdmission(db, config.managedDomain, deps.domains, config.feedbackAddress);
   const hooks = createInboundHooks({
-    admit: createRecipientAdmission(db, config.managedDomain, deps.domains, config.feedbackAddress),
+    admit: admission.admit,
     store: (message) => rawMessages.store(message),
-    accepted: (rawId, message) => processor.submit(rawId, message),
+    // A message the processor's queue has no room for waits in the database for the sweeper.
+    accepted: (rawId, message) => void processor.submit(rawId, message),
     limits: {
       maxMessageBytes: config.platformLimits.messageContentBytes,
       maxRecipients: smtp.maxRecipients,
@@ -99,10 +101,12 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
       port: server.port,
       async stop() {
         await server.close();
+        await admission.close();
         await stopProcessing();
       },
     };
   } catch (e) {
+    await admission.close();
     await stopProcessing();
     throw e;
   }

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
-import { Organization } from "./organization.js";
+import { ADMISSION_CHANGED_BODY, Organization } from "./organization.js";
 
 /**
  * An inbox. Deleting one marks it `deleting` (gone for reads at once) and a workflow purges its mail, then marks it
@@ -26,6 +26,8 @@ export const Inbox = defineEntity({
     deletedAt: p.datetime(3).nullable(),
   },
   indexes: [{ properties: ["organization", "createdAt", "id"] }],
+  // Who may receive mail changed: smtp processes empty their admission caches (src/inbound/admission.ts).
+  triggers: [{ name: "inboxes_admission_changed", timing: "after", events: ["insert", "update", "delete"], forEach: "statement", body: ADMISSION_CHANGED_BODY }],
 });
 
 export type InboxRow = InferEntity<typeof Inbox>;

@@ -1,5 +1,11 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
 
+/**
+ * Announces, when its transaction commits, that who may receive mail may have changed (an inbox or an
+ * organization changed); smtp processes listening on the channel empty their admission caches.
+ */
+export const ADMISSION_CHANGED_BODY = "perform pg_notify('admission_changed', ''); return null;";
+
 /** A tenant. Every other row belongs to exactly one organization. */
 export const Organization = defineEntity({
   name: "Organization",
@@ -19,6 +25,7 @@ export const Organization = defineEntity({
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },
+  triggers: [{ name: "organizations_admission_changed", timing: "after", events: ["update", "delete"], forEach: "statement", body: ADMISSION_CHANGED_BODY }],
 });
 
 export type OrganizationRow = InferEntity<typeof Organization>;

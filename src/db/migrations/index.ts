@@ -4,6 +4,7 @@ import { Migration20261121232647_mailboxes } from "./Migration20261121232647_mai
 import { Migration20261121233303_outbound } from "./Migration20261121233303_outbound.js";
 import { Migration20261121235811_scan_backlog } from "./Migration20261121235811_scan_backlog.js";
 import { Migration20261122015500_submission_lookups } from "./Migration20261122015500_submission_lookups.js";
+import { Migration20261122061000_admission_notify } from "./Migration20261122061000_admission_notify.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -11,4 +12,5 @@ export const migrations = [
   Migration20261121233303_outbound,
   Migration20261121235811_scan_backlog,
   Migration20261122015500_submission_lookups,
+  Migration20261122061000_admission_notify,
 ];
