@@ -47,8 +47,21 @@ export class TenantStore {
    * acceptance) where the ORM would inline a composed message into the statement text.
    */
   sqlTransaction<R>(fn: (tx: TenantSqlTx) => Promise<R>): Promise<R> {
+    return this.pool().transaction((tx) => fn({ organizationId: this.organizationId, query: (text, values) => tx.query(text, values) }));
+  }
+
+  /**
+   * One plain statement on the driver's pool for a hot read, where the ORM's hydration costs more than the query.
+   * Like sqlTransaction, the statement names the organization itself: `fn` gets its id to bind.
+   */
+  sqlRead<T>(fn: (organizationId: string) => { readonly text: string; readonly values: readonly unknown[] }): Promise<T[]> {
+    const { text, values } = fn(this.organizationId);
+    return this.pool().query<T>(text, values);
+  }
+
+  private pool(): SqlPool {
     if (!this.sql) throw new Error("this store was made without the SQL pool");
-    return this.sql.transaction((tx) => fn({ organizationId: this.organizationId, query: (text, values) => tx.query(text, values) }));
+    return this.sql;
   }
 
   // Typed loosely on purpose: the public signatures above check `where`; MikroORM's index-aware filter types
