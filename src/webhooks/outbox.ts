@@ -76,7 +76,9 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   async function dispatchOne(delivery: EnqueuedDelivery): Promise<void> {
     let attempts = delivery.ref.attempts;
     // A claimed delivery takes its slot at once (it was counted when claimed); another waits for one.
-    const prompted = delivery.claim ? (prompt++, true) : await slot();
+    let prompted = true;
+    if (delivery.claim) prompt++;
+    else prompted = await slot();
     if (prompted) {
       try {
         const result = delivery.claim

@@ -73,7 +73,12 @@ interface Mail {
 }
 
 /** Commits a raw message for the inboxes as the SMTP side does; returns its raw id and what was committed. */
-async function receive(inboxes: readonly Inbox[], mail: Mail): Promise<{ rawId: string; received: ReceivedMessage }> {
+interface Received {
+  readonly rawId: string;
+  readonly received: ReceivedMessage;
+}
+
+async function receive(inboxes: readonly Inbox[], mail: Mail): Promise<Received> {
   const headers = [
     `From: ${mail.from ?? "sender@example.org"}`,
     `To: ${inboxes.map((i) => i.address).join(", ")}`,
@@ -132,6 +137,18 @@ async function waitParsed(started: ReturnType<typeof startProcessor>, count: num
   await new Promise((r) => setTimeout(r, 50));
 }
 
+/**
+ * Submits the messages while a store is held, and waits until they are parsed and ready together: releasing the
+ * hold lets the held store commit and these go as the next batch.
+ */
+async function submitWhileStoringHeld(started: ReturnType<typeof startProcessor>, messages: readonly Received[]) {
+  const hold = await blockStoring(started);
+  const parsedBefore = started.parsedCount();
+  for (const r of messages) started.processor.submit(r.rawId, r.received);
+  await waitParsed(started, parsedBefore + messages.length);
+  return hold;
+}
+
 async function rawRowsLeft(rawIds: readonly string[]): Promise<number> {
   const [{ n }] = await app.db.sql.query<{ n: number }>(
     `select count(*)::int as n from inbound_raw_messages where id = any($1) and status = 'pending'`,
@@ -176,10 +193,7 @@ test("stores many messages submitted at once in a few transactions of at most 64
   const received = [];
   for (let i = 0; i < 100; i++) received.push(await receive([inbox], { messageId: messageId() }));
 
-  const hold = await blockStoring(started);
-  const parsedBefore = started.parsedCount();
-  for (const r of received) started.processor.submit(r.rawId, r.received);
-  await waitParsed(started, parsedBefore + 100);
+  const hold = await submitWhileStoringHeld(started, received);
   // 64 ready make a full batch, which is stored beside the waiting one; the 36 parsed after it wait their turn.
   await eventually(async () => ((await storedIn(inbox)).length === 64 ? true : undefined));
   await hold.release();
@@ -230,10 +244,7 @@ test("a reply and its parent in the same batch share one thread, and later repli
     await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "Carol@Example.org", subject: "Re: Re: Plans" }),
   ];
 
-  const hold = await blockStoring(started);
-  const parsedBefore = started.parsedCount();
-  for (const r of batch) started.processor.submit(r.rawId, r.received);
-  await waitParsed(started, parsedBefore + batch.length);
+  const hold = await submitWhileStoringHeld(started, batch);
   await hold.release();
   await waitStored(batch.map((r) => r.rawId));
 
@@ -256,10 +267,7 @@ test("a reply and its parent in the same batch share one thread, and later repli
     await receive([inbox], { messageId: messageId(), inReplyTo: parentId, from: "dave@example.org" }),
     await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "erin@example.org" }),
   ];
-  const hold2 = await blockStoring(started);
-  const parsedBefore2 = started.parsedCount();
-  for (const r of later) started.processor.submit(r.rawId, r.received);
-  await waitParsed(started, parsedBefore2 + later.length);
+  const hold2 = await submitWhileStoringHeld(started, later);
   await hold2.release();
   await waitStored(later.map((r) => r.rawId));
 
@@ -292,10 +300,7 @@ test("a message the database refuses fails alone: the rest of its batch is store
     [newId("msg"), tenant.organizationId, inbox.id, poisoned.rawId, now],
   );
 
-  const hold = await blockStoring(started);
-  const parsedBefore = started.parsedCount();
-  for (const r of batch) started.processor.submit(r.rawId, r.received);
-  await waitParsed(started, parsedBefore + batch.length);
+  const hold = await submitWhileStoringHeld(started, batch);
   await hold.release();
   const healthy = batch.filter((r) => r !== poisoned).map((r) => r.rawId);
   await waitStored(healthy);
