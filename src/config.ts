@@ -113,6 +113,8 @@ export interface Config {
   readonly delivery: {
     /** SMTP_ROUTES transport map; domains without a route go to their MX hosts (the managed domain to our own SMTP). */
     readonly routes: readonly SmtpRoute[];
+    /** MX hosts (names or addresses) exempt from the public-address check (development and tests only). */
+    readonly allowHosts: readonly string[];
     /** Wait after the first deferral; it doubles up to retryMaxMs (DELIVERY_RETRY_INITIAL / DELIVERY_RETRY_MAX). */
     readonly retryInitialMs: number;
     readonly retryMaxMs: number;
@@ -167,10 +169,13 @@ export function loadConfig(env: Env = process.env): Config {
   const tlsCertPath = optional("SMTP_TLS_CERT");
   const tlsKeyPath = optional("SMTP_TLS_KEY");
   if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) errors.push("SMTP_TLS_CERT and SMTP_TLS_KEY must be set together");
-  const allowHosts = (env.WEBHOOK_ALLOW_HOSTS ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
-  for (const host of allowHosts) {
-    if (!/^[a-z0-9.:-]+$/.test(host)) errors.push(`WEBHOOK_ALLOW_HOSTS must list host names or IP addresses, got "${host}"`);
-  }
+  /** A comma list of host names and IP addresses, trimmed and lower-cased. */
+  const hostList = (name: string): string[] => {
+    const hosts = (env[name] ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
+    for (const host of hosts) if (!/^[a-z0-9.:-]+$/.test(host)) errors.push(`${name} must list host names or IP addresses, got "${host}"`);
+    return hosts;
+  };
+  const allowHosts = hostList("WEBHOOK_ALLOW_HOSTS");
   const webhookRetryInitialMs = int("WEBHOOK_RETRY_INITIAL_MS", 30_000, 10, 3_600_000);
   const webhookRetryMaxMs = int("WEBHOOK_RETRY_MAX_MS", 3_600_000, 10, 86_400_000);
   if (webhookRetryMaxMs < webhookRetryInitialMs) errors.push("WEBHOOK_RETRY_MAX_MS must not be below WEBHOOK_RETRY_INITIAL_MS");
@@ -267,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     delivery: {
       routes: smtpRouteList.routes,
+      allowHosts: hostList("DELIVERY_ALLOW_HOSTS"),
       retryInitialMs: deliveryRetryInitialMs,
       retryMaxMs: deliveryRetryMaxMs,
       queueLifetimeMs: duration("DELIVERY_QUEUE_LIFETIME", "5d", 1000),

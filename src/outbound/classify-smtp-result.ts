@@ -42,10 +42,15 @@ export function classifySmtpReply(responseCode: number, response: string): Deliv
   return { kind: "deferred", response: text, failureCode: "smtp_unexpected_reply" };
 }
 
-/** Network trouble is temporary, except a domain that cannot receive mail at all. */
+/**
+ * Network trouble is temporary, except a domain that cannot receive mail at all, and one whose only next hops
+ * are addresses we never connect to (ENOTPUBLIC, src/outbound/delivery/next-hop.ts): our policy, not the address's
+ * fault, so no hard bounce.
+ */
 export function classifyTransportFailure(failure: TransportFailure): DeliveryVerdict {
   if (failure.code === "ENULLMX" || failure.code === "ENODOMAIN") {
     return { kind: "rejected", response: failure.message, failureCode: failure.code === "ENULLMX" ? "null_mx" : "no_such_domain", hardBounce: true };
   }
+  if (failure.code === "ENOTPUBLIC") return { kind: "rejected", response: failure.message, failureCode: "next_hop_not_public", hardBounce: false };
   return { kind: "deferred", response: failure.message, failureCode: `transport_${(failure.code ?? "error").toLowerCase()}` };
 }

@@ -3,7 +3,8 @@
 import { Agent, request } from "node:https";
 import { isIP } from "node:net";
 import { createSecureContext } from "node:tls";
-import { createGuardedLookup, hostOf, nonPublicReason, type AddressPolicy } from "./url-policy.js";
+import { refusedAddress, type AddressPolicy } from "../net/address-policy.js";
+import { createGuardedLookup, hostOf } from "./url-policy.js";
 import { signWebhook } from "./signature.js";
 
 export interface WebhookRequest {
@@ -39,7 +40,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
     const target = new URL(url);
     const host = hostOf(target);
     // A literal address needs no lookup, so the guarded lookup never sees it: check it here.
-    const literalWhy = isIP(host) && !options.allowHosts.includes(host) ? nonPublicReason(host) : undefined;
+    const literalWhy = isIP(host) ? refusedAddress(options, host, [host]) : undefined;
     if (literalWhy) return { ok: false, error: `${host} is not a public address (${literalWhy})` };
     const headers = {
       "content-type": "application/json",

@@ -1,7 +1,7 @@
 // Delivery by DNS: MX hosts by preference (the next one when a host refuses the connection), the domain itself
 // without MX, a null MX and a missing domain (final), a failing DNS server (deferred, then delivered). A real DNS
-// server (test/support/dns-server.ts) answers through DNS_SERVERS; MX hosts resolve to loopback addresses, and the
-// worker's MX port is the sink's (25 outside tests).
+// server (test/support/dns-server.ts) answers through DNS_SERVERS; MX hosts resolve to loopback addresses, exempt
+// from the public-address check by DELIVERY_ALLOW_HOSTS, and the worker's MX port is the sink's (25 outside tests).
 import { createServer } from "node:net";
 import { afterAll, beforeAll, expect, inject, onTestFinished, test } from "vitest";
 import type { Worker } from "@temporalio/worker";
@@ -25,6 +25,7 @@ beforeAll(async () => {
   app = await startTestApp({
     DNS_SERVERS: dns.serverList,
     DNS_TIMEOUT_MS: "200",
+    DELIVERY_ALLOW_HOSTS: "127.0.0.1,127.0.0.2",
     DELIVERY_RETRY_INITIAL: "200ms",
     DELIVERY_RETRY_MAX: "400ms",
     DELIVERY_TIMEOUT_MS: "3000",

@@ -34,4 +34,13 @@ describe("classifying SMTP replies", () => {
     expect(classifyTransportFailure({ code: "ETIMEDOUT", message: "timeout" }).kind).toBe("deferred");
     expect(classifyTransportFailure({ code: "ENULLMX", message: "null MX" })).toMatchObject({ kind: "rejected", hardBounce: true, failureCode: "null_mx" });
   });
+
+  test("fails a domain whose only next hops are not public for good, without a hard bounce", () => {
+    expect(classifyTransportFailure({ code: "ENOTPUBLIC", message: "no public address" })).toEqual({
+      kind: "rejected",
+      response: "no public address",
+      failureCode: "next_hop_not_public",
+      hardBounce: false,
+    });
+  });
 });

@@ -1,7 +1,8 @@
 import type { LookupAddress } from "node:dns";
 import { describe, expect, test } from "vitest";
 import { InvalidRequest } from "../../src/errors.js";
-import { createGuardedLookup, nonPublicReason, normalizeWebhookUrl } from "../../src/webhooks/url-policy.js";
+import { nonPublicReason } from "../../src/net/address-policy.js";
+import { createGuardedLookup, normalizeWebhookUrl } from "../../src/webhooks/url-policy.js";
 
 const policy = { allowHosts: [] };
 

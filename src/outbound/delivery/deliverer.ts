@@ -8,6 +8,7 @@ import type { Database } from "../../db/database.js";
 import type { DnsResolver } from "../../dns/resolver.js";
 import type { DkimSigningKey } from "../../domains/signing-keys.js";
 import type { Logger } from "../../logger.js";
+import type { AddressPolicy } from "../../net/address-policy.js";
 import type { DeliveryOperations } from "../../temporal/activities/delivery.js";
 import { classifyTransportFailure, type DeliveryVerdict } from "../classify-smtp-result.js";
 import type { SmtpRoute } from "../smtp-routes.js";
@@ -29,6 +30,8 @@ export interface DeliverySettings {
   readonly localSmtp: { readonly host: string; readonly port: number };
   /** The port of MX hosts: 25 (tests point it at their sink). */
   readonly mxPort: number;
+  /** MX hosts exempt from the public-address check (DELIVERY_ALLOW_HOSTS: development and tests only). */
+  readonly addressPolicy: AddressPolicy;
   /** Our EHLO name. */
   readonly ehloName: string;
   readonly timeoutMs: number;
@@ -59,6 +62,7 @@ export function deliverySettingsOf(
     managedDomain: config.managedDomain,
     localSmtp: { host: connectHostOf(config.bindHost), port: config.smtpPort },
     mxPort,
+    addressPolicy: { allowHosts: config.delivery.allowHosts },
     ehloName: config.smtp.hostname,
     timeoutMs: config.delivery.timeoutMs,
     retryInitialMs: config.delivery.retryInitialMs,
