@@ -1,5 +1,6 @@
 // The only reader of process.env: typed, validated once at start, frozen.
 import { resolve } from "node:path";
+import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
 import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
 
@@ -129,6 +130,8 @@ export interface Config {
   };
   /** Where ARF feedback reports (RFC 5965) are received; each adds a complaint and a suppression. */
   readonly feedbackAddress: string;
+  /** Feedback loops believed about any recipient (FEEDBACK_LOOP_SENDERS): authenticated domains or addresses. */
+  readonly feedbackLoopSenders: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -284,6 +287,14 @@ export function loadConfig(env: Env = process.env): Config {
       })(),
     },
     feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
+    feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {
+      if (entry === "") return false;
+      // A domain or one address; not a public suffix (com, co.uk), which would trust everyone below it.
+      const domain = entry.slice(entry.lastIndexOf("@") + 1);
+      const ok = /^([a-z0-9._+-]+@)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(entry) && getDomain(domain, { allowPrivateDomains: true }) !== null;
+      if (!ok) errors.push(`FEEDBACK_LOOP_SENDERS must list domains or addresses, got "${entry}"`);
+      return ok;
+    }),
     logLevel: logLevels.find((l) => l === logLevel) ?? "info",
   };
   if (errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${errors.join("\n  ")}`);

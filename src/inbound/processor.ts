@@ -28,7 +28,12 @@ import { parentMessageIds, summaryWith, type ThreadSummary } from "./threading.j
 
 interface FeedbackReports {
   readonly address: string;
-  record(tx: SqlTx, raw: Uint8Array, rawId: string): Promise<void>;
+  /** Authenticates the report before the store transaction (DNS lookups); what it returns records it inside. */
+  check(raw: RawRow, rawId: string): Promise<CheckedFeedback>;
+}
+
+interface CheckedFeedback {
+  record(tx: SqlTx): Promise<void>;
 }
 
 export interface InboundProcessorDeps {
@@ -86,7 +91,7 @@ interface ParsedRaw {
   readonly raw: RawRow;
   /** Null when the message goes to the feedback address only (there is no inbox to store it in). */
   readonly email: ParsedEmail | null;
-  readonly feedback: FeedbackReports | undefined;
+  readonly feedback: CheckedFeedback | undefined;
   /** What it adds to a batch's statements: its size once per inbox copy. */
   readonly bytes: number;
 }
@@ -213,7 +218,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
           [rawId],
         );
     if (!raw) return null;
-    const feedback = deps.feedbackReports && raw.rcpt_to.includes(deps.feedbackReports.address) ? deps.feedbackReports : undefined;
+    const feedback = deps.feedbackReports && raw.rcpt_to.includes(deps.feedbackReports.address) ? await deps.feedbackReports.check(raw, rawId) : undefined;
     const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
     const email = forInboxes ? await deps.parser.parse(raw.raw) : null;
     return { rawId, seq, raw, email, feedback, bytes: raw.raw.byteLength * Math.max(1, raw.inbox_ids.length) };
@@ -286,7 +291,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
     const now = new Date();
     for (const message of claimed) {
       // A report to the feedback address is recorded in this transaction (so once) and never stored in an inbox.
-      if (message.feedback) await message.feedback.record(tx, message.raw.raw, message.rawId);
+      if (message.feedback) await message.feedback.record(tx);
     }
 
     const parsed = claimed.filter((m) => m.email !== null);

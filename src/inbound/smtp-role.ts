@@ -7,7 +7,7 @@ import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { createEmailParser } from "../mail/parse.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
-import { createFeedbackReports } from "../outbound/feedback-reports.js";
+import { createConfiguredFeedbackReports } from "../outbound/feedback-reports.js";
 import { createRecipientAdmission, type InboundDomains } from "./admission.js";
 import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
 import { createInboundProcessor } from "./processor.js";
@@ -59,7 +59,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     // Parsing is bounded by the parser's threads; the rest of processing waits on the database, so more messages
     // are in flight than there are parsers (their parses queue for a free thread).
     concurrency: config.inbound.concurrency * PROCESSING_PER_PARSER,
-    feedbackReports: createFeedbackReports({ address: config.feedbackAddress, log }),
+    feedbackReports: createConfiguredFeedbackReports(config, db, log),
   });
   const sweeper = startInboundSweeper(db, processor, log, deps.sweeper ?? DEFAULT_SWEEPER_OPTIONS);
   const stopProcessing = async () => {

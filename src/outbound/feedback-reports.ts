@@ -3,15 +3,20 @@
 // Message-ID (in the returned message or its headers); we find the submission that sent it, record a complaint
 // for the organization and suppress the complaining recipient, so nothing more is sent to them.
 //
-// The feedback address is public and its mail untrusted: a report is only believed as far as it names a
-// submission (by a Message-ID nobody outside the exchange knows) and a recipient of that submission. Anything
-// else (not ARF, no known Message-ID, a stranger as the recipient) is dropped with a log line, never an error,
-// so a bad report is never retried. The parser is small, linear and synchronous on purpose: it reads the
-// headers of the top-level parts only, never a body beyond them, so it needs no parse budget of its own.
-import type { SqlTx } from "../db/database.js";
+// The feedback address is public and its mail untrusted: a report must name a submission (by its Message-ID) and a
+// recipient of that submission, and be authenticated (DKIM, SPF) as sent by that recipient's mailbox provider or by
+// a configured feedback loop (feedback-authentication.ts): the Message-ID alone is known to every recipient, and so
+// are the others in To and Cc. Anything else is dropped with a log line, never an error, so a bad report is never
+// retried; a complaint is recorded once per submission and recipient. The parser is small, linear and synchronous
+// on purpose: it reads the headers of the top-level parts only, never a body beyond them, so it needs no parse
+// budget of its own.
+import type { Config } from "../config.js";
+import type { Database, SqlTx } from "../db/database.js";
+import { createConfiguredResolver } from "../dns/servers.js";
 import { newUuid } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { parseAddress } from "../validation/syntax.js";
+import { createReportAuthenticator, vouchingFor, type ReportAuthenticator } from "./feedback-authentication.js";
 
 /** What a feedback report says, as far as we use it. */
 export interface FeedbackReport {
@@ -224,15 +229,32 @@ export function normalizeRecipient(email: string): string {
   return parsed.ok ? parsed.normalized : email.trim().toLowerCase();
 }
 
+/** A message to the feedback address as the smtp role committed it (the columns of its raw message row). */
+export interface ReceivedReport {
+  readonly raw: Uint8Array;
+  /** MAIL FROM; empty for the null reverse-path. */
+  readonly mail_from: string;
+  readonly remote_ip: string;
+  readonly helo: string;
+}
+
 export interface FeedbackReports {
   /** The address reports are received at (FEEDBACK_ADDRESS), lower-cased. */
   readonly address: string;
   /**
-   * Records the report a received message carries, inside the caller's transaction (the one that claims the raw
-   * message, so a report is recorded once). A message that is no usable report is dropped with a log line;
-   * only database errors reject.
+   * Reads a received report and checks who sent it (DKIM and SPF: DNS lookups, so before and outside the
+   * transaction that consumes the raw message). Resolves to what to record; a message that is no usable report, or
+   * is not believed, records nothing and is dropped with a log line. Rejects only on database errors.
    */
-  record(tx: SqlTx, raw: Uint8Array, rawId: string): Promise<void>;
+  check(message: ReceivedReport, rawId: string): Promise<CheckedReport>;
+}
+
+export interface CheckedReport {
+  /**
+   * Records the complaints in the caller's transaction (the one that claims the raw message): at most one per
+   * submission and recipient, however often the report arrives, and a suppression with the first of them.
+   */
+  record(tx: SqlTx): Promise<void>;
 }
 
 interface SubmissionRecipientRow {
@@ -242,23 +264,48 @@ interface SubmissionRecipientRow {
   readonly email: string | null;
 }
 
-export function createFeedbackReports(deps: { readonly address: string; readonly log: Logger }): FeedbackReports {
-  const { log } = deps;
-  const drop = (rawId: string, why: string, fields: Record<string, unknown> = {}) =>
+const NOTHING_TO_RECORD: CheckedReport = { record: async () => undefined };
+
+export interface FeedbackReportsDeps {
+  readonly address: string;
+  /** FEEDBACK_LOOP_SENDERS: domains and addresses believed about any recipient. */
+  readonly feedbackLoopSenders: readonly string[];
+  readonly db: Database;
+  readonly authenticator: ReportAuthenticator;
+  readonly log: Logger;
+}
+
+/** The feedback reports of this configuration: its address and loops, DKIM and SPF over DNS_SERVERS. */
+export function createConfiguredFeedbackReports(config: Config, db: Database, log: Logger): FeedbackReports {
+  return createFeedbackReports({
+    address: config.feedbackAddress,
+    feedbackLoopSenders: config.feedbackLoopSenders,
+    db,
+    authenticator: createReportAuthenticator({ resolver: createConfiguredResolver(config), hostname: config.smtp.hostname }),
+    log,
+  });
+}
+
+export function createFeedbackReports(deps: FeedbackReportsDeps): FeedbackReports {
+  const { db, log } = deps;
+  const drop = (rawId: string, why: string, fields: Record<string, unknown> = {}): CheckedReport => {
     log.info("feedback message dropped", { rawId, why, ...fields });
+    return NOTHING_TO_RECORD;
+  };
 
   return {
     address: deps.address,
-    async record(tx, raw, rawId) {
-      const parsed = parseFeedbackReport(raw);
+    async check(message, rawId) {
+      const parsed = parseFeedbackReport(message.raw);
       if (!parsed.ok) return drop(rawId, parsed.problem);
       const { report } = parsed;
       // RFC 6430's not-spam says the opposite of a complaint: nothing to record, nobody to suppress.
       if (report.feedbackType === "not-spam") return drop(rawId, "a not-spam report is no complaint");
       if (report.messageId === null) return drop(rawId, "the report names no Message-ID");
 
-      // One query: the submission with this Message-ID, its organization and its recipients.
-      const rows = await tx.query<SubmissionRecipientRow>(
+      // One query: the submission with this Message-ID, its organization and its recipients. Outside any
+      // transaction: a submission's Message-ID and recipients never change.
+      const rows = await db.sql.query<SubmissionRecipientRow>(
         `select s.id, s.organization_id, r.email
            from submissions s
            left join submission_recipients r on r.submission_id = s.id and r.organization_id = s.organization_id
@@ -280,23 +327,60 @@ export function createFeedbackReports(deps: { readonly address: string; readonly
         });
       }
 
-      const now = new Date();
-      const detail = `${report.feedbackType} report${report.userAgent ? ` by ${report.userAgent}` : ""} about ${report.messageId}`;
-      for (const email of complaining) {
-        await tx.query(
-          `insert into complaints (id, organization_id, email, feedback_type, submission_id, user_agent, created_at)
-           values ($1, $2, $3, $4, $5, $6, $7)`,
-          [newUuid(), organizationId, email, report.feedbackType, submissionId, report.userAgent, now],
-        );
-        // An address suppressed already (a hard bounce, an earlier complaint) keeps its first reason.
-        await tx.query(
-          `insert into suppressions (id, organization_id, email, reason, detail, created_at)
-           values ($1, $2, $3, 'complaint', $4, $5)
-           on conflict (organization_id, email) do nothing`,
-          [newUuid(), organizationId, email, detail, now],
-        );
+      // Only now, for a report about a real recipient, the DNS work of DKIM and SPF.
+      const identities = await deps.authenticator.authenticate(message.raw, {
+        remoteIp: message.remote_ip,
+        helo: message.helo,
+        mailFrom: message.mail_from,
+      });
+      const believed = complaining.flatMap((email) => {
+        const by = vouchingFor(identities, email, deps.feedbackLoopSenders);
+        return by ? [{ email, by }] : [];
+      });
+      if (believed.length === 0) {
+        return drop(rawId, "the report is authenticated neither as the recipient's mailbox provider nor as a feedback loop", {
+          submissionId,
+          authentication: identities.summary,
+        });
       }
-      log.info("feedback report recorded", { rawId, submissionId, organizationId, feedbackType: report.feedbackType, recipients: complaining.length });
+
+      return {
+        async record(tx) {
+          const now = new Date();
+          const detail = `${report.feedbackType} report${report.userAgent ? ` by ${report.userAgent}` : ""} about ${report.messageId}`;
+          let recorded = 0;
+          for (const { email } of believed) {
+            // Once per submission and recipient: a report sent again (or replayed) adds nothing.
+            const inserted = await tx.query(
+              `insert into complaints (id, organization_id, email, feedback_type, submission_id, user_agent, created_at)
+               values ($1, $2, $3, $4, $5, $6, $7)
+               on conflict (submission_id, email) do nothing
+               returning id`,
+              [newUuid(), organizationId, email, report.feedbackType, submissionId, report.userAgent, now],
+            );
+            if (inserted.length === 0) continue;
+            recorded++;
+            // An address suppressed already (a hard bounce, an earlier complaint) keeps its first reason; one the
+            // organization removed since the first complaint is not suppressed again by a repeat of it.
+            await tx.query(
+              `insert into suppressions (id, organization_id, email, reason, detail, created_at)
+               values ($1, $2, $3, 'complaint', $4, $5)
+               on conflict (organization_id, email) do nothing`,
+              [newUuid(), organizationId, email, detail, now],
+            );
+          }
+          log.info("feedback report recorded", {
+            rawId,
+            submissionId,
+            organizationId,
+            feedbackType: report.feedbackType,
+            recipients: recorded,
+            repeated: believed.length - recorded,
+            believedAs: [...new Set(believed.map((b) => b.by))],
+            authentication: identities.summary,
+          });
+        },
+      };
     },
   };
 }

@@ -1,35 +1,54 @@
 // ARF feedback reports (RFC 5965) through the real smtp role: a report to the feedback address about a message an
-// organization sent becomes a complaint and a suppression of the complaining recipient, visible through the API;
-// anything else sent there is dropped; nothing sent there is ever stored in an inbox.
+// organization sent becomes a complaint and a suppression of the complaining recipient, visible through the API —
+// once per submission and recipient, and only when DKIM or SPF (checked against records on a real DNS server,
+// through DNS_SERVERS) authenticates its sender as the recipient's mailbox provider or a configured feedback loop.
+// Anything else sent there is dropped; nothing sent there is ever stored in an inbox.
 import { randomUUID } from "node:crypto";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Complaint, InboundRawMessage, Message, Suppression } from "../../src/db/entities/index.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { seedSubmission, seedSuppression } from "../support/delivery-rows.js";
-import { feedbackReport, type FeedbackReportOptions } from "../support/feedback-report.js";
+import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
+import { feedbackReport, publishDkimKey, publishSpf, type DkimSigner, type FeedbackReportOptions } from "../support/feedback-report.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 
 let app: TestApp;
+let dns: TestDnsServer;
 let smtp: SmtpRole;
 let ports: RecordingPorts;
 let feedbackAddress: string;
 
+/** FEEDBACK_LOOP_SENDERS of this app: a loop's domain (and its subdomains) and one loop address. */
+const LOOP_DOMAIN = "loops.example";
+const LOOP_ADDRESS = "staff@webmail.example";
+
 beforeAll(async () => {
-  app = await startTestApp();
+  dns = await startDnsServer();
+  app = await startTestApp({ DNS_SERVERS: dns.serverList, DNS_TIMEOUT_MS: "500", FEEDBACK_LOOP_SENDERS: `${LOOP_DOMAIN},${LOOP_ADDRESS}` });
   ports = recordingPorts();
   smtp = await app.startSmtp(ports);
   feedbackAddress = app.config.feedbackAddress;
 });
-afterAll(() => app?.stop());
+afterAll(async () => {
+  await app?.stop();
+  await dns?.stop();
+});
+
+interface Sender {
+  /** MAIL FROM; "" for the null reverse-path. */
+  readonly mailFrom: string;
+  readonly dkim?: DkimSigner;
+}
 
 /** Sends raw bytes over SMTP and answers the id of the committed raw message (from the 250 reply). */
-async function send(raw: Buffer, to: string[] = [feedbackAddress]): Promise<string> {
+async function send(raw: Buffer, sender: Sender, to: string[] = [feedbackAddress]): Promise<string> {
   const info = await createTransport({ host: "127.0.0.1", port: smtp.port, secure: false, ignoreTLS: true }).sendMail({
-    envelope: { from: "fbl@provider.example", to },
+    envelope: { from: sender.mailFrom, to },
     raw,
+    ...(sender.dkim ? { dkim: sender.dkim } : {}),
   });
   const rawId = /queued as ([0-9a-f-]{36})/.exec(info.response)?.[1];
   expect(rawId, info.response).toBeDefined();
@@ -39,6 +58,13 @@ async function send(raw: Buffer, to: string[] = [feedbackAddress]): Promise<stri
 /** Waits until processing has consumed the raw message (recorded or dropped). */
 async function processed(rawId: string): Promise<void> {
   await eventually(async () => ((await app.db.fork().findOne(InboundRawMessage, rawId)) === null ? true : undefined));
+}
+
+/** A mailbox provider of its own: a domain whose SPF record authorizes the loopback addresses tests send from. */
+function mailboxProvider(spf: "pass" | "fail" = "pass"): { domain: string; reporter: Sender } {
+  const domain = `${uniqueName("provider")}.example`;
+  publishSpf(dns, domain, spf);
+  return { domain, reporter: { mailFrom: `fbl@${domain}` } };
 }
 
 /** A tenant with one sent submission to the given recipients. */
@@ -63,9 +89,10 @@ describe("feedback reports to the feedback address", () => {
   });
 
   test("records a complaint and suppresses the recipient, visible through GET /v1/complaints and /v1/suppressions", async () => {
-    const recipient = `${uniqueName("reader")}@example.com`;
+    const provider = mailboxProvider();
+    const recipient = `${uniqueName("reader")}@${provider.domain}`;
     const { tenant, submissionId, messageId } = await sentTo([recipient, `${uniqueName("other")}@example.com`]);
-    const rawId = await send(report({ messageId, rcptTo: recipient.toUpperCase() }));
+    const rawId = await send(report({ messageId, rcptTo: recipient.toUpperCase() }), provider.reporter);
 
     const complaints = await eventually(async () => {
       const res = await tenant.request("GET", "/v1/complaints");
@@ -96,9 +123,10 @@ describe("feedback reports to the feedback address", () => {
   });
 
   test("a report in headers-only form that names no recipient is about the submission's only recipient", async () => {
-    const recipient = `${uniqueName("solo")}@example.com`;
+    const provider = mailboxProvider();
+    const recipient = `${uniqueName("solo")}@${provider.domain}`;
     const { tenant, messageId } = await sentTo([recipient]);
-    await send(report({ messageId, rcptTo: null, returned: "headers", feedbackType: "fraud" }));
+    await send(report({ messageId, rcptTo: null, returned: "headers", feedbackType: "fraud" }), provider.reporter);
     const [complaint] = await eventually(async () => {
       const rows = await complaintsOf(tenant);
       return rows.length > 0 ? rows : undefined;
@@ -109,47 +137,109 @@ describe("feedback reports to the feedback address", () => {
     });
   });
 
-  test("a second report adds a complaint and keeps the one suppression; an earlier hard bounce keeps its reason", async () => {
-    const recipient = `${uniqueName("twice")}@example.com`;
-    const bounced = `${uniqueName("bounced")}@example.com`;
-    const { tenant, messageId } = await sentTo([recipient, bounced]);
+  test("an authenticated report from the recipient's provider is recorded once however often it arrives; a removed suppression stays removed", async () => {
+    // Yahoo's way: DKIM-signed by a subdomain of the provider (arf.mail.yahoo.com for yahoo.com users), From the
+    // same, whatever the envelope.
+    const provider = `${uniqueName("provider")}.example`;
+    const signer = publishDkimKey(dns, `arf.mail.${provider}`);
+    const recipient = `${uniqueName("thrice")}@${provider}`;
+    const { tenant, messageId } = await sentTo([recipient, `${uniqueName("quiet")}@${provider}`]);
+    const signed = report({ messageId, rcptTo: recipient, from: `feedback@arf.mail.${provider}` });
+    const reporter = { mailFrom: `bounces@${uniqueName("relay")}.example`, dkim: signer };
+
+    await processed(await send(signed, reporter));
+    expect((await complaintsOf(tenant)).map((c) => c.email)).toEqual([recipient]);
+    expect((await tenant.request("DELETE", "/v1/suppressions", { body: { email: recipient } })).status).toBe(204);
+    for (let i = 0; i < 2; i++) await processed(await send(signed, reporter));
+
+    expect((await complaintsOf(tenant)).map((c) => c.email)).toEqual([recipient]);
+    expect((await tenant.request("GET", "/v1/suppressions")).body.suppressions).toEqual([]);
+    expect((await tenant.request("GET", "/v1/metrics/delivery")).body.counts).toMatchObject({ complaints: 1 });
+  });
+
+  test("an earlier hard bounce keeps its reason when the recipient complains", async () => {
+    const provider = mailboxProvider();
+    const bounced = `${uniqueName("bounced")}@${provider.domain}`;
+    const { tenant, messageId } = await sentTo([bounced]);
     await seedSuppression(app.db, tenant.organizationId, { email: bounced, reason: "hard_bounce", detail: "550 5.1.1 no such user" });
-    for (const rcptTo of [recipient, recipient, bounced]) await processed(await send(report({ messageId, rcptTo })));
-    expect((await complaintsOf(tenant)).map((c) => c.email).sort()).toEqual([recipient, recipient, bounced].sort());
-    const rows = await app.db.fork().find(Suppression, { organization: tenant.organizationId }, { orderBy: { email: "asc" } });
-    expect(rows.map((r) => [r.email, r.reason])).toEqual(
-      [
-        [recipient, "complaint"],
-        [bounced, "hard_bounce"],
-      ].sort((a, b) => a[0]!.localeCompare(b[0]!)),
-    );
+    await processed(await send(report({ messageId, rcptTo: bounced }), provider.reporter));
+    expect((await complaintsOf(tenant)).map((c) => c.email)).toEqual([bounced]);
+    expect(await app.db.fork().findOne(Suppression, { organization: tenant.organizationId, email: bounced })).toMatchObject({ reason: "hard_bounce" });
+  });
+
+  test("a report that is not authenticated as from the recipient's provider is dropped and suppresses nobody", async () => {
+    // The victim's provider publishes SPF that lists none of the addresses tests send from.
+    const victimProvider = mailboxProvider("fail");
+    const victim = `${uniqueName("victim")}@${victimProvider.domain}`;
+    // The forger received the message too, at a provider of its own, and knows its Message-ID and the To list.
+    const forgerProvider = mailboxProvider();
+    const forger = `${uniqueName("forger")}@${forgerProvider.domain}`;
+    const forgerKey = publishDkimKey(dns, forgerProvider.domain);
+    const { tenant, messageId } = await sentTo([victim, forger]);
+    const marker = uniqueName("forged");
+    const forged = (from = "abusedesk@example.com") => report({ messageId, rcptTo: victim, userAgent: marker, from });
+    const attempts: [Buffer, Sender][] = [
+      // SPF passes, and DKIM too, but for the forger's own domain: not the victim's provider.
+      [forged(), { mailFrom: forger }],
+      [forged(forger), { mailFrom: "", dkim: forgerKey }],
+      // The victim's provider as MAIL FROM, sent from an address its SPF record does not list.
+      [forged(), { mailFrom: `fbl@${victimProvider.domain}` }],
+      // A domain without SPF, and the null reverse-path with a HELO nobody authorized.
+      [forged(), { mailFrom: `fbl@${uniqueName("nospf")}.example` }],
+      [forged(), { mailFrom: "" }],
+      // A valid DKIM signature of the forger's domain over a From of the victim's provider: not aligned.
+      [forged(`abuse@${victimProvider.domain}`), { mailFrom: "", dkim: forgerKey }],
+      // A signature claiming the victim's provider, under a selector with no published key: it does not verify.
+      [forged(`abuse@${victimProvider.domain}`), { mailFrom: "", dkim: { ...forgerKey, domainName: victimProvider.domain, keySelector: "nokey" } }],
+    ];
+    for (const [raw, sender] of attempts) await processed(await send(raw, sender));
+    expect(await app.db.fork().count(Complaint, { userAgent: marker })).toBe(0);
+    expect(await complaintsOf(tenant)).toEqual([]);
+    expect((await tenant.request("GET", "/v1/suppressions")).body.suppressions).toEqual([]);
+  });
+
+  test("a configured feedback-loop domain or address is believed about any recipient; another address of its domain is not", async () => {
+    const [a, b, c] = ["a", "b", "c"].map((local) => `${uniqueName(local)}@${uniqueName("hosted")}.example`) as [string, string, string];
+    const { tenant, messageId } = await sentTo([a, b, c]);
+    // A subdomain of a loop domain, SPF-authenticated.
+    publishSpf(dns, `reports.${LOOP_DOMAIN}`);
+    await processed(await send(report({ messageId, rcptTo: a }), { mailFrom: `complaints@reports.${LOOP_DOMAIN}` }));
+    // The loop address, DKIM-authenticated (Microsoft's way: staff@hotmail.com for outlook.com users).
+    const webmail = publishDkimKey(dns, "webmail.example");
+    await processed(await send(report({ messageId, rcptTo: b, from: LOOP_ADDRESS }), { mailFrom: "", dkim: webmail }));
+    // Any other user of that webmail, signed the same way, is not the loop.
+    await processed(await send(report({ messageId, rcptTo: c, from: `${uniqueName("user")}@webmail.example` }), { mailFrom: "", dkim: webmail }));
+
+    expect((await complaintsOf(tenant)).map((complaint) => complaint.email).sort()).toEqual([a, b].sort());
   });
 
   test("drops a report naming an unknown Message-ID, one naming a stranger, a not-spam report and mail that is no report", async () => {
-    const recipient = `${uniqueName("safe")}@example.com`;
-    const { tenant, messageId } = await sentTo([recipient, `${uniqueName("two")}@example.com`]);
+    const provider = mailboxProvider();
+    const recipient = `${uniqueName("safe")}@${provider.domain}`;
+    const { tenant, messageId } = await sentTo([recipient, `${uniqueName("two")}@${provider.domain}`]);
     const marker = uniqueName("agent");
     const dropped = [
       report({ messageId: `<${randomUUID()}@agents.test>`, rcptTo: recipient, userAgent: marker }),
-      report({ messageId, rcptTo: `${uniqueName("stranger")}@example.com`, userAgent: marker }),
+      report({ messageId, rcptTo: `${uniqueName("stranger")}@${provider.domain}`, userAgent: marker }),
       // Two recipients and none named: which one complained is unknown.
       report({ messageId, rcptTo: null, userAgent: marker }),
       report({ messageId, rcptTo: recipient, feedbackType: "not-spam", userAgent: marker }),
       Buffer.from(`From: someone@example.org\r\nTo: ${feedbackAddress}\r\nSubject: hello\r\nMessage-ID: ${messageId}\r\n\r\nnot a report\r\n`),
     ];
     // Dropped means consumed: processed() waits for the raw message to be deleted, which a failure would not do.
-    for (const raw of dropped) await processed(await send(raw));
+    for (const raw of dropped) await processed(await send(raw, provider.reporter));
     expect(await app.db.fork().count(Complaint, { userAgent: marker })).toBe(0);
     expect(await complaintsOf(tenant)).toEqual([]);
     expect((await tenant.request("GET", "/v1/suppressions")).body.suppressions).toEqual([]);
   });
 
   test("a message to the feedback address and an inbox is stored for the inbox only, and its report recorded", async () => {
-    const recipient = `${uniqueName("both")}@example.com`;
+    const provider = mailboxProvider();
+    const recipient = `${uniqueName("both")}@${provider.domain}`;
     const { tenant, messageId } = await sentTo([recipient]);
     const inbox = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("abuse-desk"), displayName: "Desk" } });
     expect(inbox.status).toBe(201);
-    const rawId = await send(report({ messageId, rcptTo: recipient }), [feedbackAddress, inbox.body.address]);
+    const rawId = await send(report({ messageId, rcptTo: recipient }), provider.reporter, [feedbackAddress, inbox.body.address]);
     await processed(rawId);
     const stored = await app.db.fork().find(Message, { rawId });
     expect(stored.map((m) => m.inboxId)).toEqual([inbox.body.id]);

@@ -1,5 +1,9 @@
 // ARF feedback reports (RFC 5965) as mailbox providers send them, for tests: the three parts of a
-// multipart/report (human-readable text, message/feedback-report, the returned message or its headers).
+// multipart/report (human-readable text, message/feedback-report, the returned message or its headers); and the
+// DNS records (SPF, a DKIM key) on the test DNS server that authenticate their sender.
+import { generateKeyPairSync } from "node:crypto";
+import type { TestDnsServer } from "./dns-server.js";
+
 export interface FeedbackReportOptions {
   /** The reported message's Message-ID; null leaves the header out of the returned part. */
   readonly messageId?: string | null;
@@ -10,6 +14,8 @@ export interface FeedbackReportOptions {
   /** message/rfc822 (the whole message), text/rfc822-headers (headers only), or no returned part. */
   readonly returned?: "message" | "headers" | "none";
   readonly to?: string;
+  /** The report's From address. */
+  readonly from?: string;
   readonly eol?: "\r\n" | "\n";
 }
 
@@ -21,6 +27,7 @@ export function feedbackReport(options: FeedbackReportOptions = {}): Buffer {
     userAgent = "SomeGenerator/1.0",
     returned = "message",
     to = "feedback@agents.test",
+    from = "abusedesk@example.com",
     eol = "\r\n",
   } = options;
   const boundary = "part1_13d.2e68ed54_boundary";
@@ -32,7 +39,7 @@ export function feedbackReport(options: FeedbackReportOptions = {}): Buffer {
     "Date: Thu, 02 Sep 2004 12:31:03 -0500",
   ];
   const lines = [
-    "From: <abusedesk@example.com>",
+    `From: <${from}>`,
     "Date: Thu, 8 Mar 2005 17:40:36 EDT",
     "Subject: FW: Earn money",
     `To: <${to}>`,
@@ -68,4 +75,31 @@ export function feedbackReport(options: FeedbackReportOptions = {}): Buffer {
     "",
   ];
   return Buffer.from(lines.join(eol));
+}
+
+/** What nodemailer's `dkim` option takes to sign a message with a key published on the test DNS server. */
+export interface DkimSigner {
+  readonly domainName: string;
+  readonly keySelector: string;
+  readonly privateKey: string;
+}
+
+let keyPair: { privateKey: string; publicKey: string } | undefined;
+
+/** Publishes a DKIM key (one RSA-2048 key for the whole test file) at <selector>._domainkey.<domain>. */
+export function publishDkimKey(dns: TestDnsServer, domainName: string, keySelector = "fbl"): DkimSigner {
+  keyPair ??= (() => {
+    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    return {
+      privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+      publicKey: publicKey.export({ type: "spki", format: "der" }).toString("base64"),
+    };
+  })();
+  dns.set(`${keySelector}._domainkey.${domainName}`, [{ type: "TXT", text: `v=DKIM1; k=rsa; p=${keyPair.publicKey}`.match(/.{1,255}/g)! }]);
+  return { domainName, keySelector, privateKey: keyPair.privateKey };
+}
+
+/** An SPF record for a domain that authorizes the loopback addresses tests connect from, or no address at all. */
+export function publishSpf(dns: TestDnsServer, domain: string, loopback: "pass" | "fail" = "pass"): void {
+  dns.set(domain, [{ type: "TXT", text: loopback === "pass" ? "v=spf1 ip4:127.0.0.0/8 ip6:::1 -all" : "v=spf1 -all" }]);
 }

@@ -23,4 +23,18 @@ describe("configuration", () => {
     expect(() => loadConfig({ DATABASE_URL: "mysql://user:hunter2@db/x" })).toThrow(/DATABASE_URL/);
     expect(() => loadConfig({ DATABASE_URL: "mysql://user:hunter2@db/x" })).not.toThrow(/hunter2/);
   });
+
+  test("FEEDBACK_LOOP_SENDERS lists domains and addresses, lower-cased, and refuses a public suffix or anything else", () => {
+    expect(loadConfig({}).feedbackLoopSenders).toEqual([]);
+    expect(loadConfig({ FEEDBACK_LOOP_SENDERS: " ARF.mail.yahoo.com , staff@Hotmail.com,," }).feedbackLoopSenders).toEqual(["arf.mail.yahoo.com", "staff@hotmail.com"]);
+    for (const bad of ["co.uk", "com", "github.io", "https://loop.example/", "@example.com", "a b.example"]) {
+      expect(() => loadConfig({ FEEDBACK_LOOP_SENDERS: bad }), bad).toThrow(/FEEDBACK_LOOP_SENDERS must list domains or addresses/);
+    }
+  });
+
+  test("DELIVERY_ALLOW_HOSTS is a comma list of host names and addresses, unset by default", () => {
+    expect(loadConfig({}).delivery.allowHosts).toEqual([]);
+    expect(loadConfig({ DELIVERY_ALLOW_HOSTS: " MX.Sink.Test ,127.0.0.1,::1" }).delivery.allowHosts).toEqual(["mx.sink.test", "127.0.0.1", "::1"]);
+    expect(() => loadConfig({ DELIVERY_ALLOW_HOSTS: "smtp://x" })).toThrow(/DELIVERY_ALLOW_HOSTS must list host names or IP addresses/);
+  });
 });

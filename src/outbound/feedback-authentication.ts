@@ -1,0 +1,190 @@
+// Who sent a feedback report, as far as DKIM and SPF prove it (mailauth, over the service's own resolver so
+// DNS_SERVERS applies), and whether that sender may complain about a recipient.
+//
+// The feedback address is public: anyone who received a message knows its Message-ID and the other recipients in
+// its To and Cc. A report is believed about a recipient only when an authenticated identity of its sender is
+//   - the recipient's mailbox provider: its organizational domain (Public Suffix List) is the recipient domain's,
+//     as when Yahoo reports about a yahoo.com user from arf.mail.yahoo.com or Microsoft about a hotmail.com user
+//     from staff@hotmail.com; or
+//   - a configured feedback-loop sender (FEEDBACK_LOOP_SENDERS): a domain (itself and its subdomains) or one
+//     address, believed about any recipient: the loops that report for domains they host under other names
+//     (Yahoo's arf.mail.yahoo.com for aol.com, Microsoft's staff@hotmail.com for outlook.com and live.com).
+// The organizational domain of the recipient's MX hosts is deliberately not enough: outlook.com hosts both the
+// MX of every Microsoft 365 domain and free mailboxes, whose users send DKIM- and SPF-authenticated as outlook.com.
+//
+// Authenticated identities are the d= of a DKIM signature that verifies, covers the whole body (no l= leaving
+// bytes unsigned) and is aligned with the From domain (relaxed, as DMARC), with that From address; and the
+// MAIL FROM domain and address when SPF passes for the connecting IP (the HELO name for a null MAIL FROM,
+// RFC 7208 §2.4). Everything is bounded: a few DKIM signatures, one time budget for all of it; a temporary DNS
+// failure is simply no identity.
+import { dkimVerify, spf, type DNSResolver } from "mailauth";
+import { getDomain } from "tldts";
+import type { DnsResolver, RecordValue } from "../dns/resolver.js";
+import type { QueryType } from "../dns/wire.js";
+
+/** The SMTP session a report arrived in (from its raw message row). */
+export interface ReportSession {
+  readonly remoteIp: string;
+  readonly helo: string;
+  /** The MAIL FROM address; empty for the null reverse-path. */
+  readonly mailFrom: string;
+}
+
+/** Who a report is authenticated as. */
+export interface ReportIdentities {
+  /** Lower-case domains: DKIM d= (aligned, whole body) and the SPF-passed MAIL FROM (or HELO) domain. */
+  readonly domains: readonly string[];
+  /** Lower-case addresses: the From of an aligned DKIM signature, the SPF-passed MAIL FROM. */
+  readonly addresses: readonly string[];
+  /** What the checks found, for the log: `dkim=pass d=… spf=fail …`. */
+  readonly summary: string;
+}
+
+/** A DKIM signature costs a DNS lookup; real reports carry one or two (the reporter's, an ARC hop's). */
+const MAX_DKIM_SIGNATURES = 5;
+/** One report's DKIM and SPF checks together, DNS included. */
+const AUTHENTICATION_BUDGET_MS = 10_000;
+/** Header section scanned for DKIM-Signature fields (the smtp role bounds it too: SMTP_MAX_HEADER_BYTES). */
+const MAX_HEADER_SCAN = 1024 * 1024;
+
+export interface ReportAuthenticator {
+  authenticate(raw: Uint8Array, session: ReportSession): Promise<ReportIdentities>;
+}
+
+export function createReportAuthenticator(deps: { readonly resolver: DnsResolver; readonly hostname: string }): ReportAuthenticator {
+  const resolver = mailauthResolver(deps.resolver);
+  return {
+    async authenticate(raw, session) {
+      const message = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(resolve, AUTHENTICATION_BUDGET_MS, "timeout")));
+      const within = async (check: Promise<ReportIdentities>, what: string) => {
+        const result = await Promise.race([check, deadline]);
+        return result === "timeout" ? { ...NONE, summary: `${what}=timeout` } : result;
+      };
+      try {
+        const parts = await Promise.all([within(checkDkim(message, resolver), "dkim"), within(checkSpf(session, resolver, deps.hostname), "spf")]);
+        return {
+          domains: unique(parts.flatMap((p) => p.domains)),
+          addresses: unique(parts.flatMap((p) => p.addresses)),
+          summary: parts.map((p) => p.summary).join(" "),
+        };
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+const NONE: ReportIdentities = { domains: [], addresses: [], summary: "" };
+
+async function checkDkim(message: Buffer, resolver: MailauthResolver): Promise<ReportIdentities> {
+  const signatures = countDkimSignatures(message);
+  if (signatures === 0) return { ...NONE, summary: "dkim=none" };
+  if (signatures > MAX_DKIM_SIGNATURES) return { ...NONE, summary: `dkim=skipped (${signatures} signatures)` };
+  try {
+    const result = await dkimVerify(message, { resolver });
+    const domains: string[] = [];
+    const addresses: string[] = [];
+    const found: string[] = [];
+    for (const r of result.results) {
+      const d = r.signingDomain?.toLowerCase();
+      // aligned: d= shares the From domain's organizational domain; underSized: body bytes an l= tag left unsigned.
+      const unused = r.status.result !== "pass" ? "" : !r.status.aligned ? " (not aligned with From)" : (r.status.underSized ?? 0) > 0 ? " (l= leaves body bytes unsigned)" : "";
+      found.push(`dkim=${r.status.result}${d ? ` d=${d}` : ""}${unused}`);
+      if (r.status.result !== "pass" || !d || unused !== "") continue;
+      domains.push(d);
+      if (result.headerFrom.length === 1) addresses.push(result.headerFrom[0]!.toLowerCase());
+    }
+    return { domains, addresses, summary: found.join(" ") };
+  } catch (error) {
+    return { ...NONE, summary: `dkim=error (${(error as Error).message})` };
+  }
+}
+
+async function checkSpf(session: ReportSession, resolver: MailauthResolver, hostname: string): Promise<ReportIdentities> {
+  try {
+    const result = await spf({
+      ip: session.remoteIp,
+      helo: session.helo,
+      sender: session.mailFrom,
+      mta: hostname,
+      resolver,
+      maxElapsedTime: AUTHENTICATION_BUDGET_MS,
+    });
+    const outcome = result.status.result;
+    const domain = result.domain.toLowerCase();
+    const summary = `spf=${outcome} ${session.mailFrom === "" ? "helo" : "smtp.mailfrom"}=${domain}`;
+    if (outcome !== "pass") return { ...NONE, summary };
+    return { domains: [domain], addresses: session.mailFrom === "" ? [] : [session.mailFrom.toLowerCase()], summary };
+  } catch (error) {
+    return { ...NONE, summary: `spf=error (${(error as Error).message})` };
+  }
+}
+
+/** DKIM-Signature fields of the top-level header section. */
+function countDkimSignatures(message: Buffer): number {
+  const head = message.subarray(0, MAX_HEADER_SCAN).toString("latin1");
+  const end = head.search(/\r?\n\r?\n/);
+  return (end < 0 ? head : head.slice(0, end)).match(/^dkim-signature[ \t]*:/gim)?.length ?? 0;
+}
+
+/** The organizational domain (RFC 9989 §3.2.8: the Public Suffix List, private suffixes included), or null. */
+export function organizationalDomain(domain: string): string | null {
+  return getDomain(domain.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: true });
+}
+
+/** How a report's sender may complain about a recipient: as their provider, as a feedback loop, or not at all. */
+export function vouchingFor(
+  identities: ReportIdentities,
+  recipient: string,
+  feedbackLoopSenders: readonly string[],
+): "provider" | "feedback_loop" | undefined {
+  const fbl = feedbackLoopSenders.some((entry) =>
+    entry.includes("@") ? identities.addresses.includes(entry) : identities.domains.some((d) => d === entry || d.endsWith(`.${entry}`)),
+  );
+  if (fbl) return "feedback_loop";
+  const recipientOrg = organizationalDomain(recipient.slice(recipient.lastIndexOf("@") + 1));
+  if (recipientOrg !== null && identities.domains.some((d) => organizationalDomain(d) === recipientOrg)) return "provider";
+  return undefined;
+}
+
+function unique(values: readonly string[]): string[] {
+  return [...new Set(values)];
+}
+
+type MailauthResolver = DNSResolver;
+
+const QUERY_TYPES: readonly string[] = ["A", "AAAA", "MX", "TXT"] satisfies QueryType[];
+
+/**
+ * mailauth's resolver interface (that of dns.promises.resolve) over ours: ENOTFOUND and ENODATA for names and
+ * types that do not exist (SPF's void lookups), any other code for a failure, which SPF makes a temperror.
+ */
+function mailauthResolver(resolver: DnsResolver): MailauthResolver {
+  const failure = (code: string, message: string) => Object.assign(new Error(message), { code });
+  return async (name, type) => {
+    // PTR (SPF's ptr mechanism, deprecated by RFC 7208 §5.5) is not asked for: it fails like a DNS failure.
+    if (!QUERY_TYPES.includes(type)) throw failure("ENOTIMP", `${type} lookups are not supported`);
+    let answer;
+    try {
+      answer = await resolver.lookup(name, type as QueryType);
+    } catch (error) {
+      // A name the wire format refuses (an over-long label from an SPF macro).
+      throw failure("EBADNAME", (error as Error).message);
+    }
+    switch (answer.kind) {
+      case "answer":
+        if (type === "TXT") return (answer.records as string[]).map((text) => [text]);
+        // mailauth reads MX answers as dns.promises.resolveMx gives them; its type declaration leaves them out.
+        if (type === "MX") return (answer.records as RecordValue["MX"][]).map((r) => ({ exchange: r.exchange, priority: r.preference })) as never;
+        return [...(answer.records as string[])];
+      case "nxdomain":
+        throw failure("ENOTFOUND", `${name} does not exist`);
+      case "nodata":
+        throw failure("ENODATA", `${name} has no ${type} record`);
+      case "temporary":
+        throw failure("ESERVFAIL", answer.reason);
+    }
+  };
+}
