@@ -128,7 +128,7 @@ export interface Config {
     /** PEM private key that signs managed-domain mail; unset → one generated and kept under dataDir. */
     readonly managedDkimKeyPath: string | undefined;
   };
-  /** Where ARF feedback reports (RFC 5965) are received; each adds a complaint and a suppression. */
+  /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
   /** Feedback loops believed about any recipient (FEEDBACK_LOOP_SENDERS): authenticated domains or addresses. */
   readonly feedbackLoopSenders: readonly string[];
