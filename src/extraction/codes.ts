@@ -49,7 +49,9 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
   if (subjectHits.code.length === 0 && hits.every((h) => h.code.length === 0)) return [];
 
   const subjectValues = new Set(candidates(subjectLine).map((c) => c.value));
-  const subjectNamesCode = subjectHits.code.some((h) => h.strength >= 0.8);
+  // "Your Acme sign-in code" over a body that only says "Enter 482913": the subject names what the body holds.
+  const subjectStrength = Math.max(0, ...subjectHits.code.map((h) => h.strength));
+  const subjectNamesCode = subjectStrength >= 0.8;
   const found = new Map<string, Scored>();
   const add = (s: Scored) => {
     const seen = found.get(s.value);
@@ -60,7 +62,7 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
   lines.forEach((line, index) => {
     for (const c of candidates(line.masked)) {
       if (refused(line.masked, c)) continue;
-      const near = nearness(hits, index, c);
+      const near = nearness(hits, index, c, subjectNamesCode ? subjectStrength / 2 : 0);
       if (c.shape === "lower-alphanumeric" && near.code < 0.9) continue;
       let score = KEYWORD_WEIGHT * near.code + features(line, c);
       if (near.decoy > 0) score -= (near.decoy >= near.code * 0.9 ? KEYWORD_WEIGHT : KEYWORD_WEIGHT / 2) * near.decoy;
@@ -129,7 +131,7 @@ function candidates(line: string): Candidate[] {
     const chain = chainFrom(line, atoms, k);
     const members = atoms.slice(k, k + chain.length);
     k += chain.length;
-    if (chain.kind === "digits") out.push(...digitCandidates(members));
+    if (chain.kind === "digits") out.push(...digitCandidates(line, members));
     else if (chain.kind === "letters") out.push(...letterCandidates(members));
     else out.push(...lowerCandidate(members[0]!));
   }
@@ -164,8 +166,10 @@ function chainFrom(line: string, atoms: readonly Atom[], k: number): Chain {
   return { kind, length };
 }
 
-function digitCandidates(members: readonly Atom[]): Candidate[] {
+function digitCandidates(line: string, members: readonly Atom[]): Candidate[] {
   const first = members[0]!;
+  // "+49 30 1234567", "(030) 1234567": a phone number, whatever its groups.
+  if (/\+\s?$|\(\d{1,5}\)\s?$/.test(line.slice(Math.max(0, first.start - 8), first.start))) return [];
   const last = members[members.length - 1]!;
   const groups = members.map((a) => a.text.length);
   const total = groups.reduce((a, b) => a + b, 0);
@@ -276,8 +280,8 @@ interface Nearness {
   readonly decoy: number;
 }
 
-function nearness(hits: readonly Hits[], index: number, c: Candidate): Nearness {
-  let code = 0;
+function nearness(hits: readonly Hits[], index: number, c: Candidate, floor = 0): Nearness {
+  let code = floor;
   let decoy = 0;
   for (let d = 0; d < ABOVE.length; d++) {
     const h = hits[index - d];

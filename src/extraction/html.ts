@@ -32,22 +32,22 @@ const CELL = new Set(["td", "th"]);
 /** Blocks followed by a blank line, as a mail client spaces them. */
 const PARAGRAPH = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "table", "ul", "ol", "pre"]);
 /** Elements whose start ends an open one of the same kind (`<p>a<p>b`, `<td>a<td>b`), up to the container named. */
-const IMPLIED_END: Record<string, { readonly ends: readonly string[]; readonly within: readonly string[] }> = {
-  p: { ends: ["p"], within: [] },
-  td: { ends: ["td", "th"], within: ["tr", "table"] },
-  th: { ends: ["td", "th"], within: ["tr", "table"] },
-  tr: { ends: ["tr"], within: ["table", "tbody", "thead", "tfoot"] },
-  li: { ends: ["li"], within: ["ul", "ol", "menu"] },
-  dt: { ends: ["dt", "dd"], within: ["dl"] },
-  dd: { ends: ["dt", "dd"], within: ["dl"] },
-  option: { ends: ["option"], within: ["select"] },
-};
+const IMPLIED_END = new Map<string, { readonly ends: readonly string[]; readonly within: readonly string[] }>([
+  ["p", { ends: ["p"], within: [] }],
+  ["td", { ends: ["td", "th"], within: ["tr", "table"] }],
+  ["th", { ends: ["td", "th"], within: ["tr", "table"] }],
+  ["tr", { ends: ["tr"], within: ["table", "tbody", "thead", "tfoot"] }],
+  ["li", { ends: ["li"], within: ["ul", "ol", "menu"] }],
+  ["dt", { ends: ["dt", "dd"], within: ["dl"] }],
+  ["dd", { ends: ["dt", "dd"], within: ["dl"] }],
+  ["option", { ends: ["option"], within: ["select"] }],
+]);
 /** End tags that may close past an open table cell; any other stays inside the cell. */
 const CLOSES_CELLS = new Set(["tr", "tbody", "thead", "tfoot", "table", "blockquote", "body", "html"]);
-const EMPHASIS_BY_TAG: Record<string, 1 | 2> = {
-  b: 1, strong: 1, th: 1, h4: 1, h5: 1, h6: 1,
-  h1: 2, h2: 2, h3: 2, big: 2, code: 2, kbd: 2, samp: 2, tt: 2, pre: 2,
-};
+const EMPHASIS_BY_TAG = new Map<string, 1 | 2>([
+  ["b", 1], ["strong", 1], ["th", 1], ["h4", 1], ["h5", 1], ["h6", 1],
+  ["h1", 2], ["h2", 2], ["h3", 2], ["big", 2], ["code", 2], ["kbd", 2], ["samp", 2], ["tt", 2], ["pre", 2],
+]);
 /** Zero-width and invisible characters: preheader spacers and soft hyphens. */
 const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
 const WHITESPACE = /[\s\u00a0\u2000-\u200a\u202f\u205f\u3000]+/g;
@@ -218,7 +218,11 @@ class Renderer {
   /** Classes and ids a top-level style sheet rule hides. */
   private readonly hiddenSelectors = new Set<string>();
   private anchor: OpenAnchor | null = null;
-  private buffer = "";
+  /** The line being built, in pieces: appending to one long string and reading its end would flatten it each time. */
+  private pieces: string[] = [];
+  private bufferLength = 0;
+  private lastChar = "";
+  private bufferHasText = false;
   private emphasis: Emphasis[] = [];
   private lineQuoted = false;
   private lineSignature = false;
@@ -253,22 +257,27 @@ class Renderer {
 
   private append(text: string, frame: Frame): void {
     let piece = text;
-    if (piece.startsWith(" ") && (this.buffer === "" || this.buffer.endsWith(" "))) piece = piece.slice(1);
+    if (piece.startsWith(" ") && (this.bufferLength === 0 || this.lastChar === " ")) piece = piece.slice(1);
+    const room = MAX_VISIBLE_CHARS - this.visible;
+    if (piece.length > room) piece = piece.slice(0, Math.max(0, room));
     if (!piece) return;
-    const start = this.buffer.length;
-    this.buffer += piece;
+    const start = this.bufferLength;
+    this.pieces.push(piece);
+    this.bufferLength += piece.length;
+    this.lastChar = piece[piece.length - 1]!;
     this.visible += piece.length;
     if (piece.trim()) {
+      this.bufferHasText = true;
       this.lineQuoted ||= frame.quoted || this.restQuoted;
       this.lineSignature ||= frame.signature;
-      if (frame.emphasis > 0) this.emphasis.push({ start, end: this.buffer.length, level: frame.emphasis as 1 | 2 });
+      if (frame.emphasis > 0) this.emphasis.push({ start, end: this.bufferLength, level: frame.emphasis as 1 | 2 });
     }
     if (this.anchor && this.anchor.text.length < MAX_LINK_TEXT) this.anchor.text += piece;
   }
 
   startTag(name: string, attributes: ReadonlyMap<string, string>, selfClosing: boolean): void {
     if (name === "br") return this.lineBreak();
-    const implied = IMPLIED_END[name];
+    const implied = IMPLIED_END.get(name);
     if (implied) this.endImplied(implied.ends, implied.within);
     if (name === "a") this.closeAnchor();
     const id = (attributes.get("id") ?? "").toLowerCase();
@@ -279,7 +288,7 @@ class Renderer {
       this.restQuoted = true;
     }
     if (BLOCK.has(name)) this.blockBoundary();
-    else if (CELL.has(name) && this.buffer && !this.buffer.endsWith(" ")) this.buffer += " ";
+    else if (CELL.has(name) && this.bufferLength > 0 && this.lastChar !== " ") this.pushSpace();
     const frame = this.frameFor(name, attributes, this.top);
     if (name === "img") return this.image(attributes, frame);
     if (name === "a") this.openAnchor(attributes, frame);
@@ -336,6 +345,10 @@ class Renderer {
   }
 
   private frameFor(name: string, attributes: ReadonlyMap<string, string>, parent: Frame): Frame {
+    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote") {
+      // Most elements of a large document carry nothing of their own: they inherit everything.
+      return parent.name === name ? parent : { ...parent, name, pre: parent.pre || name === "pre", anchor: parent.anchor || name === "a" };
+    }
     const style = declarations(attributes.get("style") ?? "");
     const classes = (attributes.get("class") ?? "").toLowerCase().split(/\s+/).filter(Boolean);
     const id = (attributes.get("id") ?? "").toLowerCase();
@@ -401,24 +414,38 @@ class Renderer {
   }
 
   private lineBreak(): void {
-    if (this.buffer.trim()) this.flush();
+    if (this.bufferHasText) this.flush();
     else if (this.lines.length > 0 && this.lines[this.lines.length - 1]!.text !== "") this.push(blank(this.top, this.restQuoted));
-    this.buffer = "";
+    this.clearBuffer();
   }
 
   private flush(): void {
-    const text = this.buffer.trimEnd();
-    if (text.trim()) {
+    if (this.bufferHasText) {
+      const text = this.pieces.join("").trimEnd();
       if (this.paragraphGap && this.lines.length > 0 && this.lines[this.lines.length - 1]!.text !== "") {
         this.push(blank(this.top, this.restQuoted || this.lineQuoted));
       }
       this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis });
       this.paragraphGap = false;
     }
-    this.buffer = "";
+    this.clearBuffer();
     this.emphasis = [];
     this.lineQuoted = false;
     this.lineSignature = false;
+  }
+
+  private pushSpace(): void {
+    this.pieces.push(" ");
+    this.bufferLength += 1;
+    this.visible += 1;
+    this.lastChar = " ";
+  }
+
+  private clearBuffer(): void {
+    this.pieces = [];
+    this.bufferLength = 0;
+    this.lastChar = "";
+    this.bufferHasText = false;
   }
 
   private push(line: Line): void {
@@ -467,17 +494,18 @@ function hidesElement(style: ReadonlyMap<string, string>): boolean {
   return indent <= -1000 || left <= -1000;
 }
 
-const FONT_KEYWORDS: Record<string, number> = {
-  "xx-small": 9, "x-small": 10, small: 13, medium: 16, large: 18, "x-large": 24, "xx-large": 32, "xxx-large": 48,
-};
-const TAG_FONT_PX: Record<string, number> = { h1: 32, h2: 24, h3: 19, big: 19 };
+const FONT_KEYWORDS = new Map([
+  ["xx-small", 9], ["x-small", 10], ["small", 13], ["medium", 16], ["large", 18], ["x-large", 24], ["xx-large", 32], ["xxx-large", 48],
+]);
+const TAG_FONT_PX = new Map([["h1", 32], ["h2", 24], ["h3", 19], ["big", 19]]);
 /** <font size="1"> … <font size="7">. */
 const FONT_SIZE_ATTRIBUTE = [0, 10, 13, 16, 18, 24, 32, 48];
 
 function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | undefined, name: string, parentPx: number): number {
   const declared = style.get("font-size") ?? fontShorthandSize(style.get("font"));
   if (declared !== undefined) {
-    if (declared in FONT_KEYWORDS) return FONT_KEYWORDS[declared]!;
+    const keyword = FONT_KEYWORDS.get(declared);
+    if (keyword !== undefined) return keyword;
     const m = /^(-?\d*\.?\d+)(px|pt|em|rem|%)?$/.exec(declared);
     if (m) {
       const v = Number.parseFloat(m[1]!);
@@ -499,7 +527,7 @@ function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | un
     const size = Number.parseInt(sizeAttribute, 10);
     if (size >= 1 && size <= 7) return FONT_SIZE_ATTRIBUTE[size]!;
   }
-  return TAG_FONT_PX[name] ?? parentPx;
+  return TAG_FONT_PX.get(name) ?? parentPx;
 }
 
 function fontShorthandSize(font: string | undefined): string | undefined {
@@ -512,17 +540,16 @@ function ownEmphasis(name: string, style: ReadonlyMap<string, string>, fontPx: n
   if (fontPx >= BIG_FONT_PX && fontPx > parentPx) return 2;
   const spacing = style.get("letter-spacing");
   if (spacing !== undefined && Number.parseFloat(spacing) > 0) return 2;
-  if (/mono|courier|consolas|menlo/.test(style.get("font-family") ?? "")) return 2;
-  const tag = EMPHASIS_BY_TAG[name];
+  const family = style.get("font-family");
+  if (family !== undefined && /mono|courier|consolas|menlo/.test(family)) return 2;
+  const tag = EMPHASIS_BY_TAG.get(name);
   if (tag !== undefined) return tag;
   const weight = style.get("font-weight");
   if (weight === "bold" || weight === "bolder" || Number.parseInt(weight ?? "0", 10) >= 600) return 1;
   return 0;
 }
 
-const NAMED_COLOURS: Record<string, string> = {
-  white: "#ffffff", black: "#000000", transparent: "transparent",
-};
+const NAMED_COLOURS = new Map([["white", "#ffffff"], ["black", "#000000"], ["transparent", "transparent"]]);
 
 /** A colour as #rrggbb, from the first colour in a value ("#fff", "white", "rgb(…)", "url(x) #0b5fff"). */
 function colour(value: string | undefined): string | null {
@@ -534,7 +561,7 @@ function colour(value: string | undefined): string | null {
   // The earliest colour in the value is the one that applies (a gradient's first stop is close enough).
   const found = [hex, rgb, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
   if (!found) return null;
-  if (found === named) return NAMED_COLOURS[found[1]!]!;
+  if (found === named) return NAMED_COLOURS.get(found[1]!) ?? null;
   if (found === rgb) return `#${[found[1], found[2], found[3]].map((c) => Math.min(255, Number(c)).toString(16).padStart(2, "0")).join("")}`;
   const h = found[1]!;
   return h.length === 3 ? `#${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : `#${h}`;

@@ -18,7 +18,7 @@ export function extractMessage(input: ExtractionInput): Extracted {
   const subject = (input.subject ?? "").slice(0, MAX_SUBJECT_CHARS).replace(/\s+/g, " ");
   const text = input.text?.trim() ? docFromText(input.text) : null;
   const rendered = input.html?.trim() ? docFromHtml(input.html) : null;
-  const html = rendered && rendered.lines.some((l) => !isBlank(l)) ? rendered : null;
+  const html = rendered && (rendered.anchors.length > 0 || rendered.lines.some((l) => !isBlank(l))) ? rendered : null;
 
   const replySource = text ?? html;
   const replyText = replySource ? replyTextOf(replySource.lines, subject) : "";
@@ -41,7 +41,7 @@ export function extractMessage(input: ExtractionInput): Extracted {
  */
 function ownScope(doc: Doc, subject: string): boolean[] {
   const history = findHistory(doc.lines, subject);
-  return doc.lines.map((line, i) => (history && i >= history.start ? history.forwarded : !line.quoted));
+  return doc.lines.map((line, i) => (history && i >= history.from && i < history.to ? history.forwarded : !line.quoted));
 }
 
 function scanLines(doc: Doc, scope: readonly boolean[], isText: boolean): ScanLine[] {

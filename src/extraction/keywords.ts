@@ -36,7 +36,7 @@ const CODE_PHRASES = table({
 const NOT_A_CODE_BEFORE = new Set([
   "promo", "promotional", "promotion", "discount", "coupon", "voucher", "gift", "referral", "invite", "invitation", "zip",
   "postal", "post", "area", "country", "qr", "bar", "error", "status", "source", "tracking", "dress", "product", "sort",
-  "swift", "bic", "tax", "vat", "booking", "reservation", "airline", "flight", "offer", "sale", "rabatt",
+  "swift", "bic", "tax", "vat", "booking", "reservation", "airline", "approval", "authorization", "authorisation", "flight", "offer", "sale", "rabatt",
   "gutschein", "aktions", "postleitzahl", "promotionnel", "réduction", "descuento", "postal", "cupón", "promocional",
 ]);
 /** Words after "code" (or after its "de"/"di") that make it something else ("code promo", "código de descuento"). */

@@ -2,7 +2,7 @@
 // characters, and every loop over them moves forward, so the work grows linearly with these caps and no further.
 
 /** HTML read from the start of the body; verification mails put what matters in their first few kilobytes. */
-export const MAX_HTML_CHARS = 2_000_000;
+export const MAX_HTML_CHARS = 1_000_000;
 /** Visible text rendered from that HTML; rendering stops here. */
 export const MAX_VISIBLE_CHARS = 200_000;
 /** Text part read from the start. */

@@ -6,8 +6,13 @@ import { isBlank, unquoted, type Line } from "./document.js";
 import { MAX_MARKER_LINE } from "./limits.js";
 
 export interface History {
-  /** The first line of the history; the message's own text is above it. */
-  readonly start: number;
+  /** The first line of the history. */
+  readonly from: number;
+  /**
+   * Just past its last line: the end of the text, except for a reply written under the quote it answers
+   * (bottom-posting), whose own text follows.
+   */
+  readonly to: number;
   /** A forwarded message (its content is the payload), rather than a reply's quoted history. */
   readonly forwarded: boolean;
 }
@@ -16,6 +21,7 @@ export interface History {
 const WROTE = [
   "wrote", "writes", "schrieb", "a écrit", "escribió", "ha scritto", "escreveu", "schreef", "skrev", "kirjoitti",
   "napisał", "napisała", "napisal", "написал", "написала", "yazdı", "έγραψε", "写道", "wrote the following",
+  "quoting", "zitat von", "citando",
 ];
 /** Openers of Gmail/Apple attribution lines: "On …", "Am …", "Le …", "El …", "Il giorno …", "Em …", "Op …", "Den …". */
 const ATTRIBUTION_OPENERS = /^(on|am|le|el|il|em|op|den|dne|w dniu|el día|le \d|den \d)\b/;
@@ -48,34 +54,30 @@ const SUBJECT_LABELS = new Set([
 /** Subject prefixes of a forward: Fwd, FW, WG (German), TR (French), RV and ENC (Spanish, Portuguese), Doorst (Dutch). */
 const FORWARD_SUBJECT = /^\s*(?:\[[^\]]{0,40}\]\s*)?(?:fwd?|wg|tr|rv|enc|doorst|vs|vb)\s*:/i;
 
-/** Where the history begins, or null when the whole text is the message's own. */
+/** Where the history is, or null when the whole text is the message's own. */
 export function findHistory(lines: readonly Line[], subject: string): History | null {
   const forwardedBySubject = FORWARD_SUBJECT.test(subject);
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     if (isBlank(line) || line.text.length > MAX_MARKER_LINE) continue;
     const marker = markerAt(lines, i);
-    if (marker === "forward") return { start: i, forwarded: true };
-    if (marker === "reply") {
-      // An attribution over quotes the sender answers in between: only the quote after the last answer goes.
-      if (answersFollow(lines, i)) break;
-      return { start: backOverRule(lines, i), forwarded: forwardedBySubject };
-    }
+    if (marker === "forward") return { from: i, to: lines.length, forwarded: true };
+    if (marker === "attribution" && quotesFollow(lines, i)) return quoteHistory(lines, i);
+    if (marker !== null) return { from: backOverRule(lines, i), to: lines.length, forwarded: forwardedBySubject };
   }
-  // No marker: a block of quoted lines with none of the sender's own text after it.
-  const quoteStart = trailingQuote(lines);
-  return quoteStart === null ? null : { start: quoteStart, forwarded: false };
+  return quoteHistory(lines, null);
 }
 
-type Marker = "reply" | "forward" | null;
+/** What a line begins: a forwarded message, a reply's separator or header block, or an attribution ("… wrote:"). */
+type Marker = "forward" | "separator" | "attribution" | null;
 
 function markerAt(lines: readonly Line[], i: number): Marker {
   const text = normalise(unquoted(lines[i]!.text));
   const bare = text.replace(/^[-_=*\s]+|[-_=*:\s]+$/g, "");
   if (FORWARD_SEPARATORS.has(bare) && (text !== bare || text.endsWith(":"))) return "forward";
-  if (REPLY_SEPARATORS.has(bare) && text !== bare) return "reply";
-  if (headerLabel(text, FROM_LABELS) && headerBlockFollows(lines, i)) return "reply";
-  if (isAttribution(lines, i)) return "reply";
+  if (REPLY_SEPARATORS.has(bare) && text !== bare) return "separator";
+  if (headerLabel(text, FROM_LABELS) && headerBlockFollows(lines, i)) return "separator";
+  if (isAttribution(lines, i)) return "attribution";
   return null;
 }
 
@@ -126,19 +128,12 @@ function looksLikeAttribution(text: string): boolean {
   return verb && (ATTRIBUTION_OPENERS.test(text) || text.includes("@") || /\d{1,2}:\d{2}/.test(text));
 }
 
-/** Whether the lines after an attribution are quotes with the sender's own lines between them (an inline reply). */
-function answersFollow(lines: readonly Line[], attribution: number): boolean {
+/** Whether quoted lines come next after an attribution (not so in clients that quote without ">"). */
+function quotesFollow(lines: readonly Line[], attribution: number): boolean {
+  if (lines[attribution]!.quoted) return true;
   let k = attribution + 1;
   while (k < lines.length && isBlank(lines[k]!)) k++;
-  if (k >= lines.length || !lines[k]!.quoted) return false;
-  let quoted = false;
-  for (; k < lines.length; k++) {
-    const line = lines[k]!;
-    if (isBlank(line)) continue;
-    if (line.quoted) quoted = true;
-    else if (quoted && !line.signature && markerAt(lines, k) === null) return true;
-  }
-  return false;
+  return k < lines.length && lines[k]!.quoted;
 }
 
 /** Steps back over a rule line ("____", "-----") and blank lines just above a header block. */
@@ -150,17 +145,30 @@ function backOverRule(lines: readonly Line[], i: number): number {
 }
 
 /**
- * The first line of the trailing block of quoted lines (after the last line of the sender's own), or null when
- * nothing is quoted. Interleaved replies keep the quotes they answer; only the quote after the last answer goes.
+ * The history among quoted lines, given the attribution above them if any. A quote with nothing of the sender's
+ * after it is history from its attribution on; a single quote answered below (bottom-posting) is history up to
+ * the answer; quotes with answers between them (an interleaved reply) stay as the answers' context, and only a
+ * quote after the last answer goes.
  */
-function trailingQuote(lines: readonly Line[]): number | null {
-  let last = lines.length - 1;
-  while (last >= 0 && (isBlank(lines[last]!) || lines[last]!.signature)) last--;
-  if (last < 0 || !lines[last]!.quoted) return null;
-  let start = last;
-  while (start > 0 && (lines[start - 1]!.quoted || isBlank(lines[start - 1]!))) start--;
-  while (start < last && isBlank(lines[start]!)) start++;
-  return start;
+function quoteHistory(lines: readonly Line[], attribution: number | null): History | null {
+  const blocks: { start: number; end: number; answered: boolean }[] = [];
+  for (let i = attribution ?? 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (isBlank(line)) continue;
+    const last = blocks[blocks.length - 1];
+    if (line.quoted || i === attribution) {
+      if (last && !last.answered) last.end = i + 1;
+      else blocks.push({ start: i, end: i + 1, answered: false });
+    } else if (last && !line.signature) {
+      last.answered = true;
+    }
+  }
+  if (blocks.length === 0) return null;
+  const answered = blocks.filter((b) => b.answered).length;
+  if (answered === 0) return { from: blocks[0]!.start, to: lines.length, forwarded: false };
+  if (blocks.length === 1) return { from: blocks[0]!.start, to: blocks[0]!.end, forwarded: false };
+  const last = blocks[blocks.length - 1]!;
+  return last.answered ? null : { from: last.start, to: lines.length, forwarded: false };
 }
 
 /** Sign-offs that end a message when only a name and contact lines follow them. */
@@ -241,13 +249,14 @@ function isContactLine(text: string): boolean {
   return t.length <= MAX_SIGNATURE_LINE && !t.endsWith("?") && !/[.!]\s+\p{Lu}/u.test(t);
 }
 
-/** The new text: lines above the history and the signature, without trailing blanks or runs of blank lines. */
+/** The new text: lines outside the history and above the signature, without trailing blanks or runs of blank lines. */
 export function replyTextOf(lines: readonly Line[], subject: string): string {
   const history = findHistory(lines, subject);
-  const end = findSignature(lines, history?.start ?? lines.length);
+  const own = history ? [...lines.slice(0, history.from), ...lines.slice(history.to)] : lines;
+  const end = findSignature(own, own.length);
   const out: string[] = [];
   for (let i = 0; i < end; i++) {
-    const text = lines[i]!.text.trimEnd();
+    const text = own[i]!.text.trimEnd();
     if (text === "" && (out.length === 0 || out[out.length - 1] === "")) continue;
     out.push(text);
   }
