@@ -2,7 +2,7 @@
 // "código"…), favoured when they stand alone on a line, are shown big, or repeat the subject; refused when they
 // are part of a larger number (dates, times, prices, phone numbers, long tracking numbers), when a closer word
 // names them as something else (an order, an invoice, a phone…), or when they sit in an address or a footer.
-import type { Emphasis } from "./document.js";
+import { trimChars, type Emphasis } from "./document.js";
 import { keywordHits, type Hit, type Hits } from "./keywords.js";
 import { MAX_CODE_SCAN_CHARS, MAX_CODE_SCAN_LINE, MAX_CODES } from "./limits.js";
 import type { ExtractedCode } from "./types.js";
@@ -88,6 +88,8 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
 interface Prepared extends ScanLine {
   /** The text with URLs and addresses blanked out (same length, so positions hold). */
   readonly masked: string;
+  /** The masked text without surrounding blanks and a closing full stop: a code alone on its line equals it. */
+  readonly alone: string;
 }
 
 function bounded(source: readonly ScanLine[]): Prepared[] {
@@ -98,15 +100,29 @@ function bounded(source: readonly ScanLine[]): Prepared[] {
     if (!line.text.trim()) continue;
     const text = line.text.slice(0, Math.min(MAX_CODE_SCAN_LINE, budget));
     budget -= text.length;
-    out.push({ text, emphasis: line.emphasis, masked: prepare(text) });
+    const masked = prepare(text);
+    out.push({ text, emphasis: line.emphasis, masked, alone: trimChars(masked, ".:!", "end").trim() });
   }
   return out;
 }
 
-/** Blanks out URLs and e-mail addresses: their digits are never codes. */
+/** Blanks out URLs, host names and e-mail addresses: their digits are never codes. */
 function prepare(text: string): string {
-  return text.replace(/\S+/g, (word) => (/^\W{0,2}(?:https?:|www\.|mailto:)|:\/\/|@\S*\.|^\W{0,2}[\w.-]+\.(?:com|net|org|io|de|fr|es)\b\/?/i.test(word) ? " ".repeat(word.length) : word));
+  return text.replace(/\S+/g, (word) => (isAddress(word) ? " ".repeat(word.length) : word));
 }
+
+function isAddress(word: string): boolean {
+  if (word.includes("://") || /^\W{0,2}(?:www\.|mailto:)/i.test(word)) return true;
+  const at = word.indexOf("@");
+  if (at >= 0 && word.indexOf(".", at) > at) return true;
+  // "example.com/c/482913": a host name with a path.
+  const slash = word.indexOf("/");
+  const host = trimChars(slash > 0 ? word.slice(0, slash) : word, ".,;:!?)", "end");
+  const dot = host.lastIndexOf(".");
+  return dot > 0 && HOST_ENDINGS.has(host.slice(dot + 1).toLowerCase()) && /^\W{0,2}[\w.-]+$/.test(host.slice(0, dot));
+}
+
+const HOST_ENDINGS = new Set(["com", "net", "org", "io", "de", "fr", "es", "uk", "co", "app", "dev", "example"]);
 
 const ATOM = /[\p{L}\p{N}]+/gu;
 const DIGITS = /^[0-9]+$/;
@@ -322,8 +338,7 @@ function best(hits: readonly Hit[], c: Candidate, where: -1 | 0 | 1, decoy = fal
 
 function features(line: Prepared, c: Candidate): number {
   let score = shapeScore(c);
-  const alone = line.masked.trim().replace(/[.:!]+$/, "");
-  if (alone === line.masked.slice(c.start, c.end)) score += 1.5;
+  if (line.alone === line.masked.slice(c.start, c.end)) score += 1.5;
   let emphasis = 0;
   for (const e of line.emphasis) if (e.start < c.end && e.end > c.start) emphasis = Math.max(emphasis, e.level);
   score += emphasis === 2 ? 1.5 : emphasis === 1 ? 0.7 : 0;

@@ -59,3 +59,16 @@ export function unquoted(text: string): string {
 export function isBlank(line: Line): boolean {
   return line.text.trim() === "";
 }
+
+/**
+ * `text` without any of `chars` (and whitespace) at its start and end. A loop rather than a regular expression:
+ * `/[…]+$/` retries from every position of a long run that is not at the end, which is quadratic.
+ */
+export function trimChars(text: string, chars: string, ends: "both" | "end" = "both"): string {
+  const strip = (c: string) => chars.includes(c) || /\s/.test(c);
+  let start = 0;
+  let end = text.length;
+  while (end > start && strip(text[end - 1]!)) end--;
+  if (ends === "both") while (start < end && strip(text[start]!)) start++;
+  return text.slice(start, end);
+}

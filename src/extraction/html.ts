@@ -506,7 +506,7 @@ function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | un
   if (declared !== undefined) {
     const keyword = FONT_KEYWORDS.get(declared);
     if (keyword !== undefined) return keyword;
-    const m = /^(-?\d*\.?\d+)(px|pt|em|rem|%)?$/.exec(declared);
+    const m = /^(-?(?:\d+(?:\.\d+)?|\.\d+))(px|pt|em|rem|%)?$/.exec(declared);
     if (m) {
       const v = Number.parseFloat(m[1]!);
       switch (m[2]) {
@@ -532,7 +532,7 @@ function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | un
 
 function fontShorthandSize(font: string | undefined): string | undefined {
   if (!font) return undefined;
-  const m = /(?:^|\s)(\d*\.?\d+(?:px|pt|em|rem|%))(?:\/|\s|$)/.exec(font.slice(0, 200));
+  const m = /(?:^|\s)((?:\d+(?:\.\d+)?|\.\d+)(?:px|pt|em|rem|%))(?:\/|\s|$)/.exec(font.slice(0, 200));
   return m?.[1];
 }
 

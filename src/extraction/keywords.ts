@@ -1,6 +1,7 @@
 // Words that say a number nearby is a one-time code, and words that say it is something else (an order, an
 // invoice, a phone number …), in English, German, French, Spanish and a few more. Matched per word, so no
 // regular expression runs over a whole line.
+import { trimChars } from "./document.js";
 
 export interface Hit {
   readonly start: number;
@@ -104,7 +105,7 @@ interface Word {
 export function keywordHits(line: string): Hits {
   const words: Word[] = [];
   for (const m of line.matchAll(WORD)) {
-    const raw = m[0].replace(/['’-]+$/, "");
+    const raw = trimChars(m[0], "'’-", "end");
     words.push({ text: raw.toLowerCase(), start: m.index, end: m.index + raw.length });
   }
   const code: Hit[] = [];

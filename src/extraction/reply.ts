@@ -2,7 +2,7 @@
 // at …, … wrote:", Outlook's "-----Original Message-----" and From/Sent/To/Subject header blocks, ">" lines, the
 // HTML quote containers the renderer marked), a forwarded message, and a trailing signature ("-- ", "Sent from
 // my iPhone", a sign-off followed by nothing but a name and contact lines). Rules read one bounded line at a time.
-import { isBlank, unquoted, type Line } from "./document.js";
+import { isBlank, trimChars, unquoted, type Line } from "./document.js";
 import { MAX_MARKER_LINE } from "./limits.js";
 
 export interface History {
@@ -73,7 +73,7 @@ type Marker = "forward" | "separator" | "attribution" | null;
 
 function markerAt(lines: readonly Line[], i: number): Marker {
   const text = normalise(unquoted(lines[i]!.text));
-  const bare = text.replace(/^[-_=*\s]+|[-_=*:\s]+$/g, "");
+  const bare = trimChars(trimChars(text, ":", "end"), "-_=*");
   if (FORWARD_SEPARATORS.has(bare) && (text !== bare || text.endsWith(":"))) return "forward";
   if (REPLY_SEPARATORS.has(bare) && text !== bare) return "separator";
   if (headerLabel(text, FROM_LABELS) && headerBlockFollows(lines, i)) return "separator";
@@ -82,7 +82,7 @@ function markerAt(lines: readonly Line[], i: number): Marker {
 }
 
 function normalise(text: string): string {
-  return text.replace(/[\s\u00a0]+/g, " ").trim().toLowerCase().replace(/^\*+|\*+$/g, "");
+  return trimChars(text.replace(/[\s\u00a0]+/g, " ").toLowerCase(), "*");
 }
 
 /** The label of a "Label: value" line when it is one of `labels` ("De :" and "*From:*" included). */
@@ -96,6 +96,7 @@ function headerLabel(text: string, labels: ReadonlySet<string>): boolean {
 function headerBlockFollows(lines: readonly Line[], from: number): boolean {
   let found = 0;
   for (let k = from + 1; k < Math.min(lines.length, from + 8); k++) {
+    if (lines[k]!.text.length > MAX_MARKER_LINE) continue;
     const text = normalise(unquoted(lines[k]!.text));
     if (headerLabel(text, DATE_LABELS) || headerLabel(text, SUBJECT_LABELS) || headerLabel(text, TO_LABELS)) found++;
   }

@@ -270,6 +270,11 @@ describe("hostile input", () => {
     ["sign-offs", { text: repeat("Thanks, Anna\n") }],
     ["blank lines", { text: repeat("\n") }],
     ["code words and numbers", { text: repeat("code verification otp 123456 order 654321 "), subject: repeat("code 1 ") }],
+    ["separator lines that end in a letter", { text: repeat(`${"-".repeat(398)}x\n`) }],
+    ["long words of hyphens and quotes", { text: repeat(`code a${"-'".repeat(900)}b 123456 `) }],
+    ["long words of at signs", { text: repeat(`code ${"@".repeat(1800)} 123456 `) }],
+    ["huge font sizes", { html: repeat(`<span style="font-size:${"1".repeat(1500)}px;font:${"2".repeat(150)}px a">code 123456</span>`) }],
+    ["header labels over long lines", { text: repeat(`From: a\n${"*".repeat(5000)}x\n`) }],
   ])("%s run to completion with bounded results", (_name, input) => {
     const result = extractMessage(input);
     expect(result.replyText.length).toBeLessThanOrEqual(Math.max(MAX_TEXT_CHARS, MAX_VISIBLE_CHARS) * 2);
