@@ -29,6 +29,8 @@ interface Scored {
   readonly score: number;
   readonly context: string;
   readonly order: number;
+  /** Found more than once (a code shown twice, or in the subject and the body). */
+  readonly repeated: boolean;
 }
 
 /** Below this a candidate is not reported. */
@@ -48,7 +50,12 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
   // A message that names no code anywhere has none: the cheap answer for most mail.
   if (subjectHits.code.length === 0 && hits.every((h) => h.code.length === 0)) return [];
 
-  const subjectValues = new Set(candidates(subjectLine).map((c) => c.value));
+  // Codes the subject presents as codes ("482913 is your code"); a body line repeating one is all but certain.
+  const subjectValues = new Set(
+    candidates(subjectLine)
+      .filter((c) => !refused(subjectLine, c) && nearness([subjectHits], 0, c).code >= 0.3)
+      .map((c) => c.value),
+  );
   // "Your Acme sign-in code" over a body that only says "Enter 482913": the subject names what the body holds.
   const subjectStrength = Math.max(0, ...subjectHits.code.map((h) => h.strength));
   const subjectNamesCode = subjectStrength >= 0.8;
@@ -56,7 +63,7 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
   const add = (s: Scored) => {
     const seen = found.get(s.value);
     if (!seen) found.set(s.value, s);
-    else found.set(s.value, { ...(s.score > seen.score ? s : seen), score: Math.max(s.score, seen.score) + 0.5, order: seen.order });
+    else found.set(s.value, { ...(s.score > seen.score ? s : seen), order: seen.order, repeated: true });
   };
 
   lines.forEach((line, index) => {
@@ -69,7 +76,7 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
       if (subjectValues.has(c.value)) score += 2;
       if (subjectNamesCode) score += 1;
       if (near.code < 0.3 && !subjectValues.has(c.value)) continue;
-      if (score >= THRESHOLD) add({ value: c.value, score, context: contextOf(line.text, c), order: index });
+      if (score >= THRESHOLD) add({ value: c.value, score, context: contextOf(line.text, c), order: index, repeated: false });
     }
   });
   // "123456 is your verification code": a subject that names the code is enough on its own.
@@ -77,9 +84,10 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
     if (refused(subjectLine, c) || found.has(c.value)) continue;
     const near = nearness([subjectHits], 0, c);
     const score = KEYWORD_WEIGHT * near.code + shapeScore(c) - KEYWORD_WEIGHT * near.decoy;
-    if (near.code >= 0.5 && score >= THRESHOLD) add({ value: c.value, score, context: contextOf(subject, c), order: -1 });
+    if (near.code >= 0.5 && score >= THRESHOLD) add({ value: c.value, score, context: contextOf(subject, c), order: -1, repeated: false });
   }
-  return [...found.values()]
+  const ranked = [...found.values()].map((s) => ({ ...s, score: s.score + (s.repeated ? 0.5 : 0) }));
+  return ranked
     .sort((a, b) => b.score - a.score || a.order - b.order)
     .slice(0, MAX_CODES)
     .map((s) => ({ value: s.value, confidence: confidence(s.score), context: s.context }));
@@ -358,7 +366,7 @@ function shapeScore(c: Candidate): number {
     }
     case "alphanumeric":
       // SAVE20, WELCOME10: a word and a number is a promotion's code, not a random one-time code.
-      return /^[A-Z]{3,}[0-9]{1,3}$|^[0-9]{1,3}[A-Z]{3,}$/.test(c.value) ? -2.5 : 0.5;
+      return /^[A-Z]{3,}[0-9]{1,4}$|^[0-9]{1,4}[A-Z]{3,}$/.test(c.value) ? -2.5 : 0.5;
     case "grouped-letters":
       return -1;
     case "lower-alphanumeric":

@@ -284,10 +284,10 @@ class Renderer {
     // Outlook (desktop and web) puts its reply header in divRplyFwdMsg (x_divRplyFwdMsg once re-rendered) after an
     // empty appendonsend div; older Outlook on the web marks the same place with hr#stopSpelling.
     if (id.endsWith("divrplyfwdmsg") || id.endsWith("appendonsend") || id === "stopspelling") {
-      this.blockBoundary();
+      this.flush();
       this.restQuoted = true;
     }
-    if (BLOCK.has(name)) this.blockBoundary();
+    if (BLOCK.has(name)) this.flush();
     else if (CELL.has(name) && this.bufferLength > 0 && this.lastChar !== " ") this.pushSpace();
     const frame = this.frameFor(name, attributes, this.top);
     if (name === "img") return this.image(attributes, frame);
@@ -299,7 +299,7 @@ class Renderer {
     if (name === "br") return this.lineBreak();
     const found = this.findOpen(name);
     if (found < 0) return;
-    if (BLOCK.has(name)) this.blockBoundary();
+    if (BLOCK.has(name)) this.flush();
     if (PARAGRAPH.has(name)) this.paragraphGap = true;
     this.stack.length = found;
     if (this.anchor && !this.top.anchor) this.closeAnchor();
@@ -409,10 +409,6 @@ class Renderer {
     this.anchors.push({ href: a.href, text: text.slice(0, MAX_LINK_TEXT), line: a.line });
   }
 
-  private blockBoundary(): void {
-    this.flush();
-  }
-
   private lineBreak(): void {
     if (this.bufferHasText) this.flush();
     else if (this.lines.length > 0 && this.lines[this.lines.length - 1]!.text !== "") this.push(blank(this.top, this.restQuoted));
@@ -463,7 +459,7 @@ function isVisible(frame: Frame): boolean {
 }
 
 /** CSS declarations, lower-cased, without !important; the last of a property wins, as in CSS. */
-export function declarations(style: string): Map<string, string> {
+function declarations(style: string): Map<string, string> {
   const map = new Map<string, string>();
   if (!style) return map;
   for (const part of style.slice(0, 2_000).split(";")) {

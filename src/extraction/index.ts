@@ -7,7 +7,7 @@
 import { findCodes, type ScanLine } from "./codes.js";
 import { docFromText, isBlank, unquoted, type Doc } from "./document.js";
 import { docFromHtml } from "./html.js";
-import { MAX_SUBJECT_CHARS } from "./limits.js";
+import { MAX_LINK_CANDIDATES, MAX_SUBJECT_CHARS } from "./limits.js";
 import { bareUrls, classifyLinks, type FoundLink } from "./links.js";
 import { findHistory, replyTextOf } from "./reply.js";
 import type { Extracted, ExtractionInput } from "./types.js";
@@ -54,20 +54,21 @@ function scanLines(doc: Doc, scope: readonly boolean[], isText: boolean): ScanLi
 
 function foundLinks(doc: Doc, scope: readonly boolean[], isText: boolean): FoundLink[] {
   const found: { link: FoundLink; line: number }[] = [];
-  const contextOf = (i: number) => {
+  const contextOf = (i: number, own: string) => {
     let previous = i - 1;
     while (previous >= 0 && isBlank(doc.lines[previous]!)) previous--;
-    return `${previous >= 0 ? doc.lines[previous]!.text : ""} ${doc.lines[i]?.text ?? ""}`.slice(0, 600);
+    const line = (doc.lines[i]?.text ?? "").replace(own, " ");
+    return `${previous >= 0 ? doc.lines[previous]!.text : ""} ${line}`.slice(0, 600);
   };
   for (const anchor of doc.anchors) {
     if (scope[anchor.line] ?? scope[anchor.line - 1] ?? true) {
-      found.push({ link: { href: anchor.href, text: anchor.text, context: contextOf(anchor.line) }, line: anchor.line });
+      found.push({ link: { href: anchor.href, text: anchor.text, context: contextOf(anchor.line, anchor.text) }, line: anchor.line });
     }
   }
   doc.lines.forEach((line, i) => {
-    if (!scope[i] || !line.text.includes("://")) return;
+    if (!scope[i] || !line.text.includes("://") || found.length >= MAX_LINK_CANDIDATES) return;
     const text = isText ? unquoted(line.text) : line.text;
-    for (const url of bareUrls(text)) found.push({ link: { href: url, text: "", context: contextOf(i) }, line: i });
+    for (const url of bareUrls(text)) found.push({ link: { href: url, text: "", context: contextOf(i, url) }, line: i });
   });
   // Document order; an anchor before a bare URL on the same line (a button, then its "or paste this link").
   return found.sort((a, b) => a.line - b.line).map((f) => f.link);

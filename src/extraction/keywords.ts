@@ -75,6 +75,8 @@ const DECOY_WORDS = table({
   número: 0.6, nr: 0.6, "n°": 0.6, "nº": 0.6, rma: 1, claim: 0.8, policy: 0.8, contract: 0.8, vertrag: 0.8, patient: 0.6,
   copyright: 1, unsubscribe: 0.6, promo: 1, discount: 1, coupon: 1, voucher: 1, gutschein: 1, rabatt: 1, rabattcode: 1,
   gutscheincode: 1, zoom: 0.8, webinar: 0.8, conference: 0.6, dial: 1, extension: 0.8, ext: 0.8,
+  // Promotions.
+  off: 0.8, offer: 0.8, sale: 0.8, checkout: 0.8, deal: 0.6, coupons: 1,
   // Company registers and tax numbers in legal footers.
   registered: 0.8, registration: 0.6, company: 0.6, kvk: 1, hrb: 1, hra: 1, rcs: 1, siren: 1, siret: 1, cif: 1, nif: 1,
   ustid: 1, "ust-idnr": 1, handelsregister: 1, amtsgericht: 1,

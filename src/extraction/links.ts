@@ -10,7 +10,7 @@ export interface FoundLink {
   readonly href: string;
   /** The anchor's visible text; "" for a bare URL. */
   readonly text: string;
-  /** The line the link is on and the non-blank line before it. */
+  /** The line the link is on and the non-blank line before it, without the link's own text. */
   readonly context: string;
 }
 
@@ -47,7 +47,7 @@ const UNSUBSCRIBE =
 const NOT_ACTION =
   /privacy|terms|datenschutz|impressum|confidentialit|privacidad|help|support|hilfe|aide|ayuda|faq|contact|kontakt|legal|policy|blog|careers|download|view (?:this )?(?:email |message )?in (?:your )?browser|web version|im browser|version en ligne|ver en (?:el )?navegador|app store|google play|didn.t request|not you|wasn.t me|report|secure your account|review (?:your )?(?:recent )?activity|learn more|mehr erfahren|en savoir plus|más información/i;
 const SOCIAL_HOSTS = /(^|\.)(twitter|x|facebook|linkedin|instagram|youtube|tiktok|pinterest|apps\.apple|play\.google|itunes\.apple)\.com$/;
-/** Above this a link is the message's action link. */
+/** From this score on a link is the message's action link. */
 const ACTION_THRESHOLD = 3;
 
 /** Parses an href the way a browser would, keeping only absolute http(s) URLs of bounded length. */
@@ -108,14 +108,14 @@ export function classifyLinks(found: readonly FoundLink[], subject: string, from
   const senderDomain = registrable(from?.split("@").pop()?.toLowerCase() ?? "");
   const subjectAction = actionIn(subject.toLowerCase());
   let bestIndex = -1;
-  let bestScore = ACTION_THRESHOLD;
+  let bestScore = -Infinity;
   let bestAction: Action = "verification";
   const list = [...entries.values()];
   const kinds: LinkKind[] = list.map((entry, index) => {
     const texts = entry.texts.join(" ").toLowerCase();
     if (UNSUBSCRIBE.test(texts) || UNSUBSCRIBE.test(entry.url.pathname + entry.url.search)) return "unsubscribe";
     const scored = actionScore(entry, texts, subjectAction, senderDomain);
-    if (scored && scored.score > bestScore) {
+    if (scored && scored.score >= ACTION_THRESHOLD && scored.score > bestScore) {
       bestScore = scored.score;
       bestIndex = index;
       bestAction = scored.action;
@@ -146,29 +146,45 @@ function actionScore(
   );
   if (/privacy|terms|help|support|faq|legal|unsubscribe/.test(url.pathname.toLowerCase())) return null;
   const context = entry.contexts.join(" ").toLowerCase();
+  // Magic and verification links carry a long random token.
+  const token = hasToken(url);
+  // "Confirm your order", "confirm attendance": confirming is not always an address or an account.
+  const notAccount = /\b(order|bestellung|commande|pedido|booking|reservation|attendance|rsvp|appointment|termin|subscription)\b/.test(texts);
   let top: { action: Action; score: number } | null = null;
   for (const action of ACTION_ORDER) {
-    let score = 0;
-    if (ACTION_WORDS[action].some((w) => texts.includes(w))) score += 3;
-    if (ACTION_URL_WORDS[action].some((w) => urlWords.has(w))) score += 2;
-    if (ACTION_WORDS[action].some((w) => context.includes(w))) score += 1.5;
-    if (subjectAction === action) score += 1;
-    if (score === 0) continue;
-    // Magic and verification links carry a long random token.
-    if (hasToken(url)) score += 1;
+    const inText = mentionsAny(texts, ACTION_WORDS[action]);
+    const inUrl = ACTION_URL_WORDS[action].some((w) => urlWords.has(w));
+    const inContext = mentionsAny(context, ACTION_WORDS[action]);
+    const inSubject = subjectAction === action;
+    // The link itself must say so (its text, its URL's words, a one-time token), and so must the message (its
+    // subject, the words around the link, or that token): a link's own words alone are also a newsletter's
+    // "Log in" in its header, and the words around a link alone are also its settings page's.
+    if (!(inText || inUrl || token) || !(token || inContext || inSubject)) continue;
+    let score = (inText ? 3 : 0) + (inUrl ? 2 : 0) + (inContext ? 2 : 0) + (inSubject ? 1 : 0) + (token ? 1 : 0);
     if (senderDomain && registrable(url.hostname) === senderDomain) score += 0.5;
-    // "Confirm your order", "confirm attendance": confirming is not always an address or an account.
-    if (/\b(order|bestellung|commande|pedido|booking|reservation|attendance|rsvp|appointment|termin|subscription)\b/.test(texts)) {
-      score -= 3;
-    }
+    if (notAccount) score -= 3;
     if (!top || score > top.score) top = { action, score };
   }
   return top;
 }
 
 function actionIn(text: string): Action | null {
-  for (const action of ACTION_ORDER) if (ACTION_WORDS[action].some((w) => text.includes(w))) return action;
+  for (const action of ACTION_ORDER) if (mentionsAny(text, ACTION_WORDS[action])) return action;
   return null;
+}
+
+/** Whether `text` has one of `phrases` as whole words ("sign in", not the "sign in" of "design in"). */
+function mentionsAny(text: string, phrases: readonly string[]): boolean {
+  return phrases.some((phrase) => {
+    for (let at = text.indexOf(phrase); at >= 0; at = text.indexOf(phrase, at + 1)) {
+      if (!isLetter(text[at - 1]) && !isLetter(text[at + phrase.length])) return true;
+    }
+    return false;
+  });
+}
+
+function isLetter(c: string | undefined): boolean {
+  return c !== undefined && /\p{L}/u.test(c);
 }
 
 function hasToken(url: URL): boolean {

@@ -192,6 +192,16 @@ describe("links", () => {
     expect(links.filter((l) => l.kind !== "other")).toEqual([{ url, text: buttonText, domain: "x.example", kind }]);
   });
 
+  test("marks a tokened link whose text names no action when the words before it do", () => {
+    const html = `<p>Click below to sign in to your workspace.</p><a href="https://acme.example/z-app-12345-abcdefghijklmnop">Open Acme</a>`;
+    expect(extractMessage({ html }).links[0]!.kind).toBe("sign_in");
+  });
+
+  test("does not mark a newsletter's header link by its own words alone", () => {
+    const html = `<a href="https://acme.example/login">Log in</a><p>This week: design in practice.</p><a href="https://acme.example/blog/1">Read more</a>`;
+    expect(extractMessage({ html, subject: "This week at Acme" }).links.map((l) => l.kind)).toEqual(["other", "other"]);
+  });
+
   test("marks no link in a message that asks for nothing", () => {
     const html = `<p>Your order has shipped.</p><a href="https://shop.example/orders/1042?key=9f8b7c6d5e4f3a2b1c0d">View your order</a>
       <a href="https://shop.example/login">Log in to your account</a> to see it. <a href="https://shop.example/confirm-order/1042">Confirm your order</a>`;
