@@ -65,10 +65,13 @@ export function isBlank(line: Line): boolean {
  * `/[…]+$/` retries from every position of a long run that is not at the end, which is quadratic.
  */
 export function trimChars(text: string, chars: string, ends: "both" | "end" = "both"): string {
-  const strip = (c: string) => chars.includes(c) || /\s/.test(c);
   let start = 0;
   let end = text.length;
-  while (end > start && strip(text[end - 1]!)) end--;
-  if (ends === "both") while (start < end && strip(text[start]!)) start++;
-  return text.slice(start, end);
+  while (end > start && isStripped(text[end - 1]!, chars)) end--;
+  if (ends === "both") while (start < end && isStripped(text[start]!, chars)) start++;
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}
+
+function isStripped(c: string, chars: string): boolean {
+  return chars.includes(c) || c === " " || c === "\t" || c === "\u00a0" || c === "\n" || c === "\r";
 }
