@@ -259,8 +259,15 @@ const UNITS = new Set([
 ]);
 const CURRENCY_BEFORE = new Set(["usd", "eur", "gbp", "chf", "rs", "inr", "us", "r", "cad", "aud", "sek", "kr", "zł"]);
 /** Lines of an address or a legal footer: their numbers are zip codes, phone numbers and registry numbers. */
-const FOOTER =
-  /©|\(c\)\s*\d|copyright|all rights reserved|alle rechte|tous droits|todos los derechos|\b(?:inc|ltd|llc|gmbh|plc|corp|sarl|b\.v|s\.l|s\.a|street|avenue|road|lane|blvd|suite|floor|rue|avenida|calle|plaza|piazza|viale|rua|postfach)\b|\b(?:st|ave|rd|str)\.|(?:stra(?:ß|ss)e|straat|platz|plein|allee|laan|gasse|gracht|weg|strasse)\b|p\.?\s?o\.?\s?box/i;
+const FOOTER = new RegExp(
+  [
+    String.raw`©|\(c\)\s*\d|copyright|all rights reserved|alle rechte|tous droits|todos los derechos`,
+    String.raw`\b(?:inc|ltd|llc|gmbh|plc|corp|sarl|b\.v|s\.l|s\.a)\b`,
+    String.raw`\b(?:street|avenue|road|lane|blvd|suite|floor|rue|avenida|calle|plaza|piazza|viale|rua|postfach)\b`,
+    String.raw`\b(?:st|ave|rd|str)\.|(?:stra(?:ß|ss)e|straat|platz|plein|allee|laan|gasse|gracht|weg)\b|p\.?\s?o\.?\s?box`,
+  ].join("|"),
+  "i",
+);
 
 /** Refuses a candidate that is part of something larger: an amount, a date, a time, a phone number, a tag. */
 function refused(line: string, c: Candidate): boolean {
@@ -272,7 +279,8 @@ function refused(line: string, c: Candidate): boolean {
   // A percentage, an amount, a dial string ("482193#").
   if ("%€$£¥#".includes(next) && next !== "") return true;
   // Next to a masked group ("**** 0130", "DE89 3704 ****"): a piece of a card or account number.
-  if (/[*•xX]{3,}\s?$/.test(line.slice(Math.max(0, c.start - 6), c.start)) || /^\s?[*•xX]{3,}/.test(line.slice(c.end, c.end + 6))) return true;
+  const maskedBefore = /[*•xX]{3,}\s?$/.test(line.slice(Math.max(0, c.start - 6), c.start));
+  if (maskedBefore || /^\s?[*•xX]{3,}/.test(line.slice(c.end, c.end + 6))) return true;
   // 12.05.2024, 10:30, 1,234, 3/4, 2024-05: digits joined by punctuation are one larger number.
   if (/[.,:/\-–]\d/.test(after) || /\d[.,:/\-–]/.test(before)) return true;
   if (/^[-–][A-Za-z0-9]/.test(after) || /[A-Za-z0-9][-–]$/.test(before)) return true;

@@ -22,7 +22,7 @@ export interface Line {
 export interface Anchor {
   /** The href as written (entities decoded), not yet parsed. */
   readonly href: string;
-  /** Visible text, else an image's alt text, else the title. */
+  /** Visible text, else the alt text of an image in it. */
   readonly text: string;
   /** The line the anchor starts on. */
   readonly line: number;

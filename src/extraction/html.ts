@@ -75,7 +75,6 @@ interface Frame {
 interface OpenAnchor {
   readonly href: string;
   readonly line: number;
-  readonly title: string;
   text: string;
   alt: string;
 }
@@ -272,7 +271,7 @@ class Renderer {
       this.lineSignature ||= frame.signature;
       if (frame.emphasis > 0) this.emphasis.push({ start, end: this.bufferLength, level: frame.emphasis as 1 | 2 });
     }
-    if (this.anchor && this.anchor.text.length < MAX_LINK_TEXT) this.anchor.text += piece;
+    if (this.anchor && this.anchor.text.length < MAX_LINK_TEXT) this.anchor.text += piece.slice(0, MAX_LINK_TEXT);
   }
 
   startTag(name: string, attributes: ReadonlyMap<string, string>, selfClosing: boolean): void {
@@ -396,16 +395,16 @@ class Renderer {
   private openAnchor(attributes: ReadonlyMap<string, string>, frame: Frame): void {
     const href = attributes.get("href");
     if (href === undefined || !isVisible(frame) || this.anchors.length >= MAX_LINK_CANDIDATES) return;
-    this.anchor = { href, line: this.lines.length, title: attributes.get("title") ?? "", text: "", alt: "" };
+    this.anchor = { href, line: this.lines.length, text: "", alt: "" };
   }
 
   private closeAnchor(): void {
     const a = this.anchor;
     if (!a) return;
     this.anchor = null;
-    const text = a.text.replace(WHITESPACE, " ").trim() || a.alt || a.title.replace(WHITESPACE, " ").trim();
+    const text = a.text.replace(WHITESPACE, " ").trim() || a.alt;
     // An anchor with nothing to see (empty, or around a pixel) is not a link a reader could follow.
-    if (!a.text.trim() && !a.alt) return;
+    if (!text) return;
     this.anchors.push({ href: a.href, text: text.slice(0, MAX_LINK_TEXT), line: a.line });
   }
 
@@ -558,7 +557,9 @@ function colour(value: string | undefined): string | null {
   const found = [hex, rgb, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
   if (!found) return null;
   if (found === named) return NAMED_COLOURS.get(found[1]!) ?? null;
-  if (found === rgb) return `#${[found[1], found[2], found[3]].map((c) => Math.min(255, Number(c)).toString(16).padStart(2, "0")).join("")}`;
+  if (found === rgb) {
+    return `#${[found[1], found[2], found[3]].map((c) => Math.min(255, Number(c)).toString(16).padStart(2, "0")).join("")}`;
+  }
   const h = found[1]!;
   return h.length === 3 ? `#${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : `#${h}`;
 }

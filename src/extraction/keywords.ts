@@ -26,7 +26,8 @@ const CODE_WORDS = table({
   verifizierung: 0.8, bestätigung: 0.5, bestätigen: 0.4, anmeldung: 0.5, anmelden: 0.4, einmalpasswort: 1, einmalkennwort: 1,
   vérification: 0.8, verification_code: 1, vérifier: 0.5, connexion: 0.5, sécurité: 0.5, authentification: 0.6,
   verificación: 0.8, verificar: 0.5, seguridad: 0.5, acceso: 0.4, verifica: 0.7, verificação: 0.8, verificatie: 0.8,
-  verifiering: 0.8, weryfikacyjny: 0.9, подтверждения: 0.8, 验证码: 1, 認証コード: 1, 確認コード: 1, 인증번호: 1,
+  verifiering: 0.8, weryfikacyjny: 0.9, подтверждения: 0.8,
+  验证码: 1, 認証コード: 1, 確認コード: 1, 인증번호: 1,
 });
 /** Two-word phrases that name a code ("one time", "sign in", "log in", "mot de passe"). */
 const CODE_PHRASES = table({
@@ -37,7 +38,8 @@ const CODE_PHRASES = table({
 const NOT_A_CODE_BEFORE = new Set([
   "promo", "promotional", "promotion", "discount", "coupon", "voucher", "gift", "referral", "invite", "invitation", "zip",
   "postal", "post", "area", "country", "qr", "bar", "error", "status", "source", "tracking", "dress", "product", "sort",
-  "swift", "bic", "tax", "vat", "booking", "reservation", "airline", "approval", "authorization", "authorisation", "flight", "offer", "sale", "rabatt",
+  "swift", "bic", "tax", "vat", "booking", "reservation", "airline", "approval", "authorization", "authorisation",
+  "flight", "offer", "sale", "rabatt",
   "gutschein", "aktions", "postleitzahl", "promotionnel", "réduction", "descuento", "postal", "cupón", "promocional",
 ]);
 /** Words after "code" (or after its "de"/"di") that make it something else ("code promo", "código de descuento"). */

@@ -1,7 +1,8 @@
 // Links a reader can follow: visible anchors and bare http(s) URLs, parsed by the WHATWG URL parser (no
 // javascript:, data: or relative URLs), each URL once, in document order. Unsubscribe links are marked; the one
-// link most likely to verify an address, sign in or reset a password (its text, its URL's words and the line
-// before it say so) is marked with that kind.
+// link most likely to verify an address, sign in or reset a password is marked with that kind, when the link
+// itself says so (its text, its URL's words, a one-time token in it) and so does the message (its subject, the
+// line before the link, or that token).
 import { MAX_LINK_CANDIDATES, MAX_LINKS, MAX_URL_CHARS } from "./limits.js";
 import type { ExtractedLink, LinkKind } from "./types.js";
 
@@ -34,18 +35,36 @@ const ACTION_WORDS: Record<Action, readonly string[]> = {
 };
 /** Words of a URL's path and query that name an action. */
 const ACTION_URL_WORDS: Record<Action, readonly string[]> = {
-  verification: ["verify", "verification", "confirm", "confirmation", "activate", "activation", "validate", "validation", "verifyemail", "confirmemail"],
+  verification: [
+    "verify", "verification", "confirm", "confirmation", "activate", "activation", "validate", "validation",
+    "verifyemail", "confirmemail",
+  ],
   sign_in: ["login", "signin", "sign-in", "sign_in", "magic", "magiclink", "magic-link", "auth", "sso", "passwordless", "otp", "session"],
   password_reset: ["reset", "password", "pwreset", "recover", "recovery", "forgot", "reset-password", "reset_password", "resetpassword"],
 };
 /** Priority when a link matches several actions: a reset link also says "password" and "login". */
 const ACTION_ORDER: readonly Action[] = ["password_reset", "verification", "sign_in"];
 
-const UNSUBSCRIBE =
-  /unsubscribe|abmelden|abbestellen|désabonner|désinscri|desinscri|se désabonner|darse de baja|dar de baja|cancelar (?:la )?suscripci|opt[- ]?out|email preferences|e-mail-einstellungen|manage (?:your )?(?:email )?preferences|newsletter abbestellen|disiscriviti|afmelden|uitschrijven/i;
+const UNSUBSCRIBE = new RegExp(
+  [
+    "unsubscribe", "abmelden", "abbestellen", "désabonner", "d[ée]sinscri", "darse de baja", "dar de baja",
+    "cancelar (?:la )?suscripci", "opt[- ]?out", "e-?mail preferences", "e-mail-einstellungen",
+    "manage (?:your )?(?:email )?preferences", "disiscriviti", "afmelden", "uitschrijven",
+  ].join("|"),
+  "i",
+);
 /** Links that are never the action, whatever words they carry. */
-const NOT_ACTION =
-  /privacy|terms|datenschutz|impressum|confidentialit|privacidad|help|support|hilfe|aide|ayuda|faq|contact|kontakt|legal|policy|blog|careers|download|view (?:this )?(?:email |message )?in (?:your )?browser|web version|im browser|version en ligne|ver en (?:el )?navegador|app store|google play|didn.t request|not you|wasn.t me|report|secure your account|review (?:your )?(?:recent )?activity|learn more|mehr erfahren|en savoir plus|más información/i;
+const NOT_ACTION = new RegExp(
+  [
+    "privacy", "terms", "datenschutz", "impressum", "confidentialit", "privacidad", "help", "support", "hilfe", "aide",
+    "ayuda", "faq", "contact", "kontakt", "legal", "policy", "blog", "careers", "download",
+    "view (?:this )?(?:email |message )?in (?:your )?browser", "web version", "im browser", "version en ligne",
+    "ver en (?:el )?navegador", "app store", "google play", "didn.t request", "not you", "wasn.t me", "report",
+    "secure your account", "review (?:your )?(?:recent )?activity", "learn more", "mehr erfahren", "en savoir plus",
+    "más información",
+  ].join("|"),
+  "i",
+);
 const SOCIAL_HOSTS = /(^|\.)(twitter|x|facebook|linkedin|instagram|youtube|tiktok|pinterest|apps\.apple|play\.google|itunes\.apple)\.com$/;
 /** From this score on a link is the message's action link. */
 const ACTION_THRESHOLD = 3;
@@ -54,8 +73,13 @@ const ACTION_THRESHOLD = 3;
 export function parseHttpUrl(href: string): URL | null {
   const raw = href.trim();
   if (raw.length > MAX_URL_CHARS || !/^https?:\/\//i.test(raw)) return null;
-  const url = URL.parse(raw);
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null; // Not a URL a browser would open.
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) return null;
   if (url.href.length > MAX_URL_CHARS) return null;
   return url;
 }
@@ -149,7 +173,8 @@ function actionScore(
   // Magic and verification links carry a long random token.
   const token = hasToken(url);
   // "Confirm your order", "confirm attendance": confirming is not always an address or an account.
-  const notAccount = /\b(order|bestellung|commande|pedido|booking|reservation|attendance|rsvp|appointment|termin|subscription)\b/.test(texts);
+  const notAccount =
+    /\b(order|bestellung|commande|pedido|booking|reservation|attendance|rsvp|appointment|termin|subscription)\b/.test(texts);
   let top: { action: Action; score: number } | null = null;
   for (const action of ACTION_ORDER) {
     const inText = mentionsAny(texts, ACTION_WORDS[action]);

@@ -188,8 +188,16 @@ const SIGN_OFFS = new Set([
   "met vriendelijke groet", "vriendelijke groet", "groeten", "met groet", "mvg", "bedankt",
 ]);
 /** Lines mobile and web clients append on their own. */
-const CLIENT_SIGNATURE =
-  /^(sent from my |sent from (outlook|mail|yahoo|gmail|samsung|my)|sent with proton|sent via |get outlook for |von meinem .{1,40} gesendet|gesendet von |envoyé de mon |envoyé depuis |enviado desde mi |enviado desde |inviato da |verzonden vanaf |verstuurd vanaf |skickat från |wysłane z )/i;
+const CLIENT_SIGNATURE = new RegExp(
+  "^(?:" +
+    [
+      "sent from my ", "sent from (?:outlook|mail|yahoo|gmail|samsung)", "sent with proton", "sent via ", "get outlook for ",
+      "von meinem .{1,40} gesendet", "gesendet von ", "envoyé de mon ", "envoyé depuis ", "enviado desde ", "inviato da ",
+      "verzonden vanaf ", "verstuurd vanaf ", "skickat från ", "wysłane z ",
+    ].join("|") +
+    ")",
+  "i",
+);
 const MAX_SIGNATURE_LINES = 8;
 const MAX_SIGNATURE_LINE = 80;
 
