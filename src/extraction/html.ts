@@ -1,0 +1,613 @@
+// HTML → the lines a reader sees. A small forward-only tokenizer (every scan starts where the last one ended, so
+// the work is linear in the input however broken it is) tracks the open elements for what a reader cannot see
+// (display:none, zero or tiny font sizes, text coloured like its background, hidden preheaders), what the client
+// marked as quoted (blockquote, gmail_quote, Outlook's divRplyFwdMsg) or as a signature, and what is shown
+// prominently (big, letter-spaced, monospace or bold text), and collects the anchors with their visible text.
+import { decodeHTML, decodeHTMLAttribute } from "entities";
+import type { Anchor, Doc, Emphasis, Line } from "./document.js";
+import {
+  MAX_ATTRIBUTE_VALUE,
+  MAX_ELEMENT_DEPTH,
+  MAX_END_TAG_SEARCH,
+  MAX_HTML_CHARS,
+  MAX_LINES,
+  MAX_LINK_CANDIDATES,
+  MAX_LINK_TEXT,
+  MAX_STYLE_SHEET_CHARS,
+  MAX_VISIBLE_CHARS,
+} from "./limits.js";
+
+const VOID = new Set([
+  "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
+]);
+/** Elements whose content is not markup; none of them shows text in a mail client. */
+const RAW_TEXT = new Set(["script", "style", "textarea", "title", "xmp", "noscript", "template", "noembed", "noframes", "iframe"]);
+const BLOCK = new Set([
+  "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div", "dl", "dt",
+  "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "html", "li",
+  "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "tfoot", "thead", "tr", "ul",
+]);
+/** Table cells: a row reads as one line, its cells apart by a space ("Code: | 482913", one digit per box). */
+const CELL = new Set(["td", "th"]);
+/** Blocks followed by a blank line, as a mail client spaces them. */
+const PARAGRAPH = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "table", "ul", "ol", "pre"]);
+/** Elements whose start ends an open one of the same kind (`<p>a<p>b`, `<td>a<td>b`), up to the container named. */
+const IMPLIED_END = new Map<string, { readonly ends: readonly string[]; readonly within: readonly string[] }>([
+  ["p", { ends: ["p"], within: [] }],
+  ["td", { ends: ["td", "th"], within: ["tr", "table"] }],
+  ["th", { ends: ["td", "th"], within: ["tr", "table"] }],
+  ["tr", { ends: ["tr"], within: ["table", "tbody", "thead", "tfoot"] }],
+  ["li", { ends: ["li"], within: ["ul", "ol", "menu"] }],
+  ["dt", { ends: ["dt", "dd"], within: ["dl"] }],
+  ["dd", { ends: ["dt", "dd"], within: ["dl"] }],
+  ["option", { ends: ["option"], within: ["select"] }],
+]);
+/** End tags that may close past an open table cell; any other stays inside the cell. */
+const CLOSES_CELLS = new Set(["tr", "tbody", "thead", "tfoot", "table", "blockquote", "body", "html"]);
+const EMPHASIS_BY_TAG = new Map<string, 1 | 2>([
+  ["b", 1], ["strong", 1], ["th", 1], ["h4", 1], ["h5", 1], ["h6", 1],
+  ["h1", 2], ["h2", 2], ["h3", 2], ["big", 2], ["code", 2], ["kbd", 2], ["samp", 2], ["tt", 2], ["pre", 2],
+]);
+/** Zero-width and invisible characters: preheader spacers and soft hyphens. */
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
+const WHITESPACE = /[\s\u00a0\u2000-\u200a\u202f\u205f\u3000]+/g;
+const DEFAULT_FONT_PX = 16;
+/** Text smaller than this (in px) is not meant to be read. */
+const TINY_FONT_PX = 3;
+const BIG_FONT_PX = 20;
+/** A mail client's page is white unless the message says otherwise. */
+const DEFAULT_BACKGROUND = "#ffffff";
+
+interface Frame {
+  readonly name: string;
+  /** Hidden by this element or an ancestor; no descendant can show again. */
+  readonly hidden: boolean;
+  readonly fontPx: number;
+  readonly color: string | null;
+  readonly background: string | null;
+  readonly emphasis: 0 | 1 | 2;
+  readonly quoted: boolean;
+  readonly signature: boolean;
+  readonly pre: boolean;
+  readonly anchor: boolean;
+}
+
+interface OpenAnchor {
+  readonly href: string;
+  readonly line: number;
+  text: string;
+  alt: string;
+}
+
+const ROOT: Frame = {
+  name: "#root",
+  hidden: false,
+  fontPx: DEFAULT_FONT_PX,
+  color: null,
+  background: null,
+  emphasis: 0,
+  quoted: false,
+  signature: false,
+  pre: false,
+  anchor: false,
+};
+
+/** Renders (the first MAX_HTML_CHARS of) an HTML body into visible lines and anchors. */
+export function docFromHtml(source: string): Doc {
+  const html = source.length > MAX_HTML_CHARS ? source.slice(0, MAX_HTML_CHARS) : source;
+  const r = new Renderer();
+  const n = html.length;
+  let i = 0;
+  while (i < n && !r.full()) {
+    const lt = html.indexOf("<", i);
+    if (lt < 0) {
+      r.text(html.slice(i));
+      break;
+    }
+    if (lt > i) r.text(html.slice(i, lt));
+    const next = html.charCodeAt(lt + 1);
+    if (next === 0x21 /* ! */) {
+      // Comments (including Outlook's conditional ones, whose content is for Outlook only), doctypes, CDATA.
+      const end = html.startsWith("<!--", lt) ? html.indexOf("-->", lt + 2) : html.indexOf(">", lt + 2);
+      i = end < 0 ? n : end + (html.startsWith("<!--", lt) ? 3 : 1);
+    } else if (next === 0x3f /* ? */) {
+      const end = html.indexOf(">", lt + 2);
+      i = end < 0 ? n : end + 1;
+    } else if (next === 0x2f /* / */) {
+      const tag = readTag(html, lt + 2);
+      if (tag.name) r.endTag(tag.name);
+      i = tag.end;
+    } else if (isAsciiLetter(next)) {
+      const tag = readTag(html, lt + 1);
+      i = tag.end;
+      if (RAW_TEXT.has(tag.name)) {
+        const close = new RegExp(`</${tag.name}`, "gi");
+        close.lastIndex = i;
+        const found = close.exec(html);
+        const contentEnd = found ? found.index : n;
+        if (tag.name === "style") r.styleSheet(html.slice(i, Math.min(contentEnd, i + MAX_STYLE_SHEET_CHARS)));
+        i = found ? skipPast(html, contentEnd, ">") : n;
+      } else {
+        r.startTag(tag.name, tag.attributes, tag.selfClosing);
+      }
+    } else {
+      r.text("<");
+      i = lt + 1;
+    }
+  }
+  return r.finish();
+}
+
+interface Tag {
+  readonly name: string;
+  readonly attributes: ReadonlyMap<string, string>;
+  readonly selfClosing: boolean;
+  /** Where scanning goes on: just past the tag's ">", or the end of the input. */
+  readonly end: number;
+}
+
+/** Reads a tag's name and attributes from `start` (just past "<" or "</") to its ">", honouring quotes. */
+function readTag(html: string, start: number): Tag {
+  const n = html.length;
+  let p = start;
+  while (p < n && !isTagNameEnd(html.charCodeAt(p))) p++;
+  const name = html.slice(start, p).toLowerCase();
+  const attributes = new Map<string, string>();
+  let selfClosing = false;
+  while (p < n) {
+    let c = html.charCodeAt(p);
+    if (c === 0x3e /* > */) return { name, attributes, selfClosing, end: p + 1 };
+    if (isSpace(c) || c === 0x2f /* / */) {
+      selfClosing = c === 0x2f;
+      p++;
+      continue;
+    }
+    selfClosing = false;
+    const nameStart = p;
+    while (p < n && !isAttributeNameEnd(html.charCodeAt(p))) p++;
+    // A stray "=" or quote where a name should be: step over it so the loop always advances.
+    if (p === nameStart) p++;
+    const attrName = html.slice(nameStart, p).toLowerCase();
+    while (p < n && isSpace(html.charCodeAt(p))) p++;
+    let value = "";
+    if (html.charCodeAt(p) === 0x3d /* = */) {
+      p++;
+      while (p < n && isSpace(html.charCodeAt(p))) p++;
+      c = html.charCodeAt(p);
+      if (c === 0x22 || c === 0x27) {
+        const close = html.indexOf(c === 0x22 ? '"' : "'", p + 1);
+        const valueEnd = close < 0 ? n : close;
+        value = html.slice(p + 1, Math.min(valueEnd, p + 1 + MAX_ATTRIBUTE_VALUE));
+        p = close < 0 ? n : close + 1;
+      } else {
+        const valueStart = p;
+        while (p < n && !isSpace(html.charCodeAt(p)) && html.charCodeAt(p) !== 0x3e) p++;
+        value = html.slice(valueStart, Math.min(p, valueStart + MAX_ATTRIBUTE_VALUE));
+      }
+    }
+    if (attrName && !attributes.has(attrName) && attributes.size < 64) {
+      attributes.set(attrName, value.includes("&") ? decodeHTMLAttribute(value) : value);
+    }
+  }
+  return { name, attributes, selfClosing, end: n };
+}
+
+function skipPast(html: string, from: number, char: string): number {
+  const end = html.indexOf(char, from);
+  return end < 0 ? html.length : end + 1;
+}
+
+function isAsciiLetter(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+}
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d;
+}
+function isTagNameEnd(c: number): boolean {
+  return isSpace(c) || c === 0x2f || c === 0x3e;
+}
+function isAttributeNameEnd(c: number): boolean {
+  return isSpace(c) || c === 0x2f || c === 0x3e || c === 0x3d;
+}
+
+class Renderer {
+  private readonly stack: Frame[] = [ROOT];
+  private readonly lines: Line[] = [];
+  private readonly anchors: Anchor[] = [];
+  /** Classes and ids a top-level style sheet rule hides. */
+  private readonly hiddenSelectors = new Set<string>();
+  private anchor: OpenAnchor | null = null;
+  /** The line being built, in pieces: appending to one long string and reading its end would flatten it each time. */
+  private pieces: string[] = [];
+  private bufferLength = 0;
+  private lastChar = "";
+  private bufferHasText = false;
+  private emphasis: Emphasis[] = [];
+  private lineQuoted = false;
+  private lineSignature = false;
+  private paragraphGap = false;
+  /** Set at Outlook's reply header: everything after it is the quoted message. */
+  private restQuoted = false;
+  private visible = 0;
+
+  full(): boolean {
+    return this.visible >= MAX_VISIBLE_CHARS || this.lines.length >= MAX_LINES;
+  }
+
+  private get top(): Frame {
+    return this.stack[this.stack.length - 1]!;
+  }
+
+  text(raw: string): void {
+    const frame = this.top;
+    if (!isVisible(frame)) return;
+    let text = raw.includes("&") ? decodeHTML(raw) : raw;
+    text = text.replace(INVISIBLE, "");
+    if (frame.pre) {
+      const parts = text.split("\n");
+      parts.forEach((part, index) => {
+        if (index > 0) this.lineBreak();
+        this.append(part.replace(WHITESPACE, " "), frame);
+      });
+    } else {
+      this.append(text.replace(WHITESPACE, " "), frame);
+    }
+  }
+
+  private append(text: string, frame: Frame): void {
+    let piece = text;
+    if (piece.startsWith(" ") && (this.bufferLength === 0 || this.lastChar === " ")) piece = piece.slice(1);
+    const room = MAX_VISIBLE_CHARS - this.visible;
+    if (piece.length > room) piece = piece.slice(0, Math.max(0, room));
+    if (!piece) return;
+    const start = this.bufferLength;
+    this.pieces.push(piece);
+    this.bufferLength += piece.length;
+    this.lastChar = piece[piece.length - 1]!;
+    this.visible += piece.length;
+    if (piece.trim()) {
+      this.bufferHasText = true;
+      this.lineQuoted ||= frame.quoted || this.restQuoted;
+      this.lineSignature ||= frame.signature;
+      if (frame.emphasis > 0) this.emphasis.push({ start, end: this.bufferLength, level: frame.emphasis as 1 | 2 });
+    }
+    if (this.anchor && this.anchor.text.length < MAX_LINK_TEXT) this.anchor.text += piece.slice(0, MAX_LINK_TEXT);
+  }
+
+  startTag(name: string, attributes: ReadonlyMap<string, string>, selfClosing: boolean): void {
+    if (name === "br") return this.lineBreak();
+    const implied = IMPLIED_END.get(name);
+    if (implied) this.endImplied(implied.ends, implied.within);
+    if (name === "a") this.closeAnchor();
+    const id = (attributes.get("id") ?? "").toLowerCase();
+    // Outlook (desktop and web) puts its reply header in divRplyFwdMsg (x_divRplyFwdMsg once re-rendered) after an
+    // empty appendonsend div; older Outlook on the web marks the same place with hr#stopSpelling.
+    if (id.endsWith("divrplyfwdmsg") || id.endsWith("appendonsend") || id === "stopspelling") {
+      this.flush();
+      this.restQuoted = true;
+    }
+    if (BLOCK.has(name)) this.flush();
+    else if (CELL.has(name) && this.bufferLength > 0 && this.lastChar !== " ") this.pushSpace();
+    const frame = this.frameFor(name, attributes, this.top);
+    if (name === "img") return this.image(attributes, frame);
+    if (name === "a") this.openAnchor(attributes, frame);
+    if (!VOID.has(name) && !selfClosing && this.stack.length < MAX_ELEMENT_DEPTH) this.stack.push(frame);
+  }
+
+  endTag(name: string): void {
+    if (name === "br") return this.lineBreak();
+    const found = this.findOpen(name);
+    if (found < 0) return;
+    if (BLOCK.has(name)) this.flush();
+    if (PARAGRAPH.has(name)) this.paragraphGap = true;
+    this.stack.length = found;
+    if (this.anchor && !this.top.anchor) this.closeAnchor();
+  }
+
+  /** Top-level rules of a <style> sheet that hide a class or an id (a preheader's `.preheader{display:none}`). */
+  styleSheet(css: string): void {
+    for (const rule of topLevelRules(css)) {
+      if (!hidesElement(declarations(rule.body))) continue;
+      for (const selector of rule.selector.split(",")) {
+        const m = /^\s*[a-z0-9]*([.#][\w-]+)\s*$/i.exec(selector);
+        if (m) this.hiddenSelectors.add(m[1]!.toLowerCase());
+      }
+    }
+  }
+
+  finish(): Doc {
+    this.closeAnchor();
+    this.flush();
+    return { lines: this.lines, anchors: this.anchors };
+  }
+
+  /** The stack index of the open element an end tag closes, or -1 when it closes none. */
+  private findOpen(name: string): number {
+    const lowest = Math.max(1, this.stack.length - MAX_END_TAG_SEARCH);
+    for (let k = this.stack.length - 1; k >= lowest; k--) {
+      const open = this.stack[k]!.name;
+      if (open === name) return k;
+      // A stray end tag does not close the table cell or the quote it stands in.
+      if ((open === "td" || open === "th") && !CLOSES_CELLS.has(name)) return -1;
+      if (open === "blockquote" && name !== "body" && name !== "html") return -1;
+    }
+    return -1;
+  }
+
+  private endImplied(ends: readonly string[], within: readonly string[]): void {
+    const lowest = Math.max(1, this.stack.length - MAX_END_TAG_SEARCH);
+    for (let k = this.stack.length - 1; k >= lowest; k--) {
+      const open = this.stack[k]!.name;
+      if (ends.includes(open)) return this.endTag(open);
+      if (within.length === 0 || within.includes(open) || open === "blockquote") return;
+    }
+  }
+
+  private frameFor(name: string, attributes: ReadonlyMap<string, string>, parent: Frame): Frame {
+    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote") {
+      // Most elements of a large document carry nothing of their own: they inherit everything.
+      return parent.name === name ? parent : { ...parent, name, pre: parent.pre || name === "pre", anchor: parent.anchor || name === "a" };
+    }
+    const style = declarations(attributes.get("style") ?? "");
+    const classes = (attributes.get("class") ?? "").toLowerCase().split(/\s+/).filter(Boolean);
+    const id = (attributes.get("id") ?? "").toLowerCase();
+    let hidden = parent.hidden || attributes.has("hidden") || hidesElement(style);
+    if (!hidden && this.hiddenSelectors.size > 0) {
+      hidden = classes.some((c) => this.hiddenSelectors.has(`.${c}`)) || (id !== "" && this.hiddenSelectors.has(`#${id}`));
+    }
+    const fontPx = fontSize(style, attributes.get("size"), name, parent.fontPx);
+    const color = colour(style.get("color") ?? (name === "font" ? attributes.get("color") : undefined)) ?? parent.color;
+    const background =
+      colour(style.get("background-color") ?? style.get("background") ?? attributes.get("bgcolor")) ?? parent.background;
+    let emphasis: 0 | 1 | 2 = parent.emphasis;
+    const own = ownEmphasis(name, style, fontPx, parent.fontPx);
+    if (own > emphasis) emphasis = own;
+    const smartmail = (attributes.get("data-smartmail") ?? "").toLowerCase();
+    return {
+      name,
+      hidden,
+      fontPx,
+      color,
+      background,
+      emphasis,
+      quoted:
+        parent.quoted ||
+        name === "blockquote" ||
+        classes.some((c) => c === "gmail_quote" || c === "gmail_quote_container" || c === "yahoo_quoted" || c === "moz-cite-prefix"),
+      signature:
+        parent.signature ||
+        smartmail === "gmail_signature" ||
+        id === "signature" ||
+        id.startsWith("ms-outlook-mobile-signature") ||
+        classes.some((c) => c === "gmail_signature" || c === "moz-signature"),
+      pre: parent.pre || name === "pre",
+      anchor: parent.anchor || name === "a",
+    };
+  }
+
+  private image(attributes: ReadonlyMap<string, string>, frame: Frame): void {
+    // Images show no text; an image's alt text only names the link it sits in. Tracking pixels name nothing.
+    if (!this.anchor || !isVisible(frame) || isPixel(attributes)) return;
+    const alt = (attributes.get("alt") ?? "").replace(WHITESPACE, " ").trim();
+    if (alt && !this.anchor.alt) this.anchor.alt = alt.slice(0, MAX_LINK_TEXT);
+  }
+
+  private openAnchor(attributes: ReadonlyMap<string, string>, frame: Frame): void {
+    const href = attributes.get("href");
+    if (href === undefined || !isVisible(frame) || this.anchors.length >= MAX_LINK_CANDIDATES) return;
+    this.anchor = { href, line: this.lines.length, text: "", alt: "" };
+  }
+
+  private closeAnchor(): void {
+    const a = this.anchor;
+    if (!a) return;
+    this.anchor = null;
+    const text = a.text.replace(WHITESPACE, " ").trim() || a.alt;
+    // An anchor with nothing to see (empty, or around a pixel) is not a link a reader could follow.
+    if (!text) return;
+    this.anchors.push({ href: a.href, text: text.slice(0, MAX_LINK_TEXT), line: a.line });
+  }
+
+  private lineBreak(): void {
+    if (this.bufferHasText) this.flush();
+    else if (this.lines.length > 0 && this.lines[this.lines.length - 1]!.text !== "") this.push(blank(this.top, this.restQuoted));
+    this.clearBuffer();
+  }
+
+  private flush(): void {
+    if (this.bufferHasText) {
+      const text = this.pieces.join("").trimEnd();
+      if (this.paragraphGap && this.lines.length > 0 && this.lines[this.lines.length - 1]!.text !== "") {
+        this.push(blank(this.top, this.restQuoted || this.lineQuoted));
+      }
+      this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis });
+      this.paragraphGap = false;
+    }
+    this.clearBuffer();
+    this.emphasis = [];
+    this.lineQuoted = false;
+    this.lineSignature = false;
+  }
+
+  private pushSpace(): void {
+    this.pieces.push(" ");
+    this.bufferLength += 1;
+    this.visible += 1;
+    this.lastChar = " ";
+  }
+
+  private clearBuffer(): void {
+    this.pieces = [];
+    this.bufferLength = 0;
+    this.lastChar = "";
+    this.bufferHasText = false;
+  }
+
+  private push(line: Line): void {
+    if (this.lines.length < MAX_LINES) this.lines.push(line);
+  }
+}
+
+function blank(frame: Frame, quoted: boolean): Line {
+  return { text: "", quoted: frame.quoted || quoted, signature: frame.signature, emphasis: [] };
+}
+
+function isVisible(frame: Frame): boolean {
+  if (frame.hidden || frame.fontPx < TINY_FONT_PX) return false;
+  return frame.color === null || frame.color !== (frame.background ?? DEFAULT_BACKGROUND);
+}
+
+/** CSS declarations, lower-cased, without !important; the last of a property wins, as in CSS. */
+function declarations(style: string): Map<string, string> {
+  const map = new Map<string, string>();
+  if (!style) return map;
+  for (const part of style.slice(0, 2_000).split(";")) {
+    const colon = part.indexOf(":");
+    if (colon < 0) continue;
+    const property = part.slice(0, colon).trim().toLowerCase();
+    const value = part.slice(colon + 1).replace("!important", "").trim().toLowerCase();
+    if (property) map.set(property, value);
+  }
+  return map;
+}
+
+/** Whether declarations hide an element and all its content from a reader. */
+function hidesElement(style: ReadonlyMap<string, string>): boolean {
+  if (style.size === 0) return false;
+  if (style.get("display") === "none" || style.get("visibility") === "hidden") return true;
+  const opacity = style.get("opacity");
+  if (opacity !== undefined && Number.parseFloat(opacity) === 0) return true;
+  // Collapsed boxes (max-height:0, width:0 …) hide what overflows them.
+  const overflowHidden = style.get("overflow") === "hidden";
+  for (const property of ["max-height", "height", "max-width", "width"]) {
+    const value = style.get(property);
+    if (overflowHidden && value !== undefined && /^0(?:\.0*)?(?:px|pt|em|rem|%)?$/.test(value)) return true;
+  }
+  // Text pushed off the page.
+  const indent = Number.parseFloat(style.get("text-indent") ?? "0");
+  const left = Number.parseFloat(style.get("left") ?? "0");
+  return indent <= -1000 || left <= -1000;
+}
+
+const FONT_KEYWORDS = new Map([
+  ["xx-small", 9], ["x-small", 10], ["small", 13], ["medium", 16], ["large", 18], ["x-large", 24], ["xx-large", 32], ["xxx-large", 48],
+]);
+const TAG_FONT_PX = new Map([["h1", 32], ["h2", 24], ["h3", 19], ["big", 19]]);
+/** <font size="1"> … <font size="7">. */
+const FONT_SIZE_ATTRIBUTE = [0, 10, 13, 16, 18, 24, 32, 48];
+
+function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | undefined, name: string, parentPx: number): number {
+  const declared = style.get("font-size") ?? fontShorthandSize(style.get("font"));
+  if (declared !== undefined) {
+    const keyword = FONT_KEYWORDS.get(declared);
+    if (keyword !== undefined) return keyword;
+    const m = /^(-?(?:\d+(?:\.\d+)?|\.\d+))(px|pt|em|rem|%)?$/.exec(declared);
+    if (m) {
+      const v = Number.parseFloat(m[1]!);
+      switch (m[2]) {
+        case "pt":
+          return v * (4 / 3);
+        case "em":
+          return v * parentPx;
+        case "rem":
+          return v * DEFAULT_FONT_PX;
+        case "%":
+          return (v / 100) * parentPx;
+        default:
+          return v;
+      }
+    }
+  }
+  if (name === "font" && sizeAttribute !== undefined) {
+    const size = Number.parseInt(sizeAttribute, 10);
+    if (size >= 1 && size <= 7) return FONT_SIZE_ATTRIBUTE[size]!;
+  }
+  return TAG_FONT_PX.get(name) ?? parentPx;
+}
+
+function fontShorthandSize(font: string | undefined): string | undefined {
+  if (!font) return undefined;
+  const m = /(?:^|\s)((?:\d+(?:\.\d+)?|\.\d+)(?:px|pt|em|rem|%))(?:\/|\s|$)/.exec(font.slice(0, 200));
+  return m?.[1];
+}
+
+function ownEmphasis(name: string, style: ReadonlyMap<string, string>, fontPx: number, parentPx: number): 0 | 1 | 2 {
+  if (fontPx >= BIG_FONT_PX && fontPx > parentPx) return 2;
+  const spacing = style.get("letter-spacing");
+  if (spacing !== undefined && Number.parseFloat(spacing) > 0) return 2;
+  const family = style.get("font-family");
+  if (family !== undefined && /mono|courier|consolas|menlo/.test(family)) return 2;
+  const tag = EMPHASIS_BY_TAG.get(name);
+  if (tag !== undefined) return tag;
+  const weight = style.get("font-weight");
+  if (weight === "bold" || weight === "bolder" || Number.parseInt(weight ?? "0", 10) >= 600) return 1;
+  return 0;
+}
+
+const NAMED_COLOURS = new Map([["white", "#ffffff"], ["black", "#000000"], ["transparent", "transparent"]]);
+
+/** A colour as #rrggbb, from the first colour in a value ("#fff", "white", "rgb(…)", "url(x) #0b5fff"). */
+function colour(value: string | undefined): string | null {
+  if (!value) return null;
+  const v = value.slice(0, 200).toLowerCase();
+  const hex = /#([0-9a-f]{3}|[0-9a-f]{6})\b/.exec(v);
+  const rgb = /rgba?\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})/.exec(v);
+  const named = /\b(white|black|transparent)\b/.exec(v);
+  // The earliest colour in the value is the one that applies (a gradient's first stop is close enough).
+  const found = [hex, rgb, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
+  if (!found) return null;
+  if (found === named) return NAMED_COLOURS.get(found[1]!) ?? null;
+  if (found === rgb) {
+    return `#${[found[1], found[2], found[3]].map((c) => Math.min(255, Number(c)).toString(16).padStart(2, "0")).join("")}`;
+  }
+  const h = found[1]!;
+  return h.length === 3 ? `#${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : `#${h}`;
+}
+
+function isPixel(attributes: ReadonlyMap<string, string>): boolean {
+  const style = declarations(attributes.get("style") ?? "");
+  const size = (v: string | undefined) => (v === undefined ? Number.NaN : Number.parseFloat(v));
+  const width = size(attributes.get("width") ?? style.get("width"));
+  const height = size(attributes.get("height") ?? style.get("height"));
+  return width <= 2 || height <= 2 || hidesElement(style);
+}
+
+interface Rule {
+  readonly selector: string;
+  readonly body: string;
+}
+
+/** The rules of a style sheet outside any @media/@supports block (those hide only on some screens). */
+function topLevelRules(css: string): Rule[] {
+  const rules: Rule[] = [];
+  // Open blocks: at-rules and anything nested in a rule count as "at"; only a depth-one rule is top level.
+  let depth = 0;
+  let inRule = false;
+  let preludeStart = 0;
+  let selector = "";
+  let bodyStart = 0;
+  for (let i = 0; i < css.length; i++) {
+    const c = css.charCodeAt(i);
+    if (c === 0x2f /* / */ && css.charCodeAt(i + 1) === 0x2a /* * */) {
+      const end = css.indexOf("*/", i + 2);
+      i = end < 0 ? css.length : end + 1;
+    } else if (c === 0x7b /* { */) {
+      const prelude = css.slice(preludeStart, i).trim();
+      depth++;
+      if (depth === 1 && !prelude.startsWith("@")) {
+        inRule = true;
+        selector = prelude;
+        bodyStart = i + 1;
+      }
+      preludeStart = i + 1;
+    } else if (c === 0x7d /* } */) {
+      if (depth === 1 && inRule) rules.push({ selector, body: css.slice(bodyStart, i) });
+      if (depth === 1) inRule = false;
+      if (depth > 0) depth--;
+      preludeStart = i + 1;
+    } else if (c === 0x3b /* ; */ && !inRule) {
+      preludeStart = i + 1;
+    }
+  }
+  return rules;
+}

@@ -1,0 +1,75 @@
+// Extraction from an inbound message: its own reply text, its one-time codes and its links. Pure and bounded (see
+// limits.ts): no I/O, linear in the capped input, safe on hostile HTML. Computed once when a message is stored.
+//
+// Which part is read for what: the reply text comes from the sender's text part when there is one (it is what
+// they wrote), else from the rendered HTML; codes and links come from the HTML when there is one (it says what is
+// hidden, quoted and prominent, and where the anchors are), else from the text.
+import { findCodes, type ScanLine } from "./codes.js";
+import { docFromText, isBlank, unquoted, type Doc } from "./document.js";
+import { docFromHtml } from "./html.js";
+import { MAX_LINK_CANDIDATES, MAX_SUBJECT_CHARS } from "./limits.js";
+import { bareUrls, classifyLinks, type FoundLink } from "./links.js";
+import { findHistory, replyTextOf } from "./reply.js";
+import type { Extracted, ExtractionInput } from "./types.js";
+
+export type { Extracted, ExtractedCode, ExtractedLink, ExtractionInput, LinkKind } from "./types.js";
+
+export function extractMessage(input: ExtractionInput): Extracted {
+  const subject = (input.subject ?? "").slice(0, MAX_SUBJECT_CHARS).replace(/\s+/g, " ");
+  const text = input.text?.trim() ? docFromText(input.text) : null;
+  const rendered = input.html?.trim() ? docFromHtml(input.html) : null;
+  const html = rendered && (rendered.anchors.length > 0 || rendered.lines.some((l) => !isBlank(l))) ? rendered : null;
+
+  const replySource = text ?? html;
+  const replyText = replySource ? replyTextOf(replySource.lines, subject) : "";
+
+  const primary = html ?? text;
+  if (!primary) return { replyText, codes: [], links: [] };
+  const scope = ownScope(primary, subject);
+  let codes = findCodes(scanLines(primary, scope, primary === text), subject);
+  // An HTML part that shows its code as an image (or not at all) may still have it in the text part.
+  if (codes.length === 0 && primary === html && text) {
+    codes = findCodes(scanLines(text, ownScope(text, subject), true), subject);
+  }
+  const links = classifyLinks(foundLinks(primary, scope, primary === text), subject, input.from ?? null);
+  return { replyText, codes, links };
+}
+
+/**
+ * Which lines are the sender's own, or a message they forward: not a reply's quoted history, and not the quotes
+ * an interleaved reply answers.
+ */
+function ownScope(doc: Doc, subject: string): boolean[] {
+  const history = findHistory(doc.lines, subject);
+  return doc.lines.map((line, i) => (history && i >= history.from && i < history.to ? history.forwarded : !line.quoted));
+}
+
+function scanLines(doc: Doc, scope: readonly boolean[], isText: boolean): ScanLine[] {
+  const out: ScanLine[] = [];
+  doc.lines.forEach((line, i) => {
+    if (scope[i]) out.push(isText ? { text: unquoted(line.text), emphasis: line.emphasis } : line);
+  });
+  return out;
+}
+
+function foundLinks(doc: Doc, scope: readonly boolean[], isText: boolean): FoundLink[] {
+  const found: { link: FoundLink; line: number }[] = [];
+  const contextOf = (i: number, own: string) => {
+    let previous = i - 1;
+    while (previous >= 0 && isBlank(doc.lines[previous]!)) previous--;
+    const line = (doc.lines[i]?.text ?? "").replace(own, " ");
+    return `${previous >= 0 ? doc.lines[previous]!.text : ""} ${line}`.slice(0, 600);
+  };
+  for (const anchor of doc.anchors) {
+    if (scope[anchor.line] ?? scope[anchor.line - 1] ?? true) {
+      found.push({ link: { href: anchor.href, text: anchor.text, context: contextOf(anchor.line, anchor.text) }, line: anchor.line });
+    }
+  }
+  doc.lines.forEach((line, i) => {
+    if (!scope[i] || !line.text.includes("://") || found.length >= MAX_LINK_CANDIDATES) return;
+    const text = isText ? unquoted(line.text) : line.text;
+    for (const url of bareUrls(text)) found.push({ link: { href: url, text: "", context: contextOf(i, url) }, line: i });
+  });
+  // Document order; an anchor before a bare URL on the same line (a button, then its "or paste this link").
+  return found.sort((a, b) => a.line - b.line).map((f) => f.link);
+}
