@@ -229,6 +229,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     inboxLimit: config.platformLimits.inboxes,
     cursors,
     purges: createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize),
+    log,
   });
   const reads = { inboxes, cursors, maxPageBytes: config.maxPageBytes };
   const threads = createThreads(reads);
