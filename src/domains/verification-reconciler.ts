@@ -31,7 +31,7 @@ export async function reconcileDomainVerifications(
   const candidates = await db.sql.query<CheckedDomain>(
     `select id, organization_id, last_checked_at, created_at, inbound, outbound from customer_domains
       where last_checked_at < $1 or (last_checked_at is not null and 'grace' in (inbound->>'state', outbound->>'state'))
-      limit $2`,
+      order by last_checked_at limit $2`,
     [new Date(overdueBefore - refreshMs), BATCH],
   );
   const overdue = candidates.filter(
