@@ -14,6 +14,7 @@ import { createConfiguredResolver } from "./dns/servers.js";
 import { createDkimKeyVault } from "./domains/dkim-keys.js";
 import { createDomains } from "./domains/domains.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "./domains/setup.js";
+import { reconcileDomainVerifications } from "./domains/verification-reconciler.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
@@ -34,7 +35,7 @@ import {
   createWebhookRetryStarter,
   ensureSearchAttributes,
 } from "./temporal/client.js";
-import { startPurgeReconciler, startReconciler } from "./temporal/reconciler.js";
+import { pruneCounterWindows, startPurgeReconciler, startReconciler } from "./temporal/reconciler.js";
 import { createWorker } from "./temporal/worker.js";
 import { createWebhookDeliverer, deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
 import { createWebhookEndpoints } from "./webhooks/endpoints.js";
@@ -171,6 +172,11 @@ export async function startService(config: Config, roles: readonly Role[], optio
       stops.push(scanReconciler.stop);
       const deliveryReconciler = startDeliveryReconciler(db, temporal, config.temporalTaskQueue, log);
       stops.push(deliveryReconciler.stop);
+      const domainWorkflows = createDomainVerificationStarter(temporal, config.temporalTaskQueue);
+      const domainReconciler = startReconciler("domain verification", () => reconcileDomainVerifications(db, domainWorkflows, config.customerDomains.refreshMs), log);
+      stops.push(domainReconciler.stop);
+      const windowPruner = startReconciler("counter window pruning", () => pruneCounterWindows(db), log);
+      stops.push(windowPruner.stop);
       log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
     }
     let smtp: SmtpRole | undefined;
@@ -220,6 +226,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     vault: createDkimKeyVault(await dkimKeySecretOf(config)),
     verifier,
     workflows: createDomainVerificationStarter(temporal, config.temporalTaskQueue),
+    log,
   });
   const validator = createEmailValidator({ resolver: createCachingResolver(resolver), suppressions: createSuppressionLookup(db) });
   const capabilities = createConfiguredCapabilities(config, db, verifier);
@@ -229,6 +236,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     inboxLimit: config.platformLimits.inboxes,
     cursors,
     purges: createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize),
+    log,
   });
   const reads = { inboxes, cursors, maxPageBytes: config.maxPageBytes };
   const threads = createThreads(reads);

@@ -8,6 +8,7 @@ import type { TenantStore } from "../db/tenant-store.js";
 import { isAtOrBelow, toAsciiDomain } from "../dns/names.js";
 import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.js";
 import { newUuid } from "../ids.js";
+import type { Logger } from "../logger.js";
 import type { CursorCodec } from "../pagination/cursor.js";
 import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 import { initialCapability } from "./capability-state.js";
@@ -28,6 +29,7 @@ export interface DomainsDeps {
   readonly vault: DkimKeyVault;
   readonly verifier: DomainVerifier;
   readonly workflows: DomainVerificationStarter;
+  readonly log: Logger;
 }
 
 export interface DomainTraffic {
@@ -95,13 +97,16 @@ export function createDomains(deps: DomainsDeps) {
 
     /**
      * Checks the records now. The re-check workflow is (re)started here rather than at registration: before the
-     * first verification there is nothing to keep verified, and a lost start is made good by the next verify.
+     * first verification there is nothing to keep verified. The check is recorded whether or not the start works:
+     * a lost start is made good by the next verify, or by the verification reconciler once a check is overdue.
      */
     async verify(store: TenantStore, domainId: string): Promise<Verification> {
       await find(store, domainId);
       const verification = await deps.verifier.verify(domainId);
       if (!verification) throw new NotFound("domain");
-      await deps.workflows.start({ id: domainId, organizationId: store.organizationId });
+      await deps.workflows
+        .start({ id: domainId, organizationId: store.organizationId })
+        .catch((e: unknown) => deps.log.warn("domain verification workflow not started; the reconciler will start it", { domainId, error: e }));
       return verification;
     },
 

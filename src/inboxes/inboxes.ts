@@ -7,6 +7,7 @@ import type { InboxRow } from "../db/entities/inbox.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
 import { newId } from "../ids.js";
+import type { Logger } from "../logger.js";
 import type { CursorCodec } from "../pagination/cursor.js";
 import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 
@@ -33,6 +34,7 @@ export interface InboxesDeps {
   readonly inboxLimit: number;
   readonly cursors: CursorCodec;
   readonly purges: InboxPurgeStarter;
+  readonly log: Logger;
 }
 
 export interface CreateInboxInput {
@@ -133,18 +135,29 @@ export function createInboxes(deps: InboxesDeps) {
     },
 
     async delete(store: TenantStore, principal: Principal, inboxId: string): Promise<void> {
-      const inbox = canAccessInbox(principal, inboxId)
-        ? await store.findOne(Inbox, { id: inboxId, status: { $in: ["active", "deleting"] } })
-        : null;
-      if (!inbox) throw new NotFound("inbox");
-      if (inbox.status === "deleting") {
-        throw new Conflict("inbox_delete_in_progress", "the inbox is being deleted; its data is still being purged");
+      if (!canAccessInbox(principal, inboxId)) throw new NotFound("inbox");
+      // One conditional update decides the race: a concurrent delete waits for this row, then finds it deleting
+      // (409). It also waits for sends that hold the row (outbound acceptance locks it FOR SHARE), so none of
+      // them commits after the purge has begun.
+      const now = new Date();
+      const marked = await store.sqlTransaction((tx) =>
+        tx.query(
+          `update inboxes set status = 'deleting', deleted_at = $3, updated_at = $3
+            where id = $1 and organization_id = $2 and status = 'active' returning id`,
+          [inboxId, tx.organizationId, now],
+        ),
+      );
+      if (marked.length === 0) {
+        if ((await store.count(Inbox, { id: inboxId, status: "deleting" })) > 0) {
+          throw new Conflict("inbox_delete_in_progress", "the inbox is being deleted; its data is still being purged");
+        }
+        throw new NotFound("inbox");
       }
-      inbox.status = "deleting";
-      inbox.deletedAt = inbox.updatedAt = new Date();
-      // Commit first: if starting the workflow fails, the purge reconciler starts it from this row.
-      await store.em.flush();
-      await deps.purges.start({ id: inbox.id, organizationId: store.organizationId });
+      // Committed, so the delete has happened: a purge that cannot start now (Temporal down) is started by the
+      // purge reconciler from the `deleting` row.
+      await deps.purges
+        .start({ id: inboxId, organizationId: store.organizationId })
+        .catch((e: unknown) => deps.log.warn("inbox purge not started; the reconciler will start it", { inboxId, error: e }));
     },
   };
 }

@@ -1,11 +1,11 @@
 // Outbound acceptance: inbox send, reply and /v1/send. Each validates once (addresses, recipient policy, size),
-// composes the message, then in one transaction claims the idempotency key, stores the mailbox message (not for
-// /v1/send), the submission with its composed bytes and its recipients, and counts the send against the
-// organization's limits. Only after the commit does the delivery workflow start (not awaited by the answer); a start
-// that fails is healed by a retry with the same key and by the reconciler, so a committed submission is never
-// stranded. The transaction is
-// plain SQL with bound parameters (TenantStore.sqlTransaction): through the ORM the composed message travelled
-// inlined as hex in the statement text, the largest CPU cost of acceptance (bench:outbound's profile).
+// composes the message, then in one transaction holds the sending inbox (a delete waits for the send), claims the
+// idempotency key, stores the mailbox message (not for /v1/send), the submission with its composed bytes and its
+// recipients, and counts the send against the organization's limits. Only after the commit does the delivery
+// workflow start (not awaited by the answer); a start that fails is healed by a retry with the same key and by the
+// reconciler, so a committed submission is never stranded. The transaction is plain SQL with bound parameters
+// (TenantStore.sqlTransaction): through the ORM the composed message travelled inlined as hex in the statement
+// text, the largest CPU cost of acceptance (bench:outbound's profile).
 import type { Principal } from "../auth/principal.js";
 import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
 import { Message, Submission, SubmissionRecipient, Thread } from "../db/entities/index.js";
@@ -210,8 +210,8 @@ export function createOutbound(deps: OutboundDeps) {
   }
 
   /**
-   * A retry whose inbox or thread is gone: when the key was claimed, its result went with them (410), else the
-   * original 404 stands.
+   * A send whose inbox or thread is gone, found before or inside its transaction: when the key was claimed by an
+   * earlier request, its result went with them (410), else the 404 stands.
    */
   async function missingTarget<T>(store: TenantStore, route: SendRoute, idempotencyKey: string, find: () => Promise<T>): Promise<T> {
     try {
@@ -264,6 +264,7 @@ export function createOutbound(deps: OutboundDeps) {
     await refuseSuppressed(store, draft.to);
 
     const outcome = await store.sqlTransaction(async (tx): Promise<{ earlier: IdempotentResult } | { created: SendResult }> => {
+      if (draft.inbox) await holdInbox(tx, draft.inbox.id);
       const earlier = await claimIdempotencyKey(tx, {
         route: draft.route,
         key: draft.idempotencyKey,
@@ -415,46 +416,47 @@ export function createOutbound(deps: OutboundDeps) {
     /** POST /v1/inboxes/{inboxId}/messages: a new conversation from an inbox. */
     async sendMessage(store: TenantStore, principal: Principal, input: SendMessageInput): Promise<SendResult> {
       const content = newConversation(principal, input);
-      const inbox = await missingTarget(store, "send_message", input.idempotencyKey, () => inboxes.findActive(store, principal, input.inboxId));
-      await requireSendableInbox(principal, inbox);
-      return accept(store, {
-        route: "send_message",
-        idempotencyKey: input.idempotencyKey,
-        target: { inboxId: inbox.id },
-        inbox,
-        from: inboxAddress(inbox),
-        ...content,
+      return missingTarget(store, "send_message", input.idempotencyKey, async () => {
+        const inbox = await inboxes.findActive(store, principal, input.inboxId);
+        await requireSendableInbox(principal, inbox);
+        return accept(store, {
+          route: "send_message",
+          idempotencyKey: input.idempotencyKey,
+          target: { inboxId: inbox.id },
+          inbox,
+          from: inboxAddress(inbox),
+          ...content,
+        });
       });
     },
 
     /** POST /v1/threads/{threadId}/replies: answers a message of the thread (spec endpoint rule 3). */
     async reply(store: TenantStore, principal: Principal, input: ReplyInput): Promise<SendResult> {
-      const { thread, inbox, target } = await missingTarget(store, "reply", input.idempotencyKey, async () => {
+      return missingTarget(store, "reply", input.idempotencyKey, async () => {
         const thread = await store.findOne(Thread, { id: input.threadId });
         if (!thread || !canAccessInbox(principal, thread.inboxId)) throw new NotFound("thread");
         const inbox = await inboxes.findActive(store, principal, thread.inboxId);
         const target = await store.findOne(Message, { id: input.targetMessageId, threadId: thread.id });
         if (!target) throw new NotFound("target message in this thread");
-        return { thread, inbox, target };
-      });
-      const to = replyRecipients(target, inbox);
-      checkRecipients(principal, to);
-      await requireSendableInbox(principal, inbox);
-      return accept(store, {
-        route: "reply",
-        idempotencyKey: input.idempotencyKey,
-        target: { threadId: thread.id, targetMessageId: target.id },
-        inbox,
-        from: inboxAddress(inbox),
-        to,
-        replyTo: undefined,
-        subject: replySubject(target.subject),
-        text: input.text,
-        html: input.html,
-        metadata: {},
-        inReplyTo: target.internetMessageId,
-        references: replyReferences(target),
-        thread,
+        const to = replyRecipients(target, inbox);
+        checkRecipients(principal, to);
+        await requireSendableInbox(principal, inbox);
+        return accept(store, {
+          route: "reply",
+          idempotencyKey: input.idempotencyKey,
+          target: { threadId: thread.id, targetMessageId: target.id },
+          inbox,
+          from: inboxAddress(inbox),
+          to,
+          replyTo: undefined,
+          subject: replySubject(target.subject),
+          text: input.text,
+          html: input.html,
+          metadata: {},
+          inReplyTo: target.internetMessageId,
+          references: replyReferences(target),
+          thread,
+        });
       });
     },
 
@@ -532,6 +534,19 @@ export function replyReferences(target: Pick<MessageRow, "references" | "interne
   const chain = target.references.length > 0 ? [...target.references] : target.inReplyTo ? [target.inReplyTo] : [];
   const all = [...new Set([...chain, target.internetMessageId])].filter((id) => !/[\r\n]/.test(id));
   return all.length <= MAX_REFERENCES ? all : [all[0]!, ...all.slice(all.length - (MAX_REFERENCES - 1))];
+}
+
+/**
+ * Holds the sending inbox until the send commits. FOR SHARE lets sends proceed together but makes a delete (an
+ * update of the row) wait for them, so the purge that follows finds what they stored; a send that comes after the
+ * delete finds the inbox deleting and stores nothing.
+ */
+async function holdInbox(tx: TenantSqlTx, inboxId: string): Promise<void> {
+  const rows = await tx.query(
+    "select 1 from inboxes where id = $1 and organization_id = $2 and status = 'active' for share",
+    [inboxId, tx.organizationId],
+  );
+  if (rows.length === 0) throw new NotFound("inbox");
 }
 
 async function startThread(tx: TenantSqlTx, draft: Draft, at: Date): Promise<string> {

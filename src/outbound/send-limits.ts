@@ -2,6 +2,7 @@
 // process: one upsert per window on send_windows counts the message inside the sending transaction, so a refused
 // or failed send never counts, and the row lock orders concurrent sends of one organization. Called last in the
 // transaction to hold that lock for as short a time as possible.
+import type { SqlTx } from "../db/database.js";
 import type { TenantSqlTx } from "../db/tenant-store.js";
 import { RateLimited } from "../errors.js";
 
@@ -53,4 +54,22 @@ export async function countSend(tx: TenantSqlTx, recipients: number, at: Date): 
       "send_limit_exceeded",
     );
   }
+}
+
+/**
+ * Deletes up to `limit` windows (of every organization) that ended before `before`: minute windows over a minute
+ * old, day windows over a day old. One bounded statement; returns how many went. Only the current windows are read.
+ */
+export async function pruneSendWindows(sql: SqlTx, before: Date, limit: number): Promise<number> {
+  const [row] = await sql.query<{ n: number }>(
+    `with gone as (
+       delete from send_windows where ctid = any(array(
+         select ctid from send_windows
+          where (kind = 'minute' and window_start < $1) or (kind = 'day' and window_start < $2)
+          limit $3))
+       returning 1)
+     select count(*)::int as n from gone`,
+    [new Date(before.getTime() - MINUTE_MS), new Date(before.getTime() - DAY_MS), limit],
+  );
+  return row!.n;
 }

@@ -15,6 +15,18 @@ import type { DeliveryStarter } from "../outbound/ports.js";
 export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
 export const inboxKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.inboxId, SearchAttributeType.KEYWORD);
 
+/**
+ * The longest a workflow start may take. A Temporal that refuses connections fails a start once the client's
+ * retries run out (~20 s); one that takes connections and never answers would hold it forever. Every start below
+ * is made good by a reconciler, so its caller gives up after this and goes on.
+ */
+export const START_DEADLINE_MS = 5_000;
+
+/** Runs a workflow start under START_DEADLINE_MS. */
+export function withStartDeadline<R>(client: Client, start: () => Promise<R>): Promise<R> {
+  return client.withDeadline(Date.now() + START_DEADLINE_MS, start);
+}
+
 export async function connectTemporal(address: string, namespace: string): Promise<Client> {
   const connection = await Connection.connect({ address });
   return new Client({ connection, namespace });
@@ -33,16 +45,18 @@ export function inboxPurgeWorkflowId(inboxId: string): string {
 export function createInboxPurgeStarter(client: Client, taskQueue: string, batchSize: number): InboxPurgeStarter {
   return {
     async start({ id, organizationId }) {
-      await client.workflow.start<typeof inboxPurge>("inboxPurge", {
-        workflowId: inboxPurgeWorkflowId(id),
-        taskQueue,
-        args: [{ inboxId: id, organizationId, batchSize }],
-        workflowIdConflictPolicy: "USE_EXISTING",
-        typedSearchAttributes: [
-          { key: organizationKey, value: organizationId },
-          { key: inboxKey, value: id },
-        ],
-      });
+      await withStartDeadline(client, () =>
+        client.workflow.start<typeof inboxPurge>("inboxPurge", {
+          workflowId: inboxPurgeWorkflowId(id),
+          taskQueue,
+          args: [{ inboxId: id, organizationId, batchSize }],
+          workflowIdConflictPolicy: "USE_EXISTING",
+          typedSearchAttributes: [
+            { key: organizationKey, value: organizationId },
+            { key: inboxKey, value: id },
+          ],
+        }),
+      );
     },
   };
 }
@@ -60,24 +74,26 @@ export function createWebhookRetryStarter(
   const retry = { initialMs: settings.retryInitialMs, maxMs: settings.retryMaxMs };
   return {
     async start(delivery) {
-      await client.workflow.start<typeof webhookDelivery>("webhookDelivery", {
-        workflowId: webhookDeliveryWorkflowId(delivery.endpointId, delivery.eventId),
-        taskQueue,
-        args: [
-          {
-            deliveryId: delivery.deliveryId,
-            organizationId: delivery.organizationId,
-            inboxId: delivery.inboxId,
-            attemptsSoFar: delivery.attempts,
-            retry,
-          },
-        ],
-        workflowIdConflictPolicy: "USE_EXISTING",
-        typedSearchAttributes: [
-          { key: organizationKey, value: delivery.organizationId },
-          { key: inboxKey, value: delivery.inboxId },
-        ],
-      });
+      await withStartDeadline(client, () =>
+        client.workflow.start<typeof webhookDelivery>("webhookDelivery", {
+          workflowId: webhookDeliveryWorkflowId(delivery.endpointId, delivery.eventId),
+          taskQueue,
+          args: [
+            {
+              deliveryId: delivery.deliveryId,
+              organizationId: delivery.organizationId,
+              inboxId: delivery.inboxId,
+              attemptsSoFar: delivery.attempts,
+              retry,
+            },
+          ],
+          workflowIdConflictPolicy: "USE_EXISTING",
+          typedSearchAttributes: [
+            { key: organizationKey, value: delivery.organizationId },
+            { key: inboxKey, value: delivery.inboxId },
+          ],
+        }),
+      );
     },
   };
 }
@@ -90,13 +106,15 @@ export function domainVerificationWorkflowId(domainId: string): string {
 export function createDomainVerificationStarter(client: Client, taskQueue: string): DomainVerificationStarter {
   return {
     async start({ id, organizationId }) {
-      await client.workflow.start<typeof domainVerification>("domainVerification", {
-        workflowId: domainVerificationWorkflowId(id),
-        taskQueue,
-        args: [{ domainId: id, organizationId }],
-        workflowIdConflictPolicy: "USE_EXISTING",
-        typedSearchAttributes: [{ key: organizationKey, value: organizationId }],
-      });
+      await withStartDeadline(client, () =>
+        client.workflow.start<typeof domainVerification>("domainVerification", {
+          workflowId: domainVerificationWorkflowId(id),
+          taskQueue,
+          args: [{ domainId: id, organizationId }],
+          workflowIdConflictPolicy: "USE_EXISTING",
+          typedSearchAttributes: [{ key: organizationKey, value: organizationId }],
+        }),
+      );
     },
   };
 }
@@ -114,17 +132,19 @@ export function createDeliveryStarter(client: Client, taskQueue: string): Delive
   return {
     async start({ submissionId, organizationId, inboxId }) {
       try {
-        await client.workflow.start<typeof delivery>("delivery", {
-          workflowId: deliveryWorkflowId(submissionId),
-          taskQueue,
-          args: [{ submissionId, organizationId, inboxId }],
-          workflowIdConflictPolicy: "USE_EXISTING",
-          workflowIdReusePolicy: "REJECT_DUPLICATE",
-          typedSearchAttributes: [
-            { key: organizationKey, value: organizationId },
-            ...(inboxId ? [{ key: inboxKey, value: inboxId }] : []),
-          ],
-        });
+        await withStartDeadline(client, () =>
+          client.workflow.start<typeof delivery>("delivery", {
+            workflowId: deliveryWorkflowId(submissionId),
+            taskQueue,
+            args: [{ submissionId, organizationId, inboxId }],
+            workflowIdConflictPolicy: "USE_EXISTING",
+            workflowIdReusePolicy: "REJECT_DUPLICATE",
+            typedSearchAttributes: [
+              { key: organizationKey, value: organizationId },
+              ...(inboxId ? [{ key: inboxKey, value: inboxId }] : []),
+            ],
+          }),
+        );
       } catch (e) {
         if (e instanceof WorkflowExecutionAlreadyStartedError) return;
         throw e;

@@ -1,8 +1,9 @@
 // Reading mail: thread summaries, threads, export, message deletion and attachment downloads, over JSON and RPC.
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
+import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.js";
 import { storeInbound } from "../support/mail-fixtures.js";
-import { startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";
+import { startTestApp, uniqueName, type JsonResponse, type TestApp, type Tenant } from "../support/harness.js";
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -133,6 +134,77 @@ describe("export", () => {
     expect(gone.status).toBe(410);
     expect(gone.body.error).toBe("cursor_expired");
     expect((await tenant.request("GET", `/v1/inboxes/${inboxId}/export`)).status).toBe(404);
+  });
+});
+
+describe("pages bounded in bytes", () => {
+  // The app reads its database through a proxy that counts what PostgreSQL sends, so a test sees how much message
+  // content a request loaded, whichever statements loaded it.
+  const KiB = 1024;
+  let proxy: CountingProxy;
+  let bounded: TestApp;
+  beforeAll(async () => {
+    proxy = await startCountingProxy(inject("databaseUrl"));
+    bounded = await startTestApp({ DATABASE_URL: proxy.url, MAX_PAGE_BYTES: String(1024 * KiB) });
+  });
+  afterAll(async () => {
+    await bounded?.stop();
+    await proxy?.stop();
+  });
+
+  /** The response, and the bytes PostgreSQL sent the app while it was made. */
+  async function measured(tenant: Tenant, path: string): Promise<{ res: JsonResponse; loaded: number }> {
+    const before = proxy.bytesFromServer;
+    const res = await tenant.request("GET", path);
+    return { res, loaded: proxy.bytesFromServer - before };
+  }
+
+  test("answers 413 for 101 messages that cannot fit a page of 100 without loading their bodies", async () => {
+    const tenant = await bounded.createTenant();
+    const inboxId = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("flood"), displayName: "F" } })).body.id;
+    const first = await storeInbound(bounded.db, { organizationId: tenant.organizationId, inboxId, text: "a".repeat(32 * KiB), at: at(0) });
+    for (let i = 1; i < 101; i++) {
+      await storeInbound(bounded.db, { organizationId: tenant.organizationId, inboxId, threadId: first.threadId, text: "a".repeat(32 * KiB), at: at(i) });
+    }
+    for (const path of [`/v1/inboxes/${inboxId}/export?limit=100`, `/v1/threads/${first.threadId}?limit=100`]) {
+      const { res, loaded } = await measured(tenant, path);
+      expect(res.status, path).toBe(413);
+      expect(res.body.error).toBe("page_too_large");
+      // 100 bodies are 3.2 MB: not even two of them were read.
+      expect(loaded, path).toBeLessThan(64 * KiB);
+    }
+  });
+
+  test("loads only the bodies of the page it answers, not the one after, and pages on from there", async () => {
+    const tenant = await bounded.createTenant();
+    const inboxId = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "L" } })).body.id;
+    const ids: string[] = [];
+    let threadId: string | undefined;
+    for (let i = 0; i < 4; i++) {
+      const stored = await storeInbound(bounded.db, { organizationId: tenant.organizationId, inboxId, threadId, text: "abcd"[i]!.repeat(400 * KiB), at: at(i) });
+      threadId = stored.threadId;
+      ids.unshift(stored.messageId);
+    }
+    for (const base of [`/v1/inboxes/${inboxId}/export`, `/v1/threads/${threadId}`]) {
+      // Three bodies (1.2 MB) exceed the bound: nothing is loaded.
+      const refused = await measured(tenant, `${base}?limit=3`);
+      expect(refused.res.status, base).toBe(413);
+      expect(refused.loaded, base).toBeLessThan(64 * KiB);
+
+      const first = await measured(tenant, `${base}?limit=2`);
+      expect(first.res.status, base).toBe(200);
+      expect(first.res.body.messages.map((m: { id: string }) => m.id)).toEqual(ids.slice(0, 2));
+      expect(first.res.body.messages.map((m: { text: string }) => m.text)).toEqual(["d".repeat(400 * KiB), "c".repeat(400 * KiB)]);
+      // The page's two bodies and a little more; a third body would be 400 KiB more.
+      expect(first.loaded, base).toBeGreaterThan(800 * KiB);
+      expect(first.loaded, base).toBeLessThan(800 * KiB + 64 * KiB);
+
+      const next = await measured(tenant, `${base}?limit=2&cursor=${encodeURIComponent(first.res.body.nextCursor)}`);
+      expect(next.res.status, base).toBe(200);
+      expect(next.res.body.messages.map((m: { id: string }) => m.id)).toEqual(ids.slice(2));
+      expect(next.res.body.nextCursor).toBeNull();
+      expect(next.loaded, base).toBeLessThan(800 * KiB + 64 * KiB);
+    }
   });
 });
 
