@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -33,6 +33,8 @@ interface ApiProcess {
 
 /** A real `mailbox serve --role api` process on the run's PostgreSQL and Temporal. */
 async function startApiProcess(env: Record<string, string>): Promise<ApiProcess> {
+  const dataDir = await mkdtemp(join(tmpdir(), "mailbox-edge-"));
+  dataDirs.push(dataDir);
   const child = spawn(process.execPath, ["src/cli/mailbox.js", "serve", "--role", "api"], {
     env: {
       ...process.env,
@@ -40,7 +42,7 @@ async function startApiProcess(env: Record<string, string>): Promise<ApiProcess>
       TEMPORAL_ADDRESS: inject("temporalAddress"),
       TEMPORAL_TASK_QUEUE: uniqueName("edge"),
       HTTP_PORT: "0",
-      DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-edge-")),
+      DATA_DIR: dataDir,
       CURSOR_SECRET: randomBytes(32).toString("hex"),
       MANAGED_DOMAIN: "agents.test",
       LOG_LEVEL: "error",
@@ -60,6 +62,7 @@ async function startApiProcess(env: Record<string, string>): Promise<ApiProcess>
 }
 
 const children: ChildProcess[] = [];
+const dataDirs: string[] = [];
 let db: Database;
 /** The process most tests talk to: default limits, but few failed authentications per address. */
 let api: ApiProcess;
@@ -80,6 +83,7 @@ afterAll(async () => {
     await once(child, "exit");
   }
   await db?.close();
+  for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
 });
 
 async function newKey(): Promise<string> {
