@@ -9,6 +9,25 @@ export interface Config {
   readonly httpPort: number;
   /** Address the API and SMTP servers bind to. */
   readonly bindHost: string;
+  /** The API's edge: what one peer may hold and send before it is authenticated, on HTTP/1.1 and h2c alike. */
+  readonly api: {
+    /** Concurrent TCP connections on the API port; more are closed at once. */
+    readonly maxConnections: number;
+    /** An HTTP/1.1 request's header section (431 beyond), an h2 request's header list. */
+    readonly maxHeaderBytes: number;
+    /** How long a client may take to send a request's headers (and a new connection its first bytes). */
+    readonly headersTimeoutMs: number;
+    /** How long a client may take to send a whole request, headers and body. */
+    readonly requestTimeoutMs: number;
+    /** The body limit of operations that carry no message content (send and reply may carry twice messageContentBytes). */
+    readonly maxRequestBytes: number;
+    /** Concurrent streams of one h2 session. */
+    readonly h2MaxStreams: number;
+    /** Memory one h2 session may use (header tables, buffered frames), in MB; beyond it new streams are refused. */
+    readonly h2SessionMemoryMb: number;
+    /** Failed authentications of well-formed keys one address (an IPv6 /64) may make per minute before 429. */
+    readonly authFailuresPerMinute: number;
+  };
   readonly smtpPort: number;
   /** Inbound SMTP: the name it answers with, its STARTTLS certificate, and the limits of one session. */
   readonly smtp: {
@@ -202,9 +221,22 @@ export function loadConfig(env: Env = process.env): Config {
   const deliveryRetryInitialMs = duration("DELIVERY_RETRY_INITIAL", "1m", 10);
   const deliveryRetryMaxMs = duration("DELIVERY_RETRY_MAX", "1h", 10);
   if (deliveryRetryMaxMs < deliveryRetryInitialMs) errors.push("DELIVERY_RETRY_MAX must not be below DELIVERY_RETRY_INITIAL");
+  const apiHeadersTimeoutMs = int("API_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  const apiRequestTimeoutMs = int("API_REQUEST_TIMEOUT_MS", 120_000, 100, 3_600_000);
+  if (apiRequestTimeoutMs < apiHeadersTimeoutMs) errors.push("API_REQUEST_TIMEOUT_MS must not be below API_HEADERS_TIMEOUT_MS");
   const config: Config = {
     httpPort: int("HTTP_PORT", 8080, 0, 65535),
     bindHost: str("BIND_HOST", "127.0.0.1"),
+    api: {
+      maxConnections: int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+      maxHeaderBytes: int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
+      headersTimeoutMs: apiHeadersTimeoutMs,
+      requestTimeoutMs: apiRequestTimeoutMs,
+      maxRequestBytes: int("API_MAX_REQUEST_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+      h2MaxStreams: int("API_H2_MAX_STREAMS", 100, 1, 10_000),
+      h2SessionMemoryMb: int("API_H2_SESSION_MEMORY_MB", 10, 1, 1024),
+      authFailuresPerMinute: int("API_AUTH_FAILURES_PER_MINUTE", 100, 1, 1_000_000),
+    },
     smtpPort: int("SMTP_PORT", 2525, 0, 65535),
     smtp: {
       hostname: str("SMTP_HOSTNAME", managedDomain, domainName, "a lower-case host name"),

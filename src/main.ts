@@ -257,7 +257,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     deliveries: createDeliveryStarter(temporal, config.temporalTaskQueue),
     log,
   });
-  const authenticator = createAuthenticator(db, config.keyCacheMs);
+  const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
   return startApiServer(
     {
       config,

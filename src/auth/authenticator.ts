@@ -1,8 +1,11 @@
 // Resolves an x-api-key to a Principal. Resolved keys are cached for a short time (KEY_CACHE_MS, at most 5 s), so a
-// revoked or expired key, or a suspended organization, stops working on every process within that time.
+// revoked or expired key, or a suspended organization, stops working on every process within that time; a lookup id
+// no key has is remembered as unknown for the same time. Failed authentications are counted per peer address.
 import type { Database } from "../db/database.js";
-import { PermissionDenied, Unauthenticated } from "../errors.js";
+import { PermissionDenied, RateLimited, Unauthenticated } from "../errors.js";
 import { lookupIdOf, secretMatches } from "./api-key-secret.js";
+import { createFailureLimiter } from "./failure-limiter.js";
+import { normalizeIp } from "./peer-address.js";
 import type { Principal } from "./principal.js";
 
 interface KeyRow {
@@ -38,8 +41,26 @@ export interface Authenticator {
   authenticate(secret: string | null, peerAddress: string | undefined): Promise<Principal>;
 }
 
-export function createAuthenticator(db: Database, cacheMs: number, now: () => number = Date.now): Authenticator {
+export interface AuthenticatorOptions {
+  /** How long a key read from the database is trusted, and a lookup id it did not know stays unknown (KEY_CACHE_MS). */
+  readonly cacheMs: number;
+  /** Failed authentications of well-formed keys one address may make per minute (API_AUTH_FAILURES_PER_MINUTE). */
+  readonly failuresPerMinute: number;
+  readonly now?: () => number;
+}
+
+/** Unknown lookup ids remembered at once; a flood of fresh ids is bounded by the failure limit instead. */
+const MAX_UNKNOWN_IDS = 10_000;
+
+export function createAuthenticator(db: Database, options: AuthenticatorOptions): Authenticator {
+  const { cacheMs, now = Date.now } = options;
+  /** Keys that exist, by lookup id. */
   const cache = new Map<string, CachedKey>();
+  /** Lookup ids the database did not know, until when that answer is trusted (insertion order = age). */
+  const unknown = new Map<string, number>();
+  /** Lookups under way: concurrent requests with one lookup id share a query. */
+  const loading = new Map<string, Promise<CachedKey | undefined>>();
+  const failures = createFailureLimiter(options.failuresPerMinute, now);
 
   async function load(lookupId: string): Promise<CachedKey | undefined> {
     // Raw SQL: this runs on every cache miss of every request, where hydrating entities costs several times the query.
@@ -78,32 +99,73 @@ export function createAuthenticator(db: Database, cacheMs: number, now: () => nu
     };
   }
 
+  function rememberUnknown(lookupId: string): void {
+    if (cacheMs === 0) return;
+    unknown.delete(lookupId);
+    if (unknown.size >= MAX_UNKNOWN_IDS) unknown.delete(unknown.keys().next().value!);
+    unknown.set(lookupId, now() + cacheMs);
+  }
+
+  /**
+   * The key of a lookup id (undefined when no key has it), from the cache or one shared query. A query for a lookup
+   * id this process does not know is charged to the peer as a failure before it runs (refunded when the key
+   * exists), so one address cannot have more such queries under way than its failure limit.
+   */
+  async function resolve(lookupId: string, peerAddress: string | undefined): Promise<{ entry: CachedKey | undefined; charged: boolean }> {
+    const cached = cache.get(lookupId);
+    if (cached && now() - cached.fetchedAt <= cacheMs) return { entry: cached, charged: false };
+    if (!cached) {
+      // Keys this process knows are re-read as usual, so their callers are not refused for another client's failures.
+      const waitMs = failures.retryAfterMs(peerAddress);
+      if (waitMs > 0) {
+        throw new RateLimited("too many failed authentications from this address", waitMs / 1000, "too_many_failed_authentications");
+      }
+      if ((unknown.get(lookupId) ?? 0) > now()) return { entry: undefined, charged: false };
+    }
+    let pending = loading.get(lookupId);
+    let charged = false;
+    if (!pending) {
+      if (!cached) {
+        failures.record(peerAddress);
+        charged = true;
+      }
+      pending = load(lookupId)
+        .then((entry) => {
+          if (entry) {
+            cache.set(lookupId, entry);
+            unknown.delete(lookupId);
+          } else {
+            cache.delete(lookupId);
+            rememberUnknown(lookupId);
+          }
+          return entry;
+        })
+        .finally(() => loading.delete(lookupId));
+      loading.set(lookupId, pending);
+    }
+    return { entry: await pending, charged };
+  }
+
   return {
     async authenticate(secret, peerAddress) {
       const lookupId = secret === null ? undefined : lookupIdOf(secret);
       if (secret === null || lookupId === undefined) throw new Unauthenticated();
-      let entry = cache.get(lookupId);
-      if (!entry || now() - entry.fetchedAt > cacheMs) {
-        entry = await load(lookupId);
-        if (entry) cache.set(lookupId, entry);
-        else cache.delete(lookupId);
-      }
-      if (!entry || !secretMatches(secret, entry.hash) || entry.revoked) throw new Unauthenticated();
-      if (entry.validUntil !== null && entry.validUntil.getTime() <= now()) throw new Unauthenticated();
-      const { principal } = entry;
-      if (principal.allowedIps !== null && !principal.allowedIps.includes(normalizeIp(peerAddress))) {
+      const { entry, charged } = await resolve(lookupId, peerAddress);
+      const usable =
+        entry !== undefined &&
+        secretMatches(secret, entry.hash) &&
+        !entry.revoked &&
+        (entry.validUntil === null || entry.validUntil.getTime() > now()) &&
+        (entry.principal.allowedIps === null || entry.principal.allowedIps.includes(normalizeIp(peerAddress)));
+      if (!usable) {
+        if (!charged) failures.record(peerAddress);
         throw new Unauthenticated();
       }
+      if (charged) failures.refund(peerAddress);
       if (!entry.organizationActive) {
         throw new PermissionDenied("the organization is not active", "organization_inactive");
       }
-      return principal;
+      return entry.principal;
     },
   };
-}
-
-/** "::ffff:127.0.0.1" (an IPv4 peer on a dual-stack socket) is compared as "127.0.0.1". */
-export function normalizeIp(address: string | undefined): string {
-  if (address === undefined) return "";
-  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }

@@ -1,11 +1,16 @@
-// Authenticates every call by its x-api-key and checks the scope the method declares in the contract.
+// Authentication in two steps. Every face authenticates a request by its x-api-key as soon as its headers are in,
+// before its body is read (the Connect router's request gate, the JSON gateway before it reads the body), and
+// leaves the principal in the call's context values; the interceptor then checks the scope the method declares in
+// the contract. One Authenticator, one place that calls it.
 import { getOption, type DescMethod } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
+import type { ContextValues, Interceptor } from "@connectrpc/connect";
 import { method as methodRule } from "../../gen/mailbox/v1/options_pb.js";
 import type { Authenticator } from "../auth/authenticator.js";
 import { hasScope } from "../auth/principal.js";
-import { PermissionDenied } from "../errors.js";
+import { PermissionDenied, Unauthenticated } from "../errors.js";
+import type { Logger } from "../logger.js";
 import { kPeerAddress, kPrincipal } from "./context.js";
+import { toConnectError } from "./error-boundary.js";
 
 const scopes = new WeakMap<DescMethod, string>();
 
@@ -18,14 +23,34 @@ export function scopeOf(method: DescMethod): string {
   return scope;
 }
 
-export function authenticate(authenticator: Authenticator): Interceptor {
+/**
+ * Authenticates a request before its body is read and sets kPrincipal in its context values. It runs outside the
+ * interceptor chain, so it maps its errors with the error boundary's own function: a rejected request is answered
+ * in its face's protocol without a byte of its body read.
+ */
+export type AuthenticateRequest = (apiKey: string | null, values: ContextValues, method: DescMethod) => Promise<void>;
+
+export function authenticateRequest(authenticator: Authenticator, log: Logger): AuthenticateRequest {
+  return async (apiKey, values, method) => {
+    let principal;
+    try {
+      principal = await authenticator.authenticate(apiKey, values.get(kPeerAddress));
+    } catch (e) {
+      throw toConnectError(e, log, `${method.parent.typeName}/${method.name}`);
+    }
+    values.set(kPrincipal, principal);
+  };
+}
+
+export function authenticate(): Interceptor {
   return (next) => async (req) => {
-    const principal = await authenticator.authenticate(req.header.get("x-api-key"), req.contextValues.get(kPeerAddress));
+    const principal = req.contextValues.get(kPrincipal);
+    // Every face runs authenticateRequest first; a call that did not is refused, never authenticated a second way.
+    if (!principal) throw new Unauthenticated();
     const scope = scopeOf(req.method);
     if (!hasScope(principal, scope)) {
       throw new PermissionDenied(`this key lacks the scope ${scope}`, "missing_scope");
     }
-    req.contextValues.set(kPrincipal, principal);
     return next(req);
   };
 }

@@ -3,22 +3,29 @@
 // particular endpoint.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { ScalarType, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
+import { ScalarType, type DescMethod, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
+import { endWithAnswerIfBodyUnread, readLimitedBody, type LimitedBody } from "../http/request-body.js";
+import type { AuthenticateRequest } from "../interceptors/authenticate.js";
 import { httpError, httpErrorOf, type HttpError } from "./http-errors.js";
 import type { UnaryInvoker } from "./in-process-invoker.js";
 import { readRequest, RestInputError, writeMessage } from "./json.js";
 import { matchRoute, type Route } from "./routes.js";
 
-/** Request headers forwarded to the RPC layer; everything else the JSON face binds into the message itself. */
-const FORWARDED_HEADERS = ["x-api-key", "user-agent"];
+/**
+ * Request headers forwarded to the RPC layer; everything else the JSON face binds into the message itself (the
+ * key is read before the body, by `authenticate`).
+ */
+const FORWARDED_HEADERS = ["user-agent"];
 
 export interface RestGatewayOptions {
   readonly routes: readonly Route[];
   /** Runs an RPC through the router's interceptors and implementations, in-process. */
   readonly invoke: UnaryInvoker;
-  readonly contextValuesOf: (req: IncomingMessage) => ContextValues;
-  readonly maxBodyBytes: number;
+  /** Authenticates a request before its body is read: the Connect router's request gate. */
+  readonly authenticate: AuthenticateRequest;
+  /** The request's body, refused over its operation's limit as it streams in. */
+  readonly bodyOf: (req: IncomingMessage, res: ServerResponse, method: DescMethod) => LimitedBody;
   /** Other documents served beside /v1, such as /openapi.json. */
   readonly documents: Readonly<Record<string, () => unknown>>;
 }
@@ -26,7 +33,8 @@ export interface RestGatewayOptions {
 export function createRestGateway(options: RestGatewayOptions) {
   const { routes, invoke } = options;
 
-  return async function restGateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** `contextValues` carry the caller's socket address; authentication adds the principal. */
+  return async function restGateway(req: IncomingMessage, res: ServerResponse, contextValues: ContextValues): Promise<void> {
     try {
       const url = new URL(req.url ?? "/", "http://gateway");
       const document = options.documents[url.pathname];
@@ -38,7 +46,8 @@ export function createRestGateway(options: RestGatewayOptions) {
         return sendError(res, httpError(405, "method_not_allowed", `use ${found.allowed.join(" or ")}`));
       }
       const { route, params } = found.match;
-      const body = await readJsonBody(req, options.maxBodyBytes);
+      await options.authenticate(headerValue(req, "x-api-key") ?? null, contextValues, route.method);
+      const body = await readJsonBody(req, options.bodyOf(req, res, route.method));
       const input = readRequest<Message>(route, {
         params,
         query: url.searchParams,
@@ -58,7 +67,7 @@ export function createRestGateway(options: RestGatewayOptions) {
       const output = await invoke(route.method as DescMethodUnary, input, {
         url: url.href,
         header,
-        contextValues: options.contextValuesOf(req),
+        contextValues,
         signal: abort.signal,
       });
       sendSuccess(res, route, output);
@@ -76,6 +85,7 @@ function sendSuccess(res: ServerResponse, route: Route, message: Message): void 
   const replayed = route.replayStatusField && fields[route.replayStatusField.localName] === true;
   const status = replayed ? 200 : route.successStatus;
   if (status === 204) {
+    endWithAnswerIfBodyUnread(res.req, res);
     res.writeHead(204, { "Cache-Control": "no-store" });
     res.end();
     return;
@@ -91,6 +101,7 @@ function sendSuccess(res: ServerResponse, route: Route, message: Message): void 
 }
 
 function sendBytes(res: ServerResponse, status: number, bytes: Uint8Array, filename: string): void {
+  endWithAnswerIfBodyUnread(res.req, res);
   res.writeHead(status, {
     "Content-Type": "application/octet-stream",
     "Content-Length": String(bytes.byteLength),
@@ -113,6 +124,7 @@ export function contentDisposition(filename: string): string {
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  endWithAnswerIfBodyUnread(res.req, res);
   const text = JSON.stringify(body);
   res.writeHead(status, {
     "Content-Type": "application/json; charset=utf-8",
@@ -140,22 +152,16 @@ class BodyError extends Error {
   }
 }
 
-/** Reads and parses a JSON body; no body at all is undefined. */
-async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<JsonValue | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new BodyError(httpError(413, "payload_too_large", `the request body exceeds ${maxBytes} bytes`));
-    chunks.push(chunk);
-  }
-  if (size === 0) return undefined;
+/** Reads and parses a JSON body within its limit; no body at all is undefined. */
+async function readJsonBody(req: IncomingMessage, body: LimitedBody): Promise<JsonValue | undefined> {
+  const bytes = await readLimitedBody(body);
+  if (bytes === undefined) return undefined;
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json") {
     throw new BodyError(httpError(415, "unsupported_media_type", "the request body must be application/json"));
   }
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as JsonValue;
+    return JSON.parse(bytes.toString("utf8")) as JsonValue;
   } catch {
     throw new BodyError(httpError(400, "invalid_json", "the request body is not valid JSON"));
   }

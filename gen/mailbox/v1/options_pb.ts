@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgiZQoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJEhkKEWRvd25sb2FkX2ZpbGVuYW1lGAQgASgIOlAKBm1ldGhvZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFi5tYWlsYm94LnYxLk1ldGhvZFJ1bGVSBm1ldGhvZDpMCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtIcDIAEoCzIVLm1haWxib3gudjEuRmllbGRSdWxlUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiiAEKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIImUKCUZpZWxkUnVsZRIOCgZoZWFkZXIYASABKAkSFwoPb21pdF93aGVuX3Vuc2V0GAIgASgIEhQKDHByZXNlbnRfd2l0aBgDIAEoCRIZChFkb3dubG9hZF9maWxlbmFtZRgEIAEoCDpQCgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi0hwMgASgLMhYubWFpbGJveC52MS5NZXRob2RSdWxlUgZtZXRob2Q6TAoFZmllbGQSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLSHAyABKAsyFS5tYWlsYm94LnYxLkZpZWxkUnVsZVIFZmllbGRiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -47,6 +47,15 @@ export type MethodRule = Message<"mailbox.v1.MethodRule"> & {
    * @generated from field: bool unimplemented = 4;
    */
   unimplemented: boolean;
+
+  /**
+   * Whether the request carries a message's content (send, reply, /v1/send). Its body may then be up to twice
+   * platformLimits.messageContentBytes; every other request body is limited to API_MAX_REQUEST_BYTES. A larger
+   * body is refused with 413 payload_too_large on every face, as it streams in and before it is buffered.
+   *
+   * @generated from field: bool carries_message_content = 5;
+   */
+  carriesMessageContent: boolean;
 };
 
 /**
