@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgiZQoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJEhkKEWRvd25sb2FkX2ZpbGVuYW1lGAQgASgIOlAKBm1ldGhvZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFi5tYWlsYm94LnYxLk1ldGhvZFJ1bGVSBm1ldGhvZDpMCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtIcDIAEoCzIVLm1haWxib3gudjEuRmllbGRSdWxlUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgitAEKCUZpZWxkUnVsZRIOCgZoZWFkZXIYASABKAkSFwoPb21pdF93aGVuX3Vuc2V0GAIgASgIEhQKDHByZXNlbnRfd2l0aBgDIAEoCRIZChFkb3dubG9hZF9maWxlbmFtZRgEIAEoCBIMCgRuYW1lGAUgASgIEg4KBmZvcm1hdBgGIAEoCRIvCgtqc29uX29iamVjdBgHIAEoCzIaLm1haWxib3gudjEuSnNvbk9iamVjdFJ1bGUiTwoOSnNvbk9iamVjdFJ1bGUSEAoIbWF4X2tleXMYASABKA0SEwoLa2V5X3BhdHRlcm4YAiABKAkSFgoObWF4X2pzb25fYnl0ZXMYAyABKA06UAoGbWV0aG9kEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIWLm1haWxib3gudjEuTWV0aG9kUnVsZVIGbWV0aG9kOkwKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi0hwMgASgLMhUubWFpbGJveC52MS5GaWVsZFJ1bGVSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -57,7 +57,9 @@ export const MethodRuleSchema: GenMessage<MethodRule> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_options, 0);
 
 /**
- * How the JSON /v1 face reads and writes a field.
+ * How the JSON /v1 face reads and writes a field, and the rules of the contract that buf.validate cannot state.
+ * Every request string, in every field, list item, map and JSON object (keys too), is text: no NUL (U+0000),
+ * which PostgreSQL cannot store, and no unpaired UTF-16 surrogate, which is not Unicode.
  *
  * @generated from message mailbox.v1.FieldRule
  */
@@ -89,6 +91,31 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
    * @generated from field: bool download_filename = 4;
    */
   downloadFilename: boolean;
+
+  /**
+   * On a request string field: a name people read (the display name of an inbox, the name of an address). Besides
+   * the text rule it may not contain control characters (C0, DEL and C1, line breaks among them) or bidirectional
+   * embedding, override and isolate characters (U+202A to U+202E, U+2066 to U+2069), which can make a name read
+   * as another address.
+   *
+   * @generated from field: bool name = 5;
+   */
+  name: boolean;
+
+  /**
+   * On a request string field: its JSON Schema format in the OpenAPI document (email, uri, idn-hostname), for a
+   * value the service parses itself beyond its buf.validate rules (an address, a webhook URL, a domain name).
+   *
+   * @generated from field: string format = 6;
+   */
+  format: string;
+
+  /**
+   * On a google.protobuf.Struct request field: the bounds of the free-form JSON object.
+   *
+   * @generated from field: mailbox.v1.JsonObjectRule json_object = 7;
+   */
+  jsonObject?: JsonObjectRule | undefined;
 };
 
 /**
@@ -97,6 +124,41 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
  */
 export const FieldRuleSchema: GenMessage<FieldRule> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_options, 1);
+
+/**
+ * The bounds of a free-form JSON object (a google.protobuf.Struct request field such as metadata).
+ *
+ * @generated from message mailbox.v1.JsonObjectRule
+ */
+export type JsonObjectRule = Message<"mailbox.v1.JsonObjectRule"> & {
+  /**
+   * At most this many top-level keys.
+   *
+   * @generated from field: uint32 max_keys = 1;
+   */
+  maxKeys: number;
+
+  /**
+   * Each top-level key matches this pattern.
+   *
+   * @generated from field: string key_pattern = 2;
+   */
+  keyPattern: string;
+
+  /**
+   * At most this many bytes as compact UTF-8 JSON.
+   *
+   * @generated from field: uint32 max_json_bytes = 3;
+   */
+  maxJsonBytes: number;
+};
+
+/**
+ * Describes the message mailbox.v1.JsonObjectRule.
+ * Use `create(JsonObjectRuleSchema)` to create a new message.
+ */
+export const JsonObjectRuleSchema: GenMessage<JsonObjectRule> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_options, 2);
 
 /**
  * The rule of the RPC.
