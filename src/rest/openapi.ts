@@ -40,6 +40,7 @@ export interface JsonSchema {
   items?: JsonSchema;
   minItems?: number;
   maxItems?: number;
+  uniqueItems?: boolean;
   properties?: Record<string, JsonSchema>;
   required?: string[];
   additionalProperties?: boolean | JsonSchema;
@@ -155,6 +156,19 @@ const OTHER_ERROR = { name: "OtherError", description: "Any other error." };
 
 const RETRY_AFTER: Record<string, Header> = {
   "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
+};
+
+// The formats of options.proto (FieldRule.format): what the service's own checks accept, as JSON Schema formats with
+// patterns that test/unit/openapi.test.ts holds to those checks. A domain is labels of letters, digits and inner
+// hyphens, or internationalised ones (converted to A-labels), the last of them letters, an A-label or
+// internationalised; an address has a dot-atom local part of ASCII.
+const IDN_LABEL = "[^\\x00-\\x2c\\x2e\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]*[^\\x00-\\x7f][^\\x00-\\x2c\\x2e\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]*";
+const DOMAIN = `(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?|${IDN_LABEL})\\.)+(?:[A-Za-z]{2,63}|[Xx][Nn]--[A-Za-z0-9-]{1,59}|${IDN_LABEL})`;
+const ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
+export const FORMATS: Readonly<Record<string, JsonSchema>> = {
+  email: { format: "email", pattern: `^${ATOM}(?:\\.${ATOM})*@${DOMAIN}$` },
+  "idn-hostname": { format: "idn-hostname", pattern: `^${DOMAIN}\\.?$` },
+  uri: { format: "uri" },
 };
 
 /** The component every free-form JSON value of a request refers to. */
@@ -394,7 +408,7 @@ class SchemaBuilder {
             : field.listKind === "message"
               ? this.messageValue(field.message, face, rule)
               : unsupported(field);
-        return { type: "array", items, ...itemCountOf(repeated) };
+        return { type: "array", items, ...itemCountOf(repeated), ...(face === "request" && rule.uniqueItems ? { uniqueItems: true } : {}) };
       }
       default:
         return unsupported(field);
@@ -530,13 +544,14 @@ function constraintsOf(rules: FieldRules | undefined): JsonSchema {
 
 /** A request string: its buf.validate rules, its format, and the text rule (or the name rule) of options.proto. */
 function requestString(r: StringRules | undefined, rule: FieldRule): JsonSchema {
-  const s: JsonSchema = { type: "string", ...(rule.format === "" ? {} : { format: rule.format }), ...(r ? stringConstraints(r) : {}) };
-  const own = [s.pattern ?? "", ...(s.allOf ?? []).map((p) => p.pattern ?? "")];
-  const closed = r !== undefined && (r.in.length > 0 || r.wellKnown.case === "uuid" || (r.pattern !== "" && !mayMatchNul(r.pattern)));
+  const format = rule.format === "" ? undefined : FORMATS[rule.format];
+  if (rule.format !== "" && !format) throw new Error(`OpenAPI: no format ${rule.format}`);
+  const { pattern, allOf, ...s }: JsonSchema = { type: "string", ...format, ...(r ? stringConstraints(r) : {}) };
+  const own = [pattern ?? "", ...(allOf ?? []).map((p) => p.pattern ?? ""), format?.pattern ?? ""].filter((p) => p !== "");
+  // Every pattern must match, so one that cannot match NUL keeps NUL out.
+  const closed = (r !== undefined && (r.in.length > 0 || r.wellKnown.case === "uuid")) || own.some((p) => !mayMatchNul(p));
   const text = rule.name ? [NAME_PATTERN] : closed ? [] : [TEXT_PATTERN];
-  delete s.pattern;
-  delete s.allOf;
-  return { ...s, ...patternsOf([...own, ...text]) };
+  return { ...s, ...patternsOf([...new Set([...own, ...text])]) };
 }
 
 function stringConstraints(r: StringRules): JsonSchema {

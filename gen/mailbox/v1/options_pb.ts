@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgitAEKCUZpZWxkUnVsZRIOCgZoZWFkZXIYASABKAkSFwoPb21pdF93aGVuX3Vuc2V0GAIgASgIEhQKDHByZXNlbnRfd2l0aBgDIAEoCRIZChFkb3dubG9hZF9maWxlbmFtZRgEIAEoCBIMCgRuYW1lGAUgASgIEg4KBmZvcm1hdBgGIAEoCRIvCgtqc29uX29iamVjdBgHIAEoCzIaLm1haWxib3gudjEuSnNvbk9iamVjdFJ1bGUiTwoOSnNvbk9iamVjdFJ1bGUSEAoIbWF4X2tleXMYASABKA0SEwoLa2V5X3BhdHRlcm4YAiABKAkSFgoObWF4X2pzb25fYnl0ZXMYAyABKA06UAoGbWV0aG9kEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIWLm1haWxib3gudjEuTWV0aG9kUnVsZVIGbWV0aG9kOkwKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi0hwMgASgLMhUubWFpbGJveC52MS5GaWVsZFJ1bGVSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiZwoKTWV0aG9kUnVsZRINCgVzY29wZRgBIAEoCRIWCg5zdWNjZXNzX3N0YXR1cxgCIAEoBRIbChNyZXBsYXlfc3RhdHVzX2ZpZWxkGAMgASgJEhUKDXVuaW1wbGVtZW50ZWQYBCABKAgiygEKCUZpZWxkUnVsZRIOCgZoZWFkZXIYASABKAkSFwoPb21pdF93aGVuX3Vuc2V0GAIgASgIEhQKDHByZXNlbnRfd2l0aBgDIAEoCRIZChFkb3dubG9hZF9maWxlbmFtZRgEIAEoCBIMCgRuYW1lGAUgASgIEg4KBmZvcm1hdBgGIAEoCRIvCgtqc29uX29iamVjdBgHIAEoCzIaLm1haWxib3gudjEuSnNvbk9iamVjdFJ1bGUSFAoMdW5pcXVlX2l0ZW1zGAggASgIIk8KDkpzb25PYmplY3RSdWxlEhAKCG1heF9rZXlzGAEgASgNEhMKC2tleV9wYXR0ZXJuGAIgASgJEhYKDm1heF9qc29uX2J5dGVzGAMgASgNOlAKBm1ldGhvZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFi5tYWlsYm94LnYxLk1ldGhvZFJ1bGVSBm1ldGhvZDpMCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtIcDIAEoCzIVLm1haWxib3gudjEuRmllbGRSdWxlUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -103,8 +103,10 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
   name: boolean;
 
   /**
-   * On a request string field: its JSON Schema format in the OpenAPI document (email, uri, idn-hostname), for a
-   * value the service parses itself beyond its buf.validate rules (an address, a webhook URL, a domain name).
+   * On a request string field: a format the service checks itself beyond the buf.validate rules, answering its own
+   * 400: email (one plain address: invalid_address), idn-hostname (a domain a customer may register:
+   * invalid_domain), uri (a webhook URL). The OpenAPI document states it as a JSON Schema format, with the pattern
+   * of what the check accepts.
    *
    * @generated from field: string format = 6;
    */
@@ -116,6 +118,14 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
    * @generated from field: mailbox.v1.JsonObjectRule json_object = 7;
    */
   jsonObject?: JsonObjectRule | undefined;
+
+  /**
+   * On a repeated request field: two alike items are refused by the service itself (addresses are alike when their
+   * emails are, in any letter case); the OpenAPI document says uniqueItems.
+   *
+   * @generated from field: bool unique_items = 8;
+   */
+  uniqueItems: boolean;
 };
 
 /**
