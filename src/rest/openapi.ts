@@ -164,9 +164,10 @@ const RETRY_AFTER: Record<string, Header> = {
 // internationalised; an address has a dot-atom local part of ASCII.
 const IDN_LABEL = "[^\\x00-\\x2c\\x2e\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]*[^\\x00-\\x7f][^\\x00-\\x2c\\x2e\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]*";
 const DOMAIN = `(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?|${IDN_LABEL})\\.)+(?:[A-Za-z]{2,63}|[Xx][Nn]--[A-Za-z0-9-]{1,59}|${IDN_LABEL})`;
-const ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
+const DOT_ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*";
 export const FORMATS: Readonly<Record<string, JsonSchema>> = {
-  email: { format: "email", pattern: `^${ATOM}(?:\\.${ATOM})*@${DOMAIN}$` },
+  // A quoted local part is accepted only when it is a dot-atom in quotes, the same mailbox.
+  email: { format: "email", pattern: `^(?:${DOT_ATOM}|"${DOT_ATOM}")@${DOMAIN}$` },
   "idn-hostname": { format: "idn-hostname", pattern: `^${DOMAIN}\\.?$` },
   uri: { format: "uri" },
 };
@@ -571,22 +572,29 @@ function patternsOf(patterns: readonly string[]): JsonSchema {
 }
 
 /**
- * Whether a pattern might match a NUL character, conservatively: only literals, escaped punctuation, \d \s \w,
- * positive classes of those, and negated classes that start by excluding \x00 are known not to.
+ * Whether a pattern might match a NUL character, conservatively: only a pattern anchored at both ends (without a
+ * top-level |) made of literals, escaped punctuation, \d \s \w, positive classes of those, and negated classes
+ * that start by excluding NUL is known not to.
  */
 export function mayMatchNul(pattern: string): boolean {
+  if (!pattern.startsWith("^") || !pattern.endsWith("$") || pattern.endsWith("\\$")) return true;
   const safeEscape = /^[dswbrnt\p{P}\p{S}]$/u;
+  let depth = 0;
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i]!;
     if (c === "\\") {
       if (!safeEscape.test(pattern[++i] ?? "")) return true;
     } else if (c === "[") {
       const negated = pattern[i + 1] === "^";
-      if (negated && !pattern.startsWith("\\x00", i + 2)) return true;
+      if (negated && !pattern.startsWith("\\x00", i + 2) && !pattern.startsWith("\\u0000", i + 2)) return true;
       for (i += negated ? 2 : 1; i < pattern.length && pattern[i] !== "]"; i++) {
         if (pattern[i] === "\\" && !safeEscape.test(pattern[++i] ?? "") && !negated) return true;
       }
-    } else if (c === ".") {
+    } else if (c === "(") {
+      depth++;
+    } else if (c === ")") {
+      depth--;
+    } else if (c === "." || (c === "|" && depth === 0)) {
       return true;
     }
   }
