@@ -2,6 +2,7 @@
 // the headers carry. No display-name syntax, comments, groups or quoted local parts reach nodemailer's own parser,
 // so a crafted value can never turn into a second recipient or a header of its own.
 import { InvalidRequest } from "../errors.js";
+import { NAME_FORBIDDEN } from "../text-rule.js";
 import { parseAddress } from "../validation/syntax.js";
 
 export interface OutboundAddress {
@@ -13,8 +14,6 @@ export interface OutboundAddress {
 }
 
 const MAX_NAME_CHARS = 200;
-// C0/C1 controls, DEL, and the bidi overrides that can make a name read as another address.
-const UNSAFE_NAME = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 
 /** Parses one {email, name?} object; `field` names it in the 400 (e.g. `to[2]`). */
 export function parseOutboundAddress(input: { email: string; name?: string | undefined }, field: string): OutboundAddress {
@@ -30,7 +29,7 @@ export function parseOutboundAddress(input: { email: string; name?: string | und
   }
   const address: { email: string; domain: string; name?: string } = { email: parsed.normalized, domain: parsed.domain };
   if (input.name !== undefined && input.name !== "") {
-    if (UNSAFE_NAME.test(input.name)) throw new InvalidRequest(`${field}.name contains line breaks or control characters`, "invalid_address");
+    if (NAME_FORBIDDEN.test(input.name)) throw new InvalidRequest(`${field}.name contains line breaks or control characters`, "invalid_address");
     if ([...input.name].length > MAX_NAME_CHARS) throw new InvalidRequest(`${field}.name is longer than ${MAX_NAME_CHARS} characters`, "invalid_address");
     address.name = input.name;
   }

@@ -1,6 +1,7 @@
 // The JSON codec of the /v1 face. It differs from canonical proto3 JSON where the spec does:
 // fields with presence are written as null when unset (unless the contract says omit), timestamps always carry
-// exactly three fractional digits, and request bodies may not name fields that travel in the path or a header.
+// exactly three fractional digits, request bodies may not name fields that travel in the path or a header, and
+// null is read as "not given" only for a field with presence (proto3 JSON would read it as "" or 0 anywhere).
 import {
   fromJson,
   getOption,
@@ -14,6 +15,7 @@ import {
 } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
+import { textProblem } from "../text-rule.js";
 import type { Route } from "./routes.js";
 
 /** A request the JSON face could not turn into a request message: always a 400. */
@@ -34,17 +36,18 @@ function planOf(desc: DescMessage): readonly FieldPlan[] {
       const rule = getOption(field, fieldRule);
       return {
         field,
-        nullable:
-          field.fieldKind !== "list" &&
-          field.fieldKind !== "map" &&
-          field.presence !== FeatureSet_FieldPresence.IMPLICIT &&
-          !rule.omitWhenUnset,
+        nullable: hasPresence(field) && !rule.omitWhenUnset,
         presentWith: rule.presentWith === "" ? undefined : desc.fields.find((f) => f.name === rule.presentWith),
       };
     });
     plans.set(desc, plan);
   }
   return plan;
+}
+
+/** Whether a field can be unset, which JSON writes as null (or omits) and reads from null. */
+export function hasPresence(field: DescField): boolean {
+  return field.fieldKind !== "list" && field.fieldKind !== "map" && field.presence !== FeatureSet_FieldPresence.IMPLICIT;
 }
 
 // protobuf-es holds Struct and Value fields as plain JSON already; these other well-known types have a canonical
@@ -156,10 +159,45 @@ export function readRequest<T extends Message>(route: Route, parts: RestRequestP
     const value = parts.headers(header);
     if (value !== undefined) json[field.jsonName] = value;
   }
+  checkJson(route.method.input, json, "");
   try {
     return fromJson(route.method.input, json, { ignoreUnknownFields: false }) as T;
   } catch (e) {
     throw new RestInputError(describeJsonError(e));
+  }
+}
+
+/**
+ * Refuses, naming the JSON path, what the proto3 JSON reader would misread or name by its proto field only: null
+ * for a field without presence, and a string that is not text the contract accepts (the reader refuses an unpaired
+ * surrogate as "invalid UTF8" of a field name). The validation interceptor applies the same text rule on every
+ * face, free-form JSON (Struct, Value) included.
+ */
+function checkJson(desc: DescMessage, json: JsonObject, path: string): void {
+  for (const [key, value] of Object.entries(json)) {
+    const field = desc.fields.find((f) => f.jsonName === key || f.name === key);
+    if (!field) continue; // the reader refuses it by name
+    const at = path === "" ? field.jsonName : `${path}.${field.jsonName}`;
+    if (value === null) {
+      if (!hasPresence(field)) throw new RestInputError(`${at}: must not be null`);
+    } else if (field.fieldKind === "list" && Array.isArray(value)) {
+      value.forEach((item, i) => {
+        if (item === null) throw new RestInputError(`${at}[${i}]: must not be null`);
+        checkValue(field, item, `${at}[${i}]`);
+      });
+    } else {
+      checkValue(field, value, at);
+    }
+  }
+}
+
+function checkValue(field: DescField, value: JsonValue, at: string): void {
+  if (typeof value === "string") {
+    const problem = textProblem(value);
+    if (problem !== undefined) throw new RestInputError(`${at}: ${problem}`);
+  } else if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const desc = field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message") ? field.message : undefined;
+    if (desc && !desc.typeName.startsWith("google.protobuf.")) checkJson(desc, value, at);
   }
 }
 

@@ -1,8 +1,9 @@
 // The OpenAPI 3.1 description of the /v1 JSON face, built from the same route table and descriptors the gateway
 // serves. Response schemas mirror json.ts (nulls, omitted fields, timestamps); request schemas carry the
-// buf.validate rules. The generated descriptors hold no source comments, so texts are derived from the contract.
+// buf.validate rules and those of options.proto (text and names, formats, JSON object bounds, null for a field with
+// presence), so generated clients and fuzzers accept what the service accepts. The generated descriptors hold no
+// source comments, so texts are derived from the contract.
 import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import {
   field as fieldRules,
   Ignore,
@@ -14,7 +15,9 @@ import {
   type RepeatedRules,
   type StringRules,
 } from "../../gen/buf/validate/validate_pb.js";
-import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
+import { field as fieldRule, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
+import { NAME_PATTERN, TEXT_PATTERN } from "../text-rule.js";
+import { hasPresence } from "./json.js";
 import type { Route } from "./routes.js";
 
 type JsonType = "string" | "number" | "integer" | "boolean" | "object" | "array" | "null";
@@ -37,12 +40,16 @@ export interface JsonSchema {
   items?: JsonSchema;
   minItems?: number;
   maxItems?: number;
+  uniqueItems?: boolean;
   properties?: Record<string, JsonSchema>;
   required?: string[];
-  additionalProperties?: boolean;
+  additionalProperties?: boolean | JsonSchema;
+  maxProperties?: number;
+  propertyNames?: JsonSchema;
   oneOf?: JsonSchema[];
   anyOf?: JsonSchema[];
   allOf?: JsonSchema[];
+  not?: JsonSchema;
 }
 
 export interface Header {
@@ -104,8 +111,10 @@ const OPENAPI_VERSION = "0.1.0-private-beta";
 const DESCRIPTION = [
   "Email inboxes for software agents. Every operation is also an RPC of the mailbox.v1 protobuf contract,",
   "from which this document is generated. Timestamps are UTC ISO 8601 strings with exactly three fractional",
-  "digits. Fields typed as nullable are sent as JSON null when unset; optional fields are omitted.",
-  "Errors are {error, message}; a 429 carries Retry-After.",
+  "digits. Fields typed as nullable are sent as JSON null when unset; optional fields are omitted. In a request, a",
+  "nullable field may be null or omitted alike. Every request string is Unicode text without NUL (U+0000) or",
+  "unpaired surrogates; names (display names, the names of addresses) also have no control or bidirectional-override",
+  "characters. Errors are {error, message}; a 429 carries Retry-After.",
 ].join(" ");
 
 /** The schema of every error body; components.schemas reserves its name. */
@@ -148,6 +157,23 @@ const OTHER_ERROR = { name: "OtherError", description: "Any other error." };
 const RETRY_AFTER: Record<string, Header> = {
   "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } },
 };
+
+// The formats of options.proto (FieldRule.format): what the service's own checks accept, as JSON Schema formats with
+// patterns that test/unit/openapi.test.ts holds to those checks. A domain is labels of letters, digits and inner
+// hyphens, or internationalised ones (converted to A-labels), the last of them letters, an A-label or
+// internationalised; an address has a dot-atom local part of ASCII.
+const IDN_LABEL = "[^\\x00-\\x2c\\x2e\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]*[^\\x00-\\x7f][^\\x00-\\x2c\\x2e\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]*";
+const DOMAIN = `(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?|${IDN_LABEL})\\.)+(?:[A-Za-z]{2,63}|[Xx][Nn]--[A-Za-z0-9-]{1,59}|${IDN_LABEL})`;
+const DOT_ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*";
+export const FORMATS: Readonly<Record<string, JsonSchema>> = {
+  // A quoted local part is accepted only when it is a dot-atom in quotes, the same mailbox.
+  email: { format: "email", pattern: `^(?:${DOT_ATOM}|"${DOT_ATOM}")@${DOMAIN}$` },
+  "idn-hostname": { format: "idn-hostname", pattern: `^${DOMAIN}\\.?$` },
+  uri: { format: "uri" },
+};
+
+/** The component every free-form JSON value of a request refers to. */
+const JSON_VALUE = "JsonValue";
 
 const SUCCESS_TEXT: Readonly<Record<number, string>> = { 200: "OK.", 201: "Created.", 202: "Accepted." };
 
@@ -257,8 +283,11 @@ function parametersOf(route: Route, schemas: SchemaBuilder): Parameter[] {
 
 function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | undefined {
   if (route.body === undefined) return undefined;
-  const schema = route.body === "*" ? schemas.requestObject(route.bodyFields) : schemas.value(route.bodyFields[0]!, "request");
-  // Message-level CEL rules (e.g. "text or html is required") have no JSON Schema form: their messages document them.
+  const schema =
+    route.body === "*"
+      ? { ...schemas.requestObject(route.bodyFields), ...presenceAlternatives(route.method.input, route.bodyFields) }
+      : schemas.value(route.bodyFields[0]!, "request");
+  // Message-level CEL rules are also described in words (has() alternatives are the only ones with a schema).
   const rules = getOption(route.method.input, messageRules).cel.map((r) => r.message).filter((m) => m !== "");
   return {
     ...(rules.length > 0 ? { description: `Also: ${rules.join("; ")}.` } : {}),
@@ -348,35 +377,68 @@ class SchemaBuilder {
     return { $ref: `#/components/schemas/${name}` };
   }
 
-  /** An object whose properties are request fields: required and constrained by their buf.validate rules. */
+  /** An object whose properties are request fields: required and constrained by their rules; null where json.ts reads it. */
   requestObject(fields: readonly DescField[]): JsonSchema {
     const properties: Record<string, JsonSchema> = {};
-    for (const field of fields) properties[field.jsonName] = this.value(field, "request");
+    for (const field of fields) {
+      const value = this.value(field, "request");
+      properties[field.jsonName] = hasPresence(field) && !requiredInRequest(field) ? orNull(value) : value;
+    }
     const required = fields.filter(requiredInRequest).map((f) => f.jsonName);
     return { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
   }
 
-  /** The value of a field, without the null json.ts writes for an unset field with presence. */
+  /** The value of a field, without the null json.ts writes for (and reads as) an unset field with presence. */
   value(field: DescField, face: Face): JsonSchema {
     const rules = face === "request" ? rulesOf(field) : undefined;
+    const rule = getOption(field, fieldRule);
+    const scalar = (type: ScalarType, r: FieldRules | undefined): JsonSchema =>
+      type === ScalarType.STRING && face === "request"
+        ? requestString(r?.type.case === "string" ? r.type.value : undefined, rule)
+        : { ...scalarSchema(type), ...constraintsOf(r) };
     switch (field.fieldKind) {
       case "scalar":
-        return { ...scalarSchema(field.scalar), ...constraintsOf(rules) };
+        return scalar(field.scalar, rules);
       case "message":
-        return this.messageValue(field.message, face);
+        return this.messageValue(field.message, face, rule);
       case "list": {
         const repeated = rules?.type.case === "repeated" ? rules.type.value : undefined;
         const items =
           field.listKind === "scalar"
-            ? { ...scalarSchema(field.scalar), ...constraintsOf(repeated?.items) }
+            ? scalar(field.scalar, repeated?.items)
             : field.listKind === "message"
-              ? this.messageValue(field.message, face)
+              ? this.messageValue(field.message, face, rule)
               : unsupported(field);
-        return { type: "array", items, ...itemCountOf(repeated) };
+        return { type: "array", items, ...itemCountOf(repeated), ...(face === "request" && rule.uniqueItems ? { uniqueItems: true } : {}) };
       }
       default:
         return unsupported(field);
     }
+  }
+
+  /** A free-form JSON object of a request, within its bounds, whose strings and keys are text. */
+  private jsonObject(rule: JsonObjectRule | undefined): JsonSchema {
+    if (!this.owners.has(JSON_VALUE)) {
+      this.owners.set(JSON_VALUE, "any JSON value of a request");
+      const ref = { $ref: `#/components/schemas/${JSON_VALUE}` };
+      this.schemas[JSON_VALUE] = {
+        description: "Any JSON value whose strings and object keys are text.",
+        anyOf: [
+          { type: "string", pattern: TEXT_PATTERN },
+          { type: ["number", "boolean", "null"] },
+          { type: "array", items: ref },
+          { type: "object", propertyNames: { pattern: TEXT_PATTERN }, additionalProperties: ref },
+        ],
+      };
+    }
+    const keyPatterns = [rule?.keyPattern ?? "", ...(rule?.keyPattern && !mayMatchNul(rule.keyPattern) ? [] : [TEXT_PATTERN])];
+    return {
+      type: "object",
+      ...(rule?.maxJsonBytes ? { description: `At most ${rule.maxJsonBytes} bytes as compact UTF-8 JSON.` } : {}),
+      ...(rule?.maxKeys ? { maxProperties: rule.maxKeys } : {}),
+      propertyNames: patternsOf(keyPatterns),
+      additionalProperties: { $ref: `#/components/schemas/${JSON_VALUE}` },
+    };
   }
 
   private responseObject(desc: DescMessage): JsonSchema {
@@ -393,12 +455,12 @@ class SchemaBuilder {
     return { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
   }
 
-  private messageValue(desc: DescMessage, face: Face): JsonSchema {
+  private messageValue(desc: DescMessage, face: Face, rule: FieldRule): JsonSchema {
     switch (desc.typeName) {
       case "google.protobuf.Timestamp":
         return face === "response" ? TIMESTAMP : { type: "string", format: "date-time" };
       case "google.protobuf.Struct":
-        return { type: "object", additionalProperties: true };
+        return face === "response" ? { type: "object", additionalProperties: true } : this.jsonObject(rule.jsonObject);
       case "google.protobuf.ListValue":
         // The contract's lists (inbox ids, IPs, domains) hold strings.
         return { type: "array", items: { type: "string" } };
@@ -413,11 +475,6 @@ class SchemaBuilder {
 
 function unsupported(field: DescField): never {
   throw new Error(`OpenAPI: no schema for ${field.parent.typeName}.${field.name} (${field.fieldKind})`);
-}
-
-/** Mirrors json.ts: an unset field with presence is written as null unless omitted. */
-function hasPresence(field: DescField): boolean {
-  return field.fieldKind !== "list" && field.fieldKind !== "map" && field.presence !== FeatureSet_FieldPresence.IMPLICIT;
 }
 
 function orNull(schema: JsonSchema): JsonSchema {
@@ -486,19 +543,77 @@ function constraintsOf(rules: FieldRules | undefined): JsonSchema {
   }
 }
 
+/** A request string: its buf.validate rules, its format, and the text rule (or the name rule) of options.proto. */
+function requestString(r: StringRules | undefined, rule: FieldRule): JsonSchema {
+  const format = rule.format === "" ? undefined : FORMATS[rule.format];
+  if (rule.format !== "" && !format) throw new Error(`OpenAPI: no format ${rule.format}`);
+  const { pattern, allOf, ...s }: JsonSchema = { type: "string", ...format, ...(r ? stringConstraints(r) : {}) };
+  const own = [pattern ?? "", ...(allOf ?? []).map((p) => p.pattern ?? ""), format?.pattern ?? ""].filter((p) => p !== "");
+  // Every pattern must match, so one that cannot match NUL keeps NUL out.
+  const closed = (r !== undefined && (r.in.length > 0 || r.wellKnown.case === "uuid")) || own.some((p) => !mayMatchNul(p));
+  const text = rule.name ? [NAME_PATTERN] : closed ? [] : [TEXT_PATTERN];
+  return { ...s, ...patternsOf([...new Set([...own, ...text])]) };
+}
+
 function stringConstraints(r: StringRules): JsonSchema {
   const s: JsonSchema = {};
   if (isFieldSet(r, StringRulesSchema.field.minLen)) s.minLength = Number(r.minLen);
   if (isFieldSet(r, StringRulesSchema.field.maxLen)) s.maxLength = Number(r.maxLen);
   if (r.wellKnown.case === "uuid") s.format = "uuid";
   if (r.in.length > 0) s.enum = [...r.in];
-  const patterns = [r.pattern, r.prefix === "" ? "" : `^${r.prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`].filter(
-    (p) => p !== "",
-  );
-  // One pattern per schema: further ones go to allOf.
-  if (patterns.length > 0) s.pattern = patterns[0];
-  if (patterns.length > 1) s.allOf = patterns.slice(1).map((pattern) => ({ pattern }));
-  return s;
+  return { ...s, ...patternsOf([r.pattern, r.prefix === "" ? "" : `^${r.prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`]) };
+}
+
+/** Patterns every one of which a string must match: one per schema, further ones in allOf. */
+function patternsOf(patterns: readonly string[]): JsonSchema {
+  const [first, ...rest] = patterns.filter((p) => p !== "");
+  if (first === undefined) return {};
+  return { pattern: first, ...(rest.length > 0 ? { allOf: rest.map((pattern) => ({ pattern })) } : {}) };
+}
+
+/**
+ * Whether a pattern might match a NUL character, conservatively: only a pattern anchored at both ends (without a
+ * top-level |) made of literals, escaped punctuation, \d \s \w, positive classes of those, and negated classes
+ * that start by excluding NUL is known not to.
+ */
+export function mayMatchNul(pattern: string): boolean {
+  if (!pattern.startsWith("^") || !pattern.endsWith("$") || pattern.endsWith("\\$")) return true;
+  const safeEscape = /^[dswbrnt\p{P}\p{S}]$/u;
+  let depth = 0;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!;
+    if (c === "\\") {
+      if (!safeEscape.test(pattern[++i] ?? "")) return true;
+    } else if (c === "[") {
+      const negated = pattern[i + 1] === "^";
+      if (negated && !pattern.startsWith("\\x00", i + 2) && !pattern.startsWith("\\u0000", i + 2)) return true;
+      for (i += negated ? 2 : 1; i < pattern.length && pattern[i] !== "]"; i++) {
+        if (pattern[i] === "\\" && !safeEscape.test(pattern[++i] ?? "") && !negated) return true;
+      }
+    } else if (c === "(") {
+      depth++;
+    } else if (c === ")") {
+      depth--;
+    } else if (c === "." || (c === "|" && depth === 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The has() alternatives of message-level CEL rules (has(this.text) || has(this.html)) as anyOf, when all are body fields. */
+function presenceAlternatives(desc: DescMessage, bodyFields: readonly DescField[]): JsonSchema {
+  const groups: JsonSchema[] = [];
+  for (const { expression } of getOption(desc, messageRules).cel) {
+    if (!/^has\(this\.\w+\)(\s*\|\|\s*has\(this\.\w+\))*$/.test(expression.trim())) continue;
+    const names = [...expression.matchAll(/has\(this\.(\w+)\)/g)].map((m) => m[1]!);
+    const fields = names.map((name) => bodyFields.find((f) => f.name === name));
+    if (fields.some((f) => f === undefined)) continue;
+    groups.push({
+      anyOf: fields.map((f) => ({ required: [f!.jsonName], properties: { [f!.jsonName]: { not: { type: "null" } } } })),
+    });
+  }
+  return groups.length === 0 ? {} : groups.length === 1 ? groups[0]! : { allOf: groups };
 }
 
 function int32Constraints(r: Int32Rules): JsonSchema {

@@ -1,4 +1,4 @@
-import { create, type Message } from "@bufbuild/protobuf";
+import { create, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, test } from "vitest";
 import { MessageSchema, InboxSchema } from "../../gen/mailbox/v1/resources_pb.js";
@@ -72,5 +72,40 @@ describe("reading requests", () => {
     ["a non-object body", "CreateInbox", parts({ body: "text" })],
   ])("refuses %s", (_what, name, input) => {
     expect(() => readRequest(route(name), input)).toThrow(RestInputError);
+  });
+
+  test.each([
+    ["a null subject", { to: [{ email: "a@example.com" }], subject: null, text: "t" }, "subject: must not be null"],
+    ["a null recipient list", { to: null, text: "t" }, "to: must not be null"],
+    ["a null recipient", { to: [{ email: "a@example.com" }, null], text: "t" }, "to[1]: must not be null"],
+    ["a null email of a recipient", { to: [{ email: null }], text: "t" }, "to[0].email: must not be null"],
+    ["an unpaired surrogate in a recipient name", { to: [{ email: "a@example.com" }, { email: "b@example.com", name: "B\ud800" }], text: "t" }, "to[1].name: must be Unicode text"],
+    ["an unpaired surrogate in the Reply-To name", { to: [{ email: "a@example.com" }], replyTo: { email: "r@example.com", name: "\udc00" }, text: "t" }, "replyTo.name: must be Unicode text"],
+    ["NUL in the subject", { to: [{ email: "a@example.com" }], subject: "a\u0000b", text: "t" }, "subject: must not contain NUL"],
+  ] as [string, JsonValue, string][])("refuses %s, naming its JSON path", (_what, body, message) => {
+    const read = () => readRequest(route("SendMessage"), parts({ params: { inbox_id: "inb_0123456789abcdef01234567" }, body }));
+    expect(read).toThrow(RestInputError);
+    expect(read).toThrow(message);
+  });
+
+  test("reads null as not given for a field with presence, as omitting it", () => {
+    const req = readRequest(route("SendMessage"), parts({
+      params: { inbox_id: "inb_0123456789abcdef01234567" },
+      body: { to: [{ email: "a@example.com", name: null }], text: null, html: "<p>x</p>", replyTo: null, metadata: null },
+    })) as unknown as Record<string, unknown> & { to: { name?: string }[] };
+    expect(req.text).toBeUndefined();
+    expect(req.replyTo).toBeUndefined();
+    expect(req.metadata).toBeUndefined();
+    expect(req.to[0]!.name).toBeUndefined();
+    const inbox = readRequest(route("CreateInbox"), parts({ body: { localPart: "a", displayName: "A", domainId: null } })) as unknown as Record<string, unknown>;
+    expect(inbox.domainId).toBeUndefined();
+  });
+
+  test("leaves free-form metadata to the validation interceptor, nulls and all", () => {
+    const req = readRequest(route("SendMessage"), parts({
+      params: { inbox_id: "inb_0123456789abcdef01234567" },
+      body: { to: [{ email: "a@example.com" }], text: "t", metadata: { a: null, b: ["\ud800"] } },
+    })) as unknown as { metadata: unknown };
+    expect(req.metadata).toEqual({ a: null, b: ["\ud800"] });
   });
 });

@@ -1,8 +1,11 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
-import { buildOpenApi, openApiPath, type JsonSchema, type Operation, type Parameter } from "../../src/rest/openapi.js";
+import { registrableName } from "../../src/domains/domains.js";
+import { parseOutboundAddress } from "../../src/outbound/addresses.js";
+import { buildOpenApi, FORMATS, mayMatchNul, openApiPath, type JsonSchema, type Operation, type Parameter } from "../../src/rest/openapi.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { CONTRACT_SERVICES } from "../../src/rpc/services.js";
+import { NAME_PATTERN, TEXT_PATTERN } from "../../src/text-rule.js";
 
 const routes = buildRouteTable(CONTRACT_SERVICES);
 const doc = buildOpenApi(routes);
@@ -120,7 +123,7 @@ describe("the OpenAPI document", () => {
     const body = operation("post", "/v1/inboxes").requestBody?.content["application/json"]?.schema;
     expect(body?.required).toEqual(["localPart", "displayName"]);
     expect(body?.additionalProperties).toBe(false);
-    expect(body?.properties?.domainId).toEqual({ type: "string", format: "uuid" });
+    expect(body?.properties?.domainId).toEqual({ type: ["string", "null"], format: "uuid" });
     const webhook = operation("post", "/v1/webhooks").requestBody?.content["application/json"]?.schema;
     expect(webhook?.properties?.url).toMatchObject({ maxLength: 2048, pattern: "^https://" });
     expect(webhook?.properties?.events).toEqual({
@@ -185,5 +188,136 @@ describe("the OpenAPI document", () => {
   it("gives 429 a Retry-After header in seconds", () => {
     expect(operation("get", "/v1/me").responses[429]).toEqual({ $ref: "#/components/responses/RateLimited" });
     expect(doc.components.responses.RateLimited?.headers?.["Retry-After"]?.schema).toEqual({ type: "integer", minimum: 1 });
+  });
+
+  it("states the text rule on every request string that could hold NUL, and the name rule on names", () => {
+    const send = operation("post", "/v1/inboxes/{inboxId}/messages").requestBody!.content["application/json"]!.schema;
+    expect(send.properties?.subject).toEqual({ type: "string", maxLength: 998, pattern: "^[^\\r\\n]*$", allOf: [{ pattern: TEXT_PATTERN }] });
+    expect(send.properties?.text).toEqual({ type: ["string", "null"], pattern: TEXT_PATTERN });
+    expect(schema("AddressInput").properties?.name).toEqual({ type: ["string", "null"], maxLength: 200, pattern: NAME_PATTERN });
+    const inbox = operation("post", "/v1/inboxes").requestBody!.content["application/json"]!.schema;
+    expect(inbox.properties?.displayName).toEqual({ type: "string", minLength: 1, maxLength: 200, pattern: NAME_PATTERN });
+    expect(parameter(operation("get", "/v1/inboxes"), "cursor").schema).toEqual({ type: "string", minLength: 1, maxLength: 512, pattern: TEXT_PATTERN });
+    const bulk = operation("post", "/v1/validate/bulk").requestBody!.content["application/json"]!.schema;
+    expect(bulk.properties?.emails?.items).toEqual({ type: "string", minLength: 1, maxLength: 320, pattern: TEXT_PATTERN });
+    // Closed sets need no text rule: an id pattern, an enum.
+    expect(parameter(operation("get", "/v1/inboxes/{inboxId}"), "inboxId").schema).toEqual({ type: "string", pattern: "^inb_[a-f0-9]{24}$" });
+    // Every request string of the document carries one of the two rules, or a pattern, enum or format that keeps NUL out.
+    const strings: JsonSchema[] = [];
+    const collect = (x: JsonSchema | undefined): void => {
+      if (!x) return;
+      if (x.type === "string" || (Array.isArray(x.type) && x.type.includes("string") && !x.type.includes("number"))) strings.push(x);
+      for (const child of [...Object.values(x.properties ?? {}), x.items, ...(x.oneOf ?? [])]) collect(child);
+    };
+    for (const op of Object.values(doc.paths).flatMap((item) => Object.values(item))) {
+      for (const p of op.parameters) collect(p.schema);
+      collect(op.requestBody?.content["application/json"]?.schema);
+    }
+    for (const [name, component] of Object.entries(doc.components.schemas)) if (name.endsWith("Input")) collect(component);
+    expect(strings.length).toBeGreaterThan(20);
+    for (const x of strings) {
+      const patterns = [x.pattern, ...(x.allOf ?? []).map((p) => p.pattern)].filter((p): p is string => p !== undefined);
+      expect(patterns.some((p) => !mayMatchNul(p)) || x.enum !== undefined || x.format === "uuid", JSON.stringify(x)).toBe(true);
+    }
+    for (const p of [TEXT_PATTERN, NAME_PATTERN, ...Object.values(FORMATS).map((f) => f.pattern ?? "^$")]) {
+      expect([p, mayMatchNul(p)]).toEqual([p, false]);
+    }
+  });
+
+  it.each([
+    ["^[A-Za-z0-9._:-]+$", false],
+    ["^inb_[a-f0-9]{24}$", false],
+    ["^[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*$", false],
+    ["^[^\\x00-\\x1f]*$", false],
+    ["^[^\\r\\n]*$", true],
+    ["^[^\\s@]+@[^\\s@]+$", true],
+    ["^a.b$", true],
+    ["^\\x00$", true],
+    ["^[\\x00-\\x1f]$", true],
+    ["^\\S+$", true],
+    ["^https://", true],
+    ["^a$|^b", true],
+    ["^(a|b)$", false],
+  ])("knows whether the pattern %s might match NUL (%s)", (pattern, may) => {
+    expect(mayMatchNul(pattern)).toBe(may);
+    // Conservative: a pattern said not to match NUL never does.
+    if (!may) expect(new RegExp(pattern, "u").test("\u0000")).toBe(false);
+  });
+
+  it("gives addresses the email format with the pattern of what sending accepts", () => {
+    const email = schema("AddressInput").properties?.email;
+    expect(email).toMatchObject({ type: "string", format: "email", minLength: 3, maxLength: 254 });
+    const pattern = new RegExp(FORMATS.email!.pattern!, "u");
+    expect(email?.allOf).toEqual([{ pattern: FORMATS.email!.pattern }]);
+    const accepts = (address: string) => {
+      try {
+        parseOutboundAddress({ email: address }, "to[0]");
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const address of [
+      "alice@example.com", "Alice.Smith+tag@Mail.Example.COM", "o'brien!#$%&*/=?^_`{|}~-@example.org", "a@b-c.example",
+      "x@bücher.de", "x@münchen.рф", "x@example.xn--p1ai", "0@0.0.com",
+      "0@0", "a@b", "a@0.0", "a@b.c0", "a..b@example.com", ".a@example.com", "a b@example.com", "é@example.com",
+      '"quoted"@example.com', '"two words"@example.com', "a@[127.0.0.1]", "Alice <alice@example.com>", "a@example.com.", "a@b_c.example", "@example.com",
+    ]) {
+      expect([address, pattern.test(address)]).toEqual([address, accepts(address)]);
+    }
+  });
+
+  it("gives a domain to register the idn-hostname format with the pattern of what registration accepts", () => {
+    const domain = operation("post", "/v1/domains").requestBody!.content["application/json"]!.schema.properties?.domain;
+    expect(domain).toMatchObject({ type: "string", format: "idn-hostname", minLength: 1, maxLength: 253, pattern: FORMATS["idn-hostname"]!.pattern });
+    const pattern = new RegExp(FORMATS["idn-hostname"]!.pattern!, "u");
+    const accepts = (name: string) => {
+      try {
+        registrableName(name, "agents.test");
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // Not said by the pattern: the managed domain and special-use names (.localhost, .invalid), refused by name.
+    for (const name of [
+      "example.com", "Mail.Example.COM", "a-b.example", "bücher.example", "BÜCHER.Example", "xn--bcher-kva.example", "example.com.",
+      "00", "0.0", "192.0.2.1", "0x7f.1", "example.123", "localhost", "-bad.example", "under_score.example", "a..b.example", "[2001:db8::1]",
+    ]) {
+      expect([name, pattern.test(name)]).toEqual([name, accepts(name)]);
+    }
+  });
+
+  it("describes metadata as a bounded JSON object of text, and webhook URLs as https URIs", () => {
+    const send = operation("post", "/v1/send").requestBody!.content["application/json"]!.schema;
+    expect(send.properties?.metadata).toEqual({
+      type: ["object", "null"],
+      description: "At most 16384 bytes as compact UTF-8 JSON.",
+      maxProperties: 50,
+      propertyNames: { pattern: "^[A-Za-z0-9_.:-]{1,64}$" },
+      additionalProperties: { $ref: "#/components/schemas/JsonValue" },
+    });
+    expect(JSON.stringify(schema("JsonValue"))).toContain(JSON.stringify(TEXT_PATTERN));
+    const webhook = operation("post", "/v1/webhooks").requestBody!.content["application/json"]!.schema;
+    expect(webhook.properties?.url).toEqual({ type: "string", format: "uri", minLength: 9, maxLength: 2048, pattern: "^https://", allOf: [{ pattern: TEXT_PATTERN }] });
+  });
+
+  it("lets a request field with presence be null, and a required or implicit one not", () => {
+    const send = operation("post", "/v1/send").requestBody!.content["application/json"]!.schema;
+    expect(send.properties?.replyTo).toEqual({ oneOf: [{ $ref: "#/components/schemas/AddressInput" }, { type: "null" }] });
+    expect(send.properties?.html).toMatchObject({ type: ["string", "null"] });
+    expect(send.properties?.from).toEqual({ $ref: "#/components/schemas/AddressInput" });
+    expect(send.properties?.text).toMatchObject({ type: "string", minLength: 1 });
+    expect(send.properties?.to).toMatchObject({ type: "array", minItems: 1, uniqueItems: true });
+  });
+
+  it("says text or html is required as anyOf, when both are body fields", () => {
+    for (const path of ["/v1/inboxes/{inboxId}/messages", "/v1/threads/{threadId}/replies"]) {
+      const body = operation("post", path).requestBody!.content["application/json"]!.schema;
+      expect(body.anyOf).toEqual([
+        { required: ["text"], properties: { text: { not: { type: "null" } } } },
+        { required: ["html"], properties: { html: { not: { type: "null" } } } },
+      ]);
+    }
   });
 });

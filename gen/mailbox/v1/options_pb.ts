@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiiAEKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIImUKCUZpZWxkUnVsZRIOCgZoZWFkZXIYASABKAkSFwoPb21pdF93aGVuX3Vuc2V0GAIgASgIEhQKDHByZXNlbnRfd2l0aBgDIAEoCRIZChFkb3dubG9hZF9maWxlbmFtZRgEIAEoCDpQCgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi0hwMgASgLMhYubWFpbGJveC52MS5NZXRob2RSdWxlUgZtZXRob2Q6TAoFZmllbGQSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLSHAyABKAsyFS5tYWlsYm94LnYxLkZpZWxkUnVsZVIFZmllbGRiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiiAEKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIIsoBCglGaWVsZFJ1bGUSDgoGaGVhZGVyGAEgASgJEhcKD29taXRfd2hlbl91bnNldBgCIAEoCBIUCgxwcmVzZW50X3dpdGgYAyABKAkSGQoRZG93bmxvYWRfZmlsZW5hbWUYBCABKAgSDAoEbmFtZRgFIAEoCBIOCgZmb3JtYXQYBiABKAkSLwoLanNvbl9vYmplY3QYByABKAsyGi5tYWlsYm94LnYxLkpzb25PYmplY3RSdWxlEhQKDHVuaXF1ZV9pdGVtcxgIIAEoCCJPCg5Kc29uT2JqZWN0UnVsZRIQCghtYXhfa2V5cxgBIAEoDRITCgtrZXlfcGF0dGVybhgCIAEoCRIWCg5tYXhfanNvbl9ieXRlcxgDIAEoDTpQCgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi0hwMgASgLMhYubWFpbGJveC52MS5NZXRob2RSdWxlUgZtZXRob2Q6TAoFZmllbGQSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLSHAyABKAsyFS5tYWlsYm94LnYxLkZpZWxkUnVsZVIFZmllbGRiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -66,7 +66,9 @@ export const MethodRuleSchema: GenMessage<MethodRule> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_options, 0);
 
 /**
- * How the JSON /v1 face reads and writes a field.
+ * How the JSON /v1 face reads and writes a field, and the rules of the contract that buf.validate cannot state.
+ * Every request string, in every field, list item, map and JSON object (keys too), is text: no NUL (U+0000),
+ * which PostgreSQL cannot store, and no unpaired UTF-16 surrogate, which is not Unicode.
  *
  * @generated from message mailbox.v1.FieldRule
  */
@@ -98,6 +100,41 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
    * @generated from field: bool download_filename = 4;
    */
   downloadFilename: boolean;
+
+  /**
+   * On a request string field: a name people read (the display name of an inbox, the name of an address). Besides
+   * the text rule it may not contain control characters (C0, DEL and C1, line breaks among them) or bidirectional
+   * embedding, override and isolate characters (U+202A to U+202E, U+2066 to U+2069), which can make a name read
+   * as another address.
+   *
+   * @generated from field: bool name = 5;
+   */
+  name: boolean;
+
+  /**
+   * On a request string field: a format the service checks itself beyond the buf.validate rules, answering its own
+   * 400: email (one plain address: invalid_address), idn-hostname (a domain a customer may register:
+   * invalid_domain), uri (a webhook URL). The OpenAPI document states it as a JSON Schema format, with the pattern
+   * of what the check accepts.
+   *
+   * @generated from field: string format = 6;
+   */
+  format: string;
+
+  /**
+   * On a google.protobuf.Struct request field: the bounds of the free-form JSON object.
+   *
+   * @generated from field: mailbox.v1.JsonObjectRule json_object = 7;
+   */
+  jsonObject?: JsonObjectRule | undefined;
+
+  /**
+   * On a repeated request field: two alike items are refused by the service itself (addresses are alike when their
+   * emails are, in any letter case); the OpenAPI document says uniqueItems.
+   *
+   * @generated from field: bool unique_items = 8;
+   */
+  uniqueItems: boolean;
 };
 
 /**
@@ -106,6 +143,41 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
  */
 export const FieldRuleSchema: GenMessage<FieldRule> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_options, 1);
+
+/**
+ * The bounds of a free-form JSON object (a google.protobuf.Struct request field such as metadata).
+ *
+ * @generated from message mailbox.v1.JsonObjectRule
+ */
+export type JsonObjectRule = Message<"mailbox.v1.JsonObjectRule"> & {
+  /**
+   * At most this many top-level keys.
+   *
+   * @generated from field: uint32 max_keys = 1;
+   */
+  maxKeys: number;
+
+  /**
+   * Each top-level key matches this pattern.
+   *
+   * @generated from field: string key_pattern = 2;
+   */
+  keyPattern: string;
+
+  /**
+   * At most this many bytes as compact UTF-8 JSON.
+   *
+   * @generated from field: uint32 max_json_bytes = 3;
+   */
+  maxJsonBytes: number;
+};
+
+/**
+ * Describes the message mailbox.v1.JsonObjectRule.
+ * Use `create(JsonObjectRuleSchema)` to create a new message.
+ */
+export const JsonObjectRuleSchema: GenMessage<JsonObjectRule> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_options, 2);
 
 /**
  * The rule of the RPC.

@@ -1,0 +1,82 @@
+// The OpenAPI document against the running service, by schemathesis (PyPI, pinned): with every check on and NUL
+// generation on, each answer must be one the document allows, schema-valid requests must be accepted and
+// schema-invalid ones refused. Bounded: a fixed seed and a small example count per operation.
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
+import { startTestApp, type TestApp } from "../support/harness.js";
+import { ensureSchemathesis } from "../support/schemathesis.js";
+import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
+
+const HOOKS = fileURLToPath(new URL("../fixtures/schemathesis-hooks.py", import.meta.url));
+const EXAMPLES_PER_OPERATION = 10;
+const RUN_TIMEOUT_MS = 15 * 60_000;
+
+let app: TestApp;
+let dns: TestDnsServer;
+let sink: SmtpSink;
+let schemathesis: string[];
+let workDir: string;
+let worker: { stop(): Promise<void> };
+
+beforeAll(async () => {
+  // Every name the fuzzer makes up is NXDOMAIN at once, and every message it sends lands in a local sink.
+  [dns, sink] = await Promise.all([startDnsServer(), startSmtpSink()]);
+  app = await startTestApp({
+    DNS_SERVERS: dns.serverList,
+    SMTP_ROUTES: `*=127.0.0.1:${sink.port}`,
+    TOOLS_DIR: process.env.TOOLS_DIR ?? "",
+  });
+  worker = await app.startWorker();
+  schemathesis = await ensureSchemathesis(app.config.toolsDir);
+  workDir = await mkdtemp(join(tmpdir(), "schemathesis-"));
+}, 600_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await app?.stop();
+  await Promise.all([dns?.stop(), sink?.stop()]);
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+test("schemathesis finds no failure with every check against a fresh organization", async () => {
+  const tenant = await app.createTenant({
+    managedLimit: 100_000,
+    messagesPerMinute: 1_000_000,
+    messagesPerDay: 1_000_000,
+    recipientsPerDay: 1_000_000,
+    restrictions: { requestsPerMinute: 1_000_000 },
+  });
+  const [python, ...entry] = schemathesis;
+  const args = [
+    ...entry,
+    "run",
+    `${app.baseUrl}/openapi.json`,
+    "--checks=all",
+    `--header=x-api-key: ${tenant.key}`,
+    `--max-examples=${EXAMPLES_PER_OPERATION}`,
+    "--seed=1",
+    "--workers=1",
+    "--generation-database=none",
+    "--no-color",
+  ];
+  const result = await promisify(execFile)(python!, args, {
+    cwd: workDir,
+    timeout: RUN_TIMEOUT_MS,
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, SCHEMATHESIS_HOOKS: HOOKS, SCHEMATHESIS_BASE_URL: app.baseUrl, SCHEMATHESIS_API_KEY: tenant.key },
+  }).then(
+    ({ stdout }) => ({ code: 0, output: stdout }),
+    (e: { code?: number; stdout?: string; stderr?: string; message: string }) => ({
+      code: e.code ?? -1,
+      output: `${e.stdout ?? ""}\n${e.stderr ?? ""}\n${e.message}`,
+    }),
+  );
+  expect(result.code, result.output).toBe(0);
+  expect(result.output).toMatch(/No issues found|passed/);
+}, RUN_TIMEOUT_MS + 60_000);
