@@ -164,7 +164,8 @@ export async function startService(config: Config, roles: readonly Role[], optio
       const worker = await createConfiguredWorker(config, db, infra.temporalAddress);
       const running = worker.run();
       stops.push(async () => {
-        worker.shutdown();
+        // The SDK shuts its workers down on SIGTERM and SIGINT by itself.
+        if (worker.getState() === "RUNNING") worker.shutdown();
         await running;
       });
       const reconciler = startPurgeReconciler(db, createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize), log);
