@@ -178,9 +178,13 @@ class Session {
     const commands = [`MAIL FROM:<${from}>\r\n`, `RCPT TO:<${to}>\r\n`, `DATA\r\n`];
     const replies = this.pipelining ? await this.send(commands.join(""), 3) : await sequential(this, commands);
     const expected = [250, 250, 354];
-    replies.forEach((r, i) => {
-      if (r.code !== expected[i]) throw new ReplyError(r, commands[i]!.trim());
-    });
+    const refused = replies.findIndex((r, i) => r.code !== expected[i]);
+    if (refused >= 0) {
+      // The transaction stays open after a refused MAIL or RCPT (the next MAIL would get 503 "nested MAIL"): an MTA
+      // resets it before the next message.
+      await this.send(replies[2]?.code === 354 ? ".\r\n" : "RSET\r\n", 1).catch(() => undefined);
+      throw new ReplyError(replies[refused]!, commands[refused]!.trim());
+    }
     const dotAt = now();
     const [reply] = await this.send(message, 1);
     const okAt = now();
