@@ -5,15 +5,20 @@
 // It prints one JSON line with its figures on stdout when done (idle mode: a "ready" line first, then waits for a
 // line on stdin). Raw sockets; MAIL/RCPT/DATA pipelined when the server offers PIPELINING, then the message and
 // the final dot in one write; a message counts only when the reply to the final dot is 250. Every loop is bounded
-// in count and time and ends by itself.
+// in count and time and ends by itself; in open and closed mode a line on stdin ends it earlier.
 //
 //   open    open loop: messages are due at `rate` per second (evenly spaced) for `durationS` or `count` messages,
 //           each on a free session of the pool; a message due while every session is busy waits for one, and
-//           its latency from when it was due is reported beside the `.`→250 latency
+//           its latency from when it was due is reported beside the `.`→250 latency; with `reconnect`, a session
+//           the server closed (it was killed, say) is replaced as soon as a connection succeeds again
 //   closed  closed loop: every session sends its next message as soon as the last one is answered
 //   idle    opens `sessions` connections, EHLO on each, prints {"ready":…}, holds them until a line on stdin
 //   greet   `count` connections one after the other: time from connect() to the 220 banner
+//
+// runInboundClient() runs it from a benchmark.
+import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
+import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { bodyFor, headerFor, type MessageTemplate } from "./inbound-message.js";
 
@@ -37,6 +42,8 @@ export interface ClientJob {
   readonly records?: boolean;
   /** idle: the longest the sessions are held if no line comes on stdin. */
   readonly holdS?: number;
+  /** open: replace a session that breaks, trying every RECONNECT_MS until the run's drain limit. */
+  readonly reconnect?: boolean;
 }
 
 export interface SendRecord {
@@ -74,6 +81,8 @@ const REPLY_TIMEOUT_MS = 30_000;
 const DRAIN_LIMIT_MS = 60_000;
 /** Connections opened at once while setting up a pool. */
 const CONNECT_CONCURRENCY = 50;
+/** How often a broken session is tried again while the server is away. */
+const RECONNECT_MS = 200;
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -169,9 +178,13 @@ class Session {
     const commands = [`MAIL FROM:<${from}>\r\n`, `RCPT TO:<${to}>\r\n`, `DATA\r\n`];
     const replies = this.pipelining ? await this.send(commands.join(""), 3) : await sequential(this, commands);
     const expected = [250, 250, 354];
-    replies.forEach((r, i) => {
-      if (r.code !== expected[i]) throw new ReplyError(r, commands[i]!.trim());
-    });
+    const refused = replies.findIndex((r, i) => r.code !== expected[i]);
+    if (refused >= 0) {
+      // The transaction stays open after a refused MAIL or RCPT (the next MAIL would get 503 "nested MAIL"): an MTA
+      // resets it before the next message.
+      await this.send(replies[2]?.code === 354 ? ".\r\n" : "RSET\r\n", 1).catch(() => undefined);
+      throw new ReplyError(replies[refused]!, commands[refused]!.trim());
+    }
     const dotAt = now();
     const [reply] = await this.send(message, 1);
     const okAt = now();
@@ -206,17 +219,27 @@ async function sequential(session: Session, commands: readonly string[]): Promis
   return replies;
 }
 
+/** A session past its banner and EHLO. */
+async function openSession(job: ClientJob): Promise<Session> {
+  const { session, banner } = Session.open(job.host, job.port);
+  try {
+    const reply = await banner;
+    if (reply.code !== 220) throw new ReplyError(reply, "banner");
+    await session.ehlo();
+    return session;
+  } catch (e) {
+    session.destroy();
+    throw e;
+  }
+}
+
 async function openPool(job: ClientJob, size: number): Promise<Session[]> {
   const sessions: Session[] = [];
   let next = 0;
   const opener = async () => {
     while (next < size) {
       next++;
-      const { session, banner } = Session.open(job.host, job.port);
-      const reply = await banner;
-      if (reply.code !== 220) throw new ReplyError(reply, "banner");
-      await session.ehlo();
-      sessions.push(session);
+      sessions.push(await openSession(job));
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, size) }, opener));
@@ -236,6 +259,9 @@ function messageMaker(job: ClientJob) {
 }
 
 async function runMessages(job: ClientJob): Promise<ClientResult> {
+  let stoppedAt: number | null = null;
+  createInterface({ input: process.stdin }).once("line", () => (stoppedAt ??= now()));
+  const stopped = () => stoppedAt !== null;
   const sessions = await openPool(job, job.sessions);
   const pipelining = sessions.every((s) => s.pipelining);
   const make = messageMaker(job);
@@ -275,7 +301,7 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
     let n = 0;
     await Promise.all(
       sessions.map(async (session) => {
-        while (!session.broken && n < maxCount && now() - started < durationMs) {
+        while (!session.broken && !stopped() && n < maxCount && now() - started < durationMs) {
           const at = now();
           await send(session, n++, at);
         }
@@ -286,14 +312,32 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
     const free = [...sessions];
     const waiting: { n: number; dueAt: number }[] = [];
     const running = new Set<Promise<void>>();
+    const release = (session: Session) => {
+      const queued = waiting.shift();
+      if (queued) dispatch(session, queued.n, queued.dueAt);
+      else free.push(session);
+    };
     const dispatch = (session: Session, n: number, dueAt: number) => {
       const p: Promise<void> = send(session, n, dueAt).finally(() => {
         running.delete(p);
-        if (session.broken) return;
-        const queued = waiting.shift();
-        if (queued) dispatch(session, queued.n, queued.dueAt);
-        else free.push(session);
+        if (!session.broken) release(session);
+        else if (job.reconnect) reopen();
       });
+      running.add(p);
+    };
+    // Tried until the drain limit of the run, whenever it ends.
+    const reopen = (): void => {
+      const p: Promise<void> = (async () => {
+        while (now() < (stoppedAt ?? started + durationMs) + DRAIN_LIMIT_MS) {
+          try {
+            const session = await openSession(job);
+            sessions.push(session);
+            return release(session);
+          } catch {
+            await new Promise((r) => setTimeout(r, RECONNECT_MS));
+          }
+        }
+      })().finally(() => running.delete(p));
       running.add(p);
     };
     let n = 0;
@@ -301,7 +345,7 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
     await new Promise<void>((resolve) => {
       const tick = () => {
         const t = now();
-        while (n < maxCount && started + (n * 1000) / rate <= t && (n * 1000) / rate < durationMs) {
+        while (!stopped() && n < maxCount && started + (n * 1000) / rate <= t && (n * 1000) / rate < durationMs) {
           const dueAt = started + (n * 1000) / rate;
           const session = free.pop();
           if (session) dispatch(session, n, dueAt);
@@ -311,7 +355,7 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
           }
           n++;
         }
-        if (n >= maxCount || (n * 1000) / rate >= durationMs || t - started > durationMs) return resolve();
+        if (stopped() || n >= maxCount || (n * 1000) / rate >= durationMs || t - started > durationMs) return resolve();
         setTimeout(tick, 1);
       };
       tick();
@@ -387,6 +431,44 @@ function emptyResult(job: ClientJob, started: number): ClientResult {
     waitedForSession: 0,
     pipelining: false,
   };
+}
+
+export interface RunOptions {
+  /** idle mode: called between "ready" and closing the sessions. */
+  readonly whileReady?: (connections: number) => Promise<void>;
+  /** open and closed mode: ends the run early when it resolves. */
+  readonly stop?: Promise<unknown>;
+}
+
+/** Runs this client as a child process with a job and returns its figures. */
+export async function runInboundClient(job: ClientJob, options: RunOptions = {}): Promise<ClientResult> {
+  const child = spawn(process.execPath, ["--import", "tsx", resolve("bench/inbound-client.ts"), JSON.stringify(job)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines: string[] = [];
+  let buffer = "";
+  child.stdout.setEncoding("utf8");
+  const readyWork: Promise<void>[] = [];
+  child.stdin.on("error", () => undefined); // the client may have finished before a stop is sent
+  void options.stop?.then(() => child.stdin.end("stop\n"));
+  child.stdout.on("data", (chunk: string) => {
+    buffer += chunk;
+    let nl: number;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      const parsed = JSON.parse(line) as { ready?: boolean; connections?: number };
+      if (parsed.ready) {
+        readyWork.push(
+          (options.whileReady ?? (async () => undefined))(parsed.connections ?? 0).finally(() => child.stdin.end("close\n")),
+        );
+      } else lines.push(line);
+    }
+  });
+  const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  await Promise.all(readyWork);
+  if (code !== 0 || lines.length === 0) throw new Error(`inbound-client (${job.mode}) exited with code ${code}`);
+  return JSON.parse(lines[lines.length - 1]!) as ClientResult;
 }
 
 async function main(): Promise<void> {

@@ -28,12 +28,13 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig, type Config } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
+import { loadAverage, revision } from "./machine.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
-import type { ClientJob, ClientResult } from "./inbound-client.js";
+import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
 import { staticMessage, tokenOf } from "./inbound-message.js";
 import { startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
 import { havePostfix, HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
@@ -120,20 +121,6 @@ function settingsFromEnv(env = process.env): Settings {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function loadAverage(): [number, number, number] {
-  const [a, b, c] = readFileSync("/proc/loadavg", "utf8").split(" ").map(Number);
-  return [a!, b!, c!];
-}
-
-function revision(): string {
-  if (process.env["BENCH_REVISION"]) return process.env["BENCH_REVISION"];
-  try {
-    return execFileSync("git", ["describe", "--always", "--dirty"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-  } catch {
-    return "unknown";
-  }
-}
 
 /** CPU time of a process's children that have exited and were reaped (by default ours: the load generators). */
 function exitedChildrenTicks(pid: number | "self" = "self"): number {
@@ -333,35 +320,6 @@ async function runSmtpSource(ctx: Context, system: System, seconds: number, reus
   return { accepted, elapsedS: killed ? seconds : elapsedS, perSecond, error };
 }
 
-/** Runs bench/inbound-client.ts with a job; idle mode calls `whileReady` between "ready" and closing. */
-async function runClient(job: ClientJob, whileReady?: (connections: number) => Promise<void>): Promise<ClientResult> {
-  const child = spawn(process.execPath, ["--import", "tsx", resolve("bench/inbound-client.ts"), JSON.stringify(job)], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  const lines: string[] = [];
-  let buffer = "";
-  child.stdout.setEncoding("utf8");
-  const readyWork: Promise<void>[] = [];
-  child.stdout.on("data", (chunk: string) => {
-    buffer += chunk;
-    let nl: number;
-    while ((nl = buffer.indexOf("\n")) >= 0) {
-      const line = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + 1);
-      const parsed = JSON.parse(line) as { ready?: boolean; connections?: number };
-      if (parsed.ready) {
-        readyWork.push(
-          (whileReady ?? (async () => undefined))(parsed.connections ?? 0).finally(() => child.stdin.end("close\n")),
-        );
-      } else lines.push(line);
-    }
-  });
-  const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
-  await Promise.all(readyWork);
-  if (code !== 0 || lines.length === 0) throw new Error(`inbound-client (${job.mode}) exited with code ${code}`);
-  return JSON.parse(lines[lines.length - 1]!) as ClientResult;
-}
-
 function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -385,7 +343,7 @@ async function throughputRun(ctx: Context, system: System, run: number, reuse: b
   const scenario: ScenarioName = reuse ? "throughput" : "newconn";
   const seconds = reuse ? (run === 0 ? ctx.settings.sustainedS : ctx.settings.throughputS) : ctx.settings.newconnS;
   let greeting: ClientResult | undefined;
-  if (!reuse) greeting = await runClient({ ...clientBase(ctx, system), mode: "greet", sessions: 1, count: 30 });
+  if (!reuse) greeting = await runInboundClient({ ...clientBase(ctx, system), mode: "greet", sessions: 1, count: 30 });
   const storedBefore = system.name === "ours" ? await ctx.ours!.stats.storedMessages() : 0;
   const meter = startRunMeter(ctx);
   const result = await runSmtpSource(ctx, system, seconds, reuse);
@@ -439,7 +397,7 @@ function clientBase(ctx: Context, system: System): Omit<ClientJob, "mode"> {
 async function latencyRun(ctx: Context, system: System, run: number): Promise<void> {
   const { settings } = ctx;
   const meter = startRunMeter(ctx);
-  const result = await runClient({ ...clientBase(ctx, system), mode: "open", rate: settings.latencyRate, durationS: settings.latencyS });
+  const result = await runInboundClient({ ...clientBase(ctx, system), mode: "open", rate: settings.latencyRate, durationS: settings.latencyS });
   const metered = meter.stop();
   const { drainS } = await settle(ctx, system);
   const record: RunRecord = {
@@ -477,7 +435,7 @@ async function webhookRun(ctx: Context, system: System, failRatio: number): Prom
   ours.receiver.setFailRatio(failRatio);
   const prefix = `wh${Math.round(failRatio * 100)}x${Date.now().toString(36)}`;
   const meter = startRunMeter(ctx);
-  const result = await runClient({
+  const result = await runInboundClient({
     ...clientBase(ctx, system),
     mode: "open",
     rate: settings.webhookRate,
@@ -555,7 +513,7 @@ async function commitsRun(ctx: Context, system: System, withWebhook: boolean): P
   await sleep(PG_STATS_SETTLE_MS);
   const before = await ours.stats.counters();
   const meter = startRunMeter(ctx);
-  const result = await runClient({
+  const result = await runInboundClient({
     ...clientBase(ctx, system),
     recipients,
     sessions: 20,
@@ -630,9 +588,11 @@ async function idleRun(ctx: Context, system: System, run: number): Promise<void>
   let after = before;
   let opened = 0;
   const meter = startRunMeter(ctx);
-  await runClient({ ...clientBase(ctx, system), mode: "idle", sessions: n, holdS: 120 }, async (connections) => {
-    opened = connections;
-    after = await stable();
+  await runInboundClient({ ...clientBase(ctx, system), mode: "idle", sessions: n, holdS: 120 }, {
+    whileReady: async (connections) => {
+      opened = connections;
+      after = await stable();
+    },
   });
   const metered = meter.stop();
   await settle(ctx, system);
@@ -761,7 +721,7 @@ async function main(): Promise<void> {
 
     if (ours) {
       // One message end to end before anything is measured: stored, and its webhook at the receiver.
-      await runClient({ ...clientBase(ctx, systems[0]!), mode: "open", rate: 10, count: 1, durationS: 5, sessions: 1 });
+      await runInboundClient({ ...clientBase(ctx, systems[0]!), mode: "open", rate: 10, count: 1, durationS: 5, sessions: 1 });
       const drained = await drain(systems[0]!, 60);
       const taken = await ours.receiver.take();
       if (drained.left > 0 || taken.requests === 0) throw new Error("the first message did not make it through to the webhook receiver");

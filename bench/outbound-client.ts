@@ -13,10 +13,14 @@
 //   open    open loop: messages fall due at `rate` per second, evenly spaced; at most `concurrency` are in flight,
 //           a message due while all are busy waits (its wait shows as start − due)
 //
-// Every loop stops by itself: after `durationS` or `count` messages, whichever first, then at most DRAIN_LIMIT_MS
-// for the answers still out.
+// Every loop stops by itself: after `durationS` or `count` messages, whichever first (or a line on stdin), then at
+// most DRAIN_LIMIT_MS for the answers still out. runOutboundClient() runs it from a benchmark.
+import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { connect, type Socket } from "node:net";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
 
 export interface OutboundJob {
   readonly target: "api" | "smtp";
@@ -340,7 +344,8 @@ function smtpSender(job: OutboundJob): Sender {
 
 // -------------------------------------------------------------------------------------------------------------
 
-export async function runJob(job: OutboundJob): Promise<OutboundResult> {
+/** Runs `job`; it ends early once `stopped` says so. */
+export async function runJob(job: OutboundJob, stopped: () => boolean = () => false): Promise<OutboundResult> {
   const sender = job.target === "api" ? apiSender(job) : smtpSender(job);
   await sender.warm();
   const records: SendRecord[] = [];
@@ -361,7 +366,7 @@ export async function runJob(job: OutboundJob): Promise<OutboundResult> {
     let n = 0;
     await Promise.all(
       Array.from({ length: job.concurrency }, async () => {
-        while (n < maxCount && now() - startedAt < durationMs) {
+        while (!stopped() && n < maxCount && now() - startedAt < durationMs) {
           const mine = n++;
           await one(mine, now());
         }
@@ -383,13 +388,13 @@ export async function runJob(job: OutboundJob): Promise<OutboundResult> {
     await new Promise<void>((resolve) => {
       const tick = () => {
         const t = now();
-        while (n < maxCount && (n * 1000) / rate < durationMs && startedAt + (n * 1000) / rate <= t) {
+        while (!stopped() && n < maxCount && (n * 1000) / rate < durationMs && startedAt + (n * 1000) / rate <= t) {
           const dueAt = startedAt + (n * 1000) / rate;
           if (inFlight < job.concurrency) start(n, dueAt);
           else waiting.push({ n, dueAt });
           n++;
         }
-        if (n >= maxCount || (n * 1000) / rate >= durationMs || t - startedAt > durationMs + 1000) return resolve();
+        if (stopped() || n >= maxCount || (n * 1000) / rate >= durationMs || t - startedAt > durationMs + 1000) return resolve();
         setTimeout(tick, 1);
       };
       tick();
@@ -409,8 +414,37 @@ async function main(): Promise<void> {
     process.stderr.write("outbound-client: hard time limit reached\n");
     process.exit(3);
   }, (job.durationS + DRAIN_LIMIT_MS / 1000 + 120) * 1000).unref();
-  const result = await runJob(job);
+  let stopped = false;
+  createInterface({ input: process.stdin }).once("line", () => (stopped = true));
+  const result = await runJob(job, () => stopped);
   process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
+}
+
+/**
+ * Runs this client as a child process with a job and returns its records; `whileRunning` is called every second
+ * while it runs, and `stop` ends the run early when it resolves.
+ */
+export async function runOutboundClient(
+  job: OutboundJob,
+  whileRunning: () => Promise<void> = async () => undefined,
+  stop?: Promise<unknown>,
+): Promise<OutboundResult> {
+  const child = spawn(process.execPath, ["--import", "tsx", resolve("bench/outbound-client.ts"), JSON.stringify(job)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  child.stdin.on("error", () => undefined); // the client may have finished before a stop is sent
+  void stop?.then(() => child.stdin.end("stop\n"));
+  let out = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => (out += chunk));
+  let exited = false;
+  const code = new Promise<number | null>((r) => child.once("exit", (c) => ((exited = true), r(c))));
+  while (!exited) {
+    await Promise.race([sleep(1000), code]);
+    if (!exited) await whileRunning();
+  }
+  if ((await code) !== 0 || out.trim() === "") throw new Error(`outbound-client exited with code ${await code}`);
+  return JSON.parse(out.trim().split("\n").pop()!) as OutboundResult;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -10,7 +10,7 @@ import pg from "pg";
 import type { Config } from "../src/config.js";
 import { startRole, type RoleProcess } from "./inbound-ours.js";
 import { seed } from "./seed.js";
-import { startInfrastructure, type Infrastructure, type Teardown } from "./stack.js";
+import { startInfrastructure, type Infrastructure, type InfrastructureOptions, type Teardown } from "./stack.js";
 
 /** Send limits of the bench organization and of new organizations (env of the roles): nothing throttles a run. */
 export const RAISED_LIMITS = {
@@ -19,6 +19,17 @@ export const RAISED_LIMITS = {
   DEFAULT_RECIPIENTS_PER_DAY: 100_000_000,
   DEFAULT_REQUESTS_PER_MINUTE: 10_000_000,
 } as const;
+
+/** The configuration's defaults with RAISED_LIMITS, for the seeded organization. */
+export function raisedDefaults(config: Config): Config["defaults"] {
+  return {
+    ...config.defaults,
+    messagesPerMinute: RAISED_LIMITS.DEFAULT_MESSAGES_PER_MINUTE,
+    messagesPerDay: RAISED_LIMITS.DEFAULT_MESSAGES_PER_DAY,
+    recipientsPerDay: RAISED_LIMITS.DEFAULT_RECIPIENTS_PER_DAY,
+    requestsPerMinute: RAISED_LIMITS.DEFAULT_REQUESTS_PER_MINUTE,
+  };
+}
 
 export interface OurOutboundStack {
   readonly infra: Infrastructure;
@@ -46,24 +57,20 @@ export interface OurOutboundOptions {
   readonly log: (line: string) => void;
   /** Node options per role (e.g. --cpu-prof). */
   readonly nodeArgs?: Partial<Record<"api" | "worker" | "smtp", readonly string[]>>;
+  /** How PostgreSQL and Temporal are started (bench:faults restarts them). */
+  readonly infrastructure?: InfrastructureOptions;
 }
 
 export async function startOurOutboundStack(options: OurOutboundOptions, teardown: Teardown): Promise<OurOutboundStack> {
   const { workDir, config, log } = options;
   log("starting PostgreSQL and Temporal …");
-  const infra = await startInfrastructure(workDir, teardown);
+  const infra = await startInfrastructure(workDir, teardown, options.infrastructure);
   log(`seeding 1 organization × ${options.inboxes} inboxes …`);
   const [apiKey] = await seed(infra.databaseUrl, {
     organizations: 1,
     inboxesPerOrganization: options.inboxes,
     managedDomain: config.managedDomain,
-    defaults: {
-      ...config.defaults,
-      messagesPerMinute: RAISED_LIMITS.DEFAULT_MESSAGES_PER_MINUTE,
-      messagesPerDay: RAISED_LIMITS.DEFAULT_MESSAGES_PER_DAY,
-      recipientsPerDay: RAISED_LIMITS.DEFAULT_RECIPIENTS_PER_DAY,
-      requestsPerMinute: RAISED_LIMITS.DEFAULT_REQUESTS_PER_MINUTE,
-    },
+    defaults: raisedDefaults(config),
   });
   const roleEnv: Record<string, string> = {
     DATABASE_URL: infra.databaseUrl,

@@ -34,7 +34,7 @@
 //   BENCH_INBOXES=16  BENCH_DRAIN_MAX_S=120  BENCH_WARMUP_S=5  BENCH_SINK_GREETING_MS=0  BENCH_SINK_DOMAIN=bench-sink.test
 //   BENCH_FLOOR_COUNT=150  BENCH_FLOOR_RATE=15  BENCH_LOAD_WAIT_S=120  BENCH_CPU_PROF=1 (profile the api and worker roles; summaries printed)  LOG_LEVEL (of our
 //   roles; error)
-import { execFileSync, fork, spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
@@ -42,15 +42,17 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
+import { loadAverage, revision } from "./machine.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
-import { tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
+import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
 import { profileIds, summarizeOutboundProfile } from "./outbound-profile.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
 import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
 import { formatOutboundReport, percentile, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
-import type { SinkCommand, SinkOptions, SinkRecord, SinkTake } from "./outbound-sink.js";
-import { stopChild, Teardown } from "./stack.js";
+import type { SinkRecord } from "./outbound-sink.js";
+import { startSink, type Sink } from "./outbound-sink-process.js";
+import { Teardown } from "./stack.js";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const SCENARIOS = ["accept", "latency", "deferral", "throughput", "floor"] as const;
@@ -160,20 +162,6 @@ function settingsFromEnv(env = process.env): Settings {
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const now = () => performance.timeOrigin + performance.now();
 
-function loadAverage(): [number, number, number] {
-  const [a, b, c] = readFileSync("/proc/loadavg", "utf8").split(" ").map(Number);
-  return [a!, b!, c!];
-}
-
-function revision(): string {
-  if (process.env["BENCH_REVISION"]) return process.env["BENCH_REVISION"];
-  try {
-    return execFileSync("git", ["describe", "--always", "--dirty"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-  } catch {
-    return "unknown";
-  }
-}
-
 function statusKb(pid: number, field: "VmRSS" | "VmHWM"): number {
   try {
     const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -204,48 +192,6 @@ function reapedTicks(pid: number | "self" = "self"): number {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The sink
-
-interface Sink {
-  readonly port: number;
-  readonly pid: number;
-  take(): Promise<SinkTake>;
-  setOptions(options: SinkOptions): Promise<void>;
-}
-
-async function startSink(options: SinkOptions, teardown: Teardown): Promise<Sink> {
-  const child: ChildProcess = fork(resolve("bench/outbound-sink.ts"), [], {
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  teardown.add(() => stopChild(child));
-  const port = await new Promise<number>((resolvePort, reject) => {
-    child.once("exit", (code) => reject(new Error(`the sink exited with code ${code}`)));
-    child.once("message", (m: { ready?: number }) => (m.ready ? resolvePort(m.ready) : reject(new Error("unexpected sink message"))));
-  });
-  const ask = <T>(command: SinkCommand, key: string): Promise<T> =>
-    new Promise((resolveAnswer) => {
-      const onMessage = (m: Record<string, unknown>) => {
-        if (!(key in m)) return;
-        child.off("message", onMessage);
-        resolveAnswer(m[key] as T);
-      };
-      child.on("message", onMessage);
-      child.send(command);
-    });
-  const sink: Sink = {
-    port,
-    pid: child.pid!,
-    take: () => ask<SinkTake>({ cmd: "take" }, "taken"),
-    setOptions: async (o) => {
-      await ask<boolean>({ cmd: "options", options: o }, "options");
-    },
-  };
-  await sink.setOptions(options);
-  return sink;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Systems and runs
 
 interface System {
@@ -267,24 +213,6 @@ interface Context {
   readonly runs: RunRecord[];
   /** Sink records that matched no message of the run they arrived in (late or foreign). */
   strays: number;
-}
-
-/** Runs bench/outbound-client.ts with a job; while it runs, `whileRunning` is called every second. */
-async function runClient(job: OutboundJob, whileRunning: () => Promise<void>): Promise<OutboundResult> {
-  const child = spawn(process.execPath, ["--import", "tsx", resolve("bench/outbound-client.ts"), JSON.stringify(job)], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => (out += chunk));
-  let exited = false;
-  const code = new Promise<number | null>((r) => child.once("exit", (c) => ((exited = true), r(c))));
-  while (!exited) {
-    await Promise.race([sleep(1000), code]);
-    if (!exited) await whileRunning();
-  }
-  if ((await code) !== 0 || out.trim() === "") throw new Error(`outbound-client exited with code ${await code}`);
-  return JSON.parse(out.trim().split("\n").pop()!) as OutboundResult;
 }
 
 /** Matches sink records to sent messages: first arrival per message, duplicates and strays counted. */
@@ -410,7 +338,7 @@ async function measure(
   const meter = startRunMeter(ctx);
   const whole = startRunMeter(ctx);
   const waits = options.sampleWaits && ctx.ours ? sampleWaits(ctx.ours) : undefined;
-  const result = await runClient(job, async () => {
+  const result = await runOutboundClient(job, async () => {
     arrivals.add((await ctx.sink.take()).records);
     sampleMemory();
   });

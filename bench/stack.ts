@@ -1,8 +1,7 @@
 // The stack under test: PostgreSQL and Temporal (embedded unless DATABASE_URL / TEMPORAL_ADDRESS are set), and the
 // two HTTP servers compared, each in its own process so none shares the load generator's event loop.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "../src/temporal/search-attributes.js";
 import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
@@ -29,33 +28,71 @@ export interface Infrastructure {
   readonly temporalAddress: string;
   /** The postmaster's pid when PostgreSQL is embedded (for CPU accounting), else undefined. */
   readonly postmasterPid: number | undefined;
+  /** Stops the embedded PostgreSQL (fast shutdown) and starts it again on its port and data; undefined when external. */
+  readonly restartPostgres: (() => Promise<void>) | undefined;
+  /** Stops the embedded Temporal dev server and starts it again on its port; undefined when external. */
+  readonly restartTemporal: (() => Promise<void>) | undefined;
 }
 
-export async function startInfrastructure(dataDir: string, teardown: Teardown): Promise<Infrastructure> {
-  const [databaseUrl, temporalAddress] = await Promise.all([
-    process.env["DATABASE_URL"] || startPostgres(dataDir, teardown),
-    process.env["TEMPORAL_ADDRESS"] || startTemporal(teardown),
+export interface InfrastructureOptions {
+  /** The Temporal dev server keeps its state under the data directory (a restart keeps the workflows); in memory by default. */
+  readonly persistentTemporal?: boolean;
+  /** Embedded servers even when DATABASE_URL or TEMPORAL_ADDRESS name external ones (a benchmark that restarts them). */
+  readonly embedded?: boolean;
+}
+
+interface Restartable<T> {
+  readonly value: T;
+  readonly pid: number | undefined;
+  /** Undefined for an external server. */
+  readonly restart: (() => Promise<void>) | undefined;
+}
+
+export async function startInfrastructure(dataDir: string, teardown: Teardown, options: InfrastructureOptions = {}): Promise<Infrastructure> {
+  const external = (value: string): Restartable<string> => ({ value, pid: undefined, restart: undefined });
+  const databaseUrl = options.embedded ? undefined : process.env["DATABASE_URL"];
+  const temporalAddress = options.embedded ? undefined : process.env["TEMPORAL_ADDRESS"];
+  const [pg, temporal] = await Promise.all([
+    databaseUrl ? external(databaseUrl) : startPostgres(dataDir, teardown),
+    temporalAddress ? external(temporalAddress) : startTemporal(options.persistentTemporal ? dataDir : undefined, teardown),
   ]);
-  const postmasterPid = process.env["DATABASE_URL"] ? undefined : await postmasterPidOf(dataDir);
-  return { databaseUrl, temporalAddress, postmasterPid };
+  return {
+    databaseUrl: pg.value,
+    temporalAddress: temporal.value,
+    postmasterPid: pg.pid,
+    restartPostgres: pg.restart,
+    restartTemporal: temporal.restart,
+  };
 }
 
-async function startPostgres(dataDir: string, teardown: Teardown): Promise<string> {
-  const pg = await startEmbeddedPostgres({ dataDir });
-  teardown.add(pg.stop);
-  return pg.url;
+async function startPostgres(dataDir: string, teardown: Teardown): Promise<Restartable<string>> {
+  let pg = await startEmbeddedPostgres({ dataDir });
+  const port = Number(new URL(pg.url).port);
+  teardown.add(() => pg.stop());
+  return {
+    value: pg.url,
+    pid: pg.pid,
+    restart: async () => {
+      await pg.stop();
+      pg = await startEmbeddedPostgres({ dataDir, port });
+    },
+  };
 }
 
-async function startTemporal(teardown: Teardown): Promise<string> {
+async function startTemporal(dataDir: string | undefined, teardown: Teardown): Promise<Restartable<string>> {
   const cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
-  const temporal = await startTemporalDevServer({ cliPath, headless: true, searchAttributes: MAILBOX_SEARCH_ATTRIBUTES });
-  teardown.add(temporal.stop);
-  return temporal.address;
-}
-
-async function postmasterPidOf(dataDir: string): Promise<number> {
-  const pidFile = await readFile(join(dataDir, "postgres", "postmaster.pid"), "utf8");
-  return Number.parseInt(pidFile.split("\n", 1)[0]!, 10);
+  const options = { cliPath, dataDir, headless: true, searchAttributes: MAILBOX_SEARCH_ATTRIBUTES };
+  let temporal = await startTemporalDevServer(options);
+  const port = Number(temporal.address.split(":").pop());
+  teardown.add(() => temporal.stop());
+  return {
+    value: temporal.address,
+    pid: undefined,
+    restart: async () => {
+      await temporal.stop();
+      temporal = await startTemporalDevServer({ ...options, port });
+    },
+  };
 }
 
 export interface ServerProcess {

@@ -27,6 +27,7 @@ import { createSuppressions } from "./outbound/suppressions.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "./runtime/temporal-cli.js";
 import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
+import { identityOf, isRunning, type ProcessIdentity } from "./runtime/watchdog.js";
 import {
   connectTemporal,
   createDeliveryStarter,
@@ -91,6 +92,9 @@ async function startInfrastructure(config: Config, log: Logger): Promise<Infrast
       stops.push(temporal.stop);
       temporalAddress = temporal.address;
       temporalUiUrl = temporal.uiUrl;
+      if (config.temporalUiPort !== 0 && temporalUiUrl !== `http://127.0.0.1:${config.temporalUiPort}`) {
+        log.warn("TEMPORAL_UI_PORT is taken (another instance?): the Temporal Web UI listens elsewhere", { url: temporalUiUrl });
+      }
     }
     return { databaseUrl, temporalAddress, temporalUiUrl, stop: stopAll };
   } catch (e) {
@@ -127,6 +131,8 @@ export interface RunningService {
   readonly smtp: SmtpRole | undefined;
   readonly databaseUrl: string;
   readonly temporalAddress: string;
+  /** The embedded Temporal dev server's Web UI, when there is one. */
+  readonly temporalUiUrl: string | null;
   stop(): Promise<void>;
 }
 
@@ -159,7 +165,8 @@ export async function startService(config: Config, roles: readonly Role[], optio
       const worker = await createConfiguredWorker(config, db, infra.temporalAddress);
       const running = worker.run();
       stops.push(async () => {
-        worker.shutdown();
+        // The SDK shuts its workers down on SIGTERM and SIGINT by itself.
+        if (worker.getState() === "RUNNING") worker.shutdown();
         await running;
       });
       const reconciler = startPurgeReconciler(db, createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize), log);
@@ -200,13 +207,13 @@ export async function startService(config: Config, roles: readonly Role[], optio
     if (options.embedded) {
       await writeFile(
         join(config.dataDir, RUNTIME_FILE),
-        JSON.stringify({ pid: process.pid, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress }),
+        JSON.stringify({ ...identityOf(process.pid), databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress }),
         { mode: 0o600 },
       );
       stops.push(() => rm(join(config.dataDir, RUNTIME_FILE), { force: true }));
     }
     if (infra.temporalUiUrl) log.info("Temporal Web UI", { url: infra.temporalUiUrl });
-    return { api, smtp, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, stop };
+    return { api, smtp, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, temporalUiUrl: infra.temporalUiUrl, stop };
   } catch (e) {
     await stop();
     throw e;
@@ -308,9 +315,9 @@ export async function openOperatorDatabase(config: Config): Promise<{ db: Databa
 
 async function runningDatabaseUrl(config: Config): Promise<string | undefined> {
   try {
-    const runtime = JSON.parse(await readFile(join(config.dataDir, RUNTIME_FILE), "utf8")) as { pid: number; databaseUrl: string };
-    process.kill(runtime.pid, 0);
-    return runtime.databaseUrl;
+    const runtime = JSON.parse(await readFile(join(config.dataDir, RUNTIME_FILE), "utf8")) as ProcessIdentity & { databaseUrl: string };
+    // The file of a killed run stays behind; its pid may belong to another process by now.
+    return isRunning(runtime) ? runtime.databaseUrl : undefined;
   } catch {
     return undefined;
   }

@@ -122,6 +122,7 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
     smtp: service.smtp ? `${config.bindHost}:${service.smtp.port}` : null,
     roles,
     temporal: service.temporalAddress,
+    temporalUi: service.temporalUiUrl,
     database: service.databaseUrl.replace(/\/\/[^@]*@/, "//"),
   };
   console.log(JSON.stringify(summary));

@@ -49,6 +49,8 @@ export interface Listener {
 /** Waits between attempts to listen again after a lost connection. */
 const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
+const ignoreError = (): void => undefined;
+
 function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
@@ -59,6 +61,9 @@ function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<voi
     query: (text, values) => run(pool, text, values),
     async transaction(fn) {
       const client = await pool.connect();
+      // A checked-out client has no listener of the pool's: a connection cut meanwhile (PostgreSQL restarted) would
+      // emit an unhandled 'error' and end the process. The transaction's next statement fails instead.
+      client.on("error", ignoreError);
       try {
         await client.query("begin");
         const result = await fn({ query: (text, values) => run(client, text, values) });
@@ -68,6 +73,7 @@ function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<voi
         await client.query("rollback").catch(() => undefined);
         throw e;
       } finally {
+        client.off("error", ignoreError);
         client.release();
       }
     },

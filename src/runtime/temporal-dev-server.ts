@@ -1,13 +1,14 @@
 // A local Temporal server (`temporal server start-dev`) for when no TEMPORAL_ADDRESS is configured.
 import { spawn } from "node:child_process";
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Connection } from "@temporalio/client";
 import { registerSearchAttributes, type SearchAttributeType } from "../temporal/search-attributes.js";
-import { findFreePort } from "./free-port.js";
-
+import { findFreePort, isPortFree } from "./free-port.js";
+import { claimEmbeddedServer } from "./leftovers.js";
+import type { StopStep } from "./watchdog.js";
 
 export interface TemporalDevServerOptions {
   /** The `temporal` binary, see ensureTemporalCli. */
@@ -16,7 +17,7 @@ export interface TemporalDevServerOptions {
   readonly dataDir?: string;
   /** Frontend gRPC port; a free one is picked when omitted. */
   readonly port?: number;
-  /** Web UI port; a free one is picked when omitted. */
+  /** Web UI port; a free one is picked when omitted or 0, and when this one is taken (see uiUrl). */
   readonly uiPort?: number;
   /** Run without the Web UI. */
   readonly headless?: boolean;
@@ -39,21 +40,39 @@ export interface RunningTemporal {
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 const LOG_TAIL_LINES = 50;
+/** Its own clean shutdown, then SIGKILL. */
+const STOP_STEPS: readonly StopStep[] = [
+  { signal: "SIGTERM", waitMs: STOP_TIMEOUT_MS },
+  { signal: "SIGKILL", waitMs: 5_000 },
+];
+
 export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<RunningTemporal> {
   const namespace = opts.namespace ?? "default";
+  const dbFile = opts.dataDir === undefined ? undefined : join(opts.dataDir, "temporal", "temporal.db");
+  // Before choosing ports: a server left running by a killed run may hold the Web UI port.
+  const claim = await claimEmbeddedServer(
+    {
+      name: "the Temporal dev server",
+      stopSteps: STOP_STEPS,
+      state: dbFile === undefined ? undefined : { dataDir: opts.dataDir!, recordName: "temporal", marker: dbFile },
+    },
+    undefined,
+    (line) => process.stderr.write(`Temporal dev server: ${line}\n`),
+  );
   const port = opts.port ?? (await findFreePort());
-  const uiPort = opts.headless ? null : (opts.uiPort ?? (await findFreePort()));
+  // Another instance on this machine may hold the configured UI port; the UI is a convenience, so take another.
+  const uiPort = opts.headless ? null : opts.uiPort && (await isPortFree(opts.uiPort)) ? opts.uiPort : await findFreePort();
   const address = `127.0.0.1:${port}`;
   const args = ["server", "start-dev", "--ip", "127.0.0.1", "--port", String(port), "--namespace", namespace];
   args.push(...(uiPort === null ? ["--headless"] : ["--ui-port", String(uiPort)]));
-  if (opts.dataDir !== undefined) {
-    const dir = join(opts.dataDir, "temporal");
-    await mkdir(dir, { recursive: true });
-    args.push("--db-filename", join(dir, "temporal.db"));
+  if (dbFile !== undefined) {
+    await mkdir(dirname(dbFile), { recursive: true });
+    args.push("--db-filename", dbFile);
   }
   args.push("--log-level", "warn");
 
   const child = spawn(opts.cliPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  if (child.pid !== undefined) await claim.started(child.pid);
   const tail: string[] = [];
   for (const input of [child.stdout, child.stderr]) {
     createInterface({ input }).on("line", (line) => {
@@ -73,9 +92,6 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
     }),
   );
   const isRunning = (): boolean => exitReason === undefined;
-  // The server does not notice its parent dying, so it goes down with this process (and shuts down on its own).
-  const killOnExit = (): void => void child.kill("SIGTERM");
-  process.on("exit", killOnExit);
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
@@ -86,7 +102,7 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
         await exited;
         clearTimeout(escalate);
       }
-      process.off("exit", killOnExit);
+      await claim.release();
     })());
 
   try {

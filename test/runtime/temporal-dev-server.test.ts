@@ -73,6 +73,20 @@ describe("startTemporalDevServer", () => {
     expect((await fetch(server.uiUrl!)).status).toBe(200);
   });
 
+  it("takes another Web UI port when the one asked for is taken (a second instance on the machine)", { timeout: 60_000 }, async () => {
+    const blocker = createServer().listen(0, "127.0.0.1");
+    await once(blocker, "listening");
+    try {
+      const { port } = blocker.address() as AddressInfo;
+      const server = await start({ uiPort: port });
+      expect(server.uiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(server.uiUrl).not.toBe(`http://127.0.0.1:${port}`);
+      expect((await fetch(server.uiUrl!)).status).toBe(200);
+    } finally {
+      blocker.close();
+    }
+  });
+
   it("reports the server's own output when it cannot start", { timeout: 60_000 }, async () => {
     const blocker = createServer().listen(0, "127.0.0.1");
     await once(blocker, "listening");
