@@ -2,6 +2,8 @@
 // verification on request, and the traffic view.
 import { randomBytes } from "node:crypto";
 import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
+import type { Principal } from "../auth/principal.js";
+import { requireUnrestrictedInboxes } from "../auth/principal.js";
 import { CustomerDomain, Organization } from "../db/entities/index.js";
 import type { CustomerDomainRow } from "../db/entities/customer-domain.js";
 import type { TenantStore } from "../db/tenant-store.js";
@@ -53,7 +55,8 @@ export function createDomains(deps: DomainsDeps) {
   return {
     find,
 
-    async create(store: TenantStore, name: string): Promise<CustomerDomainRow> {
+    async create(store: TenantStore, principal: Principal, name: string): Promise<CustomerDomainRow> {
+      requireUnrestrictedInboxes(principal, "register domains");
       const domain = registrableName(name, deps.managedDomain);
       // Key generation takes tens of milliseconds of CPU: before the transaction, not while it holds a lock.
       const keys = await generateDkimKeyPair();
@@ -100,7 +103,8 @@ export function createDomains(deps: DomainsDeps) {
      * first verification there is nothing to keep verified. The check is recorded whether or not the start works:
      * a lost start is made good by the next verify, or by the verification reconciler once a check is overdue.
      */
-    async verify(store: TenantStore, domainId: string): Promise<Verification> {
+    async verify(store: TenantStore, principal: Principal, domainId: string): Promise<Verification> {
+      requireUnrestrictedInboxes(principal, "verify domains");
       await find(store, domainId);
       const verification = await deps.verifier.verify(domainId);
       if (!verification) throw new NotFound("domain");
