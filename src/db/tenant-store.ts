@@ -1,8 +1,19 @@
 // Tenant scoping that cannot be forgotten: domain code gets a TenantStore, never a bare EntityManager, and every
-// read and write through it carries the caller's organization.
-import type { EntityName, FilterQuery, FindOptions } from "@mikro-orm/core";
+// read and write through it carries the caller's organization. The EntityManager stays private, so no caller can
+// step around the organization filter.
+import {
+  LockMode,
+  type EntityData,
+  type EntityName,
+  type FilterQuery,
+  type FindOneOptions,
+  type FindOptions,
+  type RequiredEntityData,
+} from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { PermissionDenied } from "../errors.js";
 import type { SqlPool, SqlTx } from "./database.js";
+import { Organization, type OrganizationRow } from "./entities/organization.js";
 
 /** A transaction of plain SQL for one organization: every statement names organization_id itself. */
 export interface TenantSqlTx extends SqlTx {
@@ -14,15 +25,34 @@ export interface TenantOwned {
   organization: unknown;
 }
 
+/** A row's data without its organization, which the store sets. */
+export type NewRow<T> = Omit<RequiredEntityData<T>, "organization">;
+
+/** A per-organization limit on the rows of one entity (spec platformLimits). */
+export interface OrganizationLimit<T extends TenantOwned> {
+  readonly entity: EntityName<T>;
+  /** The rows that count against the limit. */
+  readonly counted: FilterQuery<T>;
+  readonly max: number;
+  /** What is counted, for the refusal's message ("inboxes"). */
+  readonly noun: string;
+  /** The code of the 403 that refuses a create at the limit. */
+  readonly errorCode: string;
+}
+
 export class TenantStore {
   constructor(
-    readonly em: EntityManager,
+    private readonly em: EntityManager,
     readonly organizationId: string,
-    private readonly sql?: SqlPool,
+    private readonly sql: SqlPool,
   ) {}
 
-  findOne<T extends TenantOwned>(entity: EntityName<T>, where: FilterQuery<T>): Promise<T | null> {
-    return this.em.findOne(entity, this.scoped(where));
+  findOne<T extends TenantOwned, H extends string = never>(
+    entity: EntityName<T>,
+    where: FilterQuery<T>,
+    options?: FindOneOptions<T, H>,
+  ) {
+    return this.em.findOne(entity, this.scoped(where), options);
   }
 
   find<T extends TenantOwned, H extends string = never>(
@@ -37,9 +67,55 @@ export class TenantStore {
     return this.em.count(entity, this.scoped(where));
   }
 
+  /** A new row of this organization, inserted by the next flush. */
+  create<T extends TenantOwned>(entity: EntityName<T>, data: NewRow<T>): T {
+    return this.em.create(entity, { ...data, organization: this.organizationId } as never);
+  }
+
+  /** Deletes this organization's rows that match, in one statement; answers how many. */
+  nativeDelete<T extends TenantOwned>(entity: EntityName<T>, where: FilterQuery<T>): Promise<number> {
+    return this.em.nativeDelete(entity, this.scoped(where));
+  }
+
+  /** Updates this organization's rows that match, in one statement; answers how many. */
+  nativeUpdate<T extends TenantOwned>(
+    entity: EntityName<T>,
+    where: FilterQuery<T>,
+    data: Omit<EntityData<T>, "organization">,
+  ): Promise<number> {
+    return this.em.nativeUpdate(entity, this.scoped(where), data as never);
+  }
+
+  /** Writes the changes of the entities this store loaded or created (all of them this organization's). */
+  flush(): Promise<void> {
+    return this.em.flush();
+  }
+
   /** Runs fn in one transaction, with a store bound to the same organization. */
   transactional<R>(fn: (store: TenantStore) => Promise<R>): Promise<R> {
     return this.em.transactional((em) => fn(new TenantStore(em, this.organizationId, this.sql)));
+  }
+
+  /**
+   * Creates under a per-organization limit: in one transaction that holds the organization's row lock, so
+   * concurrent creates of one organization run one at a time and neither the count nor anything `create` reads can
+   * change underneath. Refuses with `403 <limit.errorCode>` when `limit.max` rows count already, then runs
+   * `create` (which may refuse further, and may change the locked organization row) and flushes. A unique
+   * constraint the insert violates reaches the error boundary, which maps it (src/db/unique-conflicts.ts).
+   */
+  createWithinLimit<T extends TenantOwned, R>(
+    limit: OrganizationLimit<T>,
+    create: (tx: TenantStore, organization: OrganizationRow) => Promise<R> | R,
+  ): Promise<R> {
+    return this.transactional(async (tx) => {
+      const organization = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if ((await tx.count(limit.entity, limit.counted)) >= limit.max) {
+        throw new PermissionDenied(`the organization has reached its limit of ${limit.max} ${limit.noun}`, limit.errorCode);
+      }
+      const result = await create(tx, organization);
+      await tx.flush();
+      return result;
+    });
   }
 
   /**
@@ -47,21 +123,16 @@ export class TenantStore {
    * acceptance) where the ORM would inline a composed message into the statement text.
    */
   sqlTransaction<R>(fn: (tx: TenantSqlTx) => Promise<R>): Promise<R> {
-    return this.pool().transaction((tx) => fn({ organizationId: this.organizationId, query: (text, values) => tx.query(text, values) }));
+    return this.sql.transaction((tx) => fn({ organizationId: this.organizationId, query: (text, values) => tx.query(text, values) }));
   }
 
   /**
-   * One plain statement on the driver's pool for a hot read, where the ORM's hydration costs more than the query.
-   * Like sqlTransaction, the statement names the organization itself: `fn` gets its id to bind.
+   * One plain statement (`$n` parameters) on the driver's pool, for reads the ORM cannot express or would hydrate
+   * at a cost. Like sqlTransaction, the statement names the organization itself: `fn` gets its id to bind.
    */
   sqlRead<T>(fn: (organizationId: string) => { readonly text: string; readonly values: readonly unknown[] }): Promise<T[]> {
     const { text, values } = fn(this.organizationId);
-    return this.pool().query<T>(text, values);
-  }
-
-  private pool(): SqlPool {
-    if (!this.sql) throw new Error("this store was made without the SQL pool");
-    return this.sql;
+    return this.sql.query<T>(text, values);
   }
 
   // Typed loosely on purpose: the public signatures above check `where`; MikroORM's index-aware filter types

@@ -1,12 +1,13 @@
 // Customer domains: registration (name rules, platform limit, DNS records and a DKIM key of its own), reads,
 // verification on request, and the traffic view.
 import { randomBytes } from "node:crypto";
-import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
-import { CustomerDomain, Organization } from "../db/entities/index.js";
+import type { Principal } from "../auth/principal.js";
+import { requireUnrestrictedInboxes } from "../auth/principal.js";
+import { CustomerDomain } from "../db/entities/index.js";
 import type { CustomerDomainRow } from "../db/entities/customer-domain.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { isAtOrBelow, toAsciiDomain } from "../dns/names.js";
-import { Conflict, InvalidRequest, NotFound, PermissionDenied } from "../errors.js";
+import { Conflict, InvalidRequest, NotFound } from "../errors.js";
 import { newUuid } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { CursorCodec } from "../pagination/cursor.js";
@@ -53,42 +54,41 @@ export function createDomains(deps: DomainsDeps) {
   return {
     find,
 
-    async create(store: TenantStore, name: string): Promise<CustomerDomainRow> {
+    async create(store: TenantStore, principal: Principal, name: string): Promise<CustomerDomainRow> {
+      requireUnrestrictedInboxes(principal, "register domains");
       const domain = registrableName(name, deps.managedDomain);
+      // Before the key is made and the lock taken; of concurrent registrations of one name the unique constraint
+      // lets one win (409 domain_exists, src/db/unique-conflicts.ts).
+      if ((await store.count(CustomerDomain, { domain })) > 0) {
+        throw new Conflict("domain_exists", `${domain} is already registered in this organization`);
+      }
       // Key generation takes tens of milliseconds of CPU: before the transaction, not while it holds a lock.
       const keys = await generateDkimKeyPair();
       const id = newUuid();
-      try {
-        return await store.transactional(async (tx) => {
-          // The organization row lock serialises concurrent registrations, so the count cannot overshoot.
-          const org = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
-          if ((await tx.count(CustomerDomain, { domain })) > 0) throw domainExists(domain);
-          if ((await tx.count(CustomerDomain, {})) >= deps.domainLimit) {
-            throw new PermissionDenied(`the organization has reached its limit of ${deps.domainLimit} domains`, "domain_limit_reached");
-          }
-          const now = new Date();
-          const row = tx.em.create(CustomerDomain, {
-            id,
-            organization: org,
-            domain,
-            ownershipToken: randomBytes(16).toString("hex"),
-            dkimSelector: `mbx${randomBytes(4).toString("hex")}`,
-            dkimPublicKey: keys.publicKey,
-            dkimPrivateKeyEncrypted: deps.vault.seal(id, keys.privateKeyPem),
-            inbound: initialCapability(),
-            outbound: initialCapability(),
-            lastChecks: null,
-            lastCheckedAt: null,
-            createdAt: now,
-            updatedAt: now,
-          });
-          await tx.em.flush();
-          return row;
+      const limit = {
+        entity: CustomerDomain,
+        counted: {},
+        max: deps.domainLimit,
+        noun: "domains",
+        errorCode: "domain_limit_reached",
+      };
+      return store.createWithinLimit(limit, (tx) => {
+        const now = new Date();
+        return tx.create(CustomerDomain, {
+          id,
+          domain,
+          ownershipToken: randomBytes(16).toString("hex"),
+          dkimSelector: `mbx${randomBytes(4).toString("hex")}`,
+          dkimPublicKey: keys.publicKey,
+          dkimPrivateKeyEncrypted: deps.vault.seal(id, keys.privateKeyPem),
+          inbound: initialCapability(),
+          outbound: initialCapability(),
+          lastChecks: null,
+          lastCheckedAt: null,
+          createdAt: now,
+          updatedAt: now,
         });
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) throw domainExists(domain);
-        throw e;
-      }
+      });
     },
 
     list(store: TenantStore, page: PageRequest): Promise<Page<CustomerDomainRow>> {
@@ -100,7 +100,8 @@ export function createDomains(deps: DomainsDeps) {
      * first verification there is nothing to keep verified. The check is recorded whether or not the start works:
      * a lost start is made good by the next verify, or by the verification reconciler once a check is overdue.
      */
-    async verify(store: TenantStore, domainId: string): Promise<Verification> {
+    async verify(store: TenantStore, principal: Principal, domainId: string): Promise<Verification> {
+      requireUnrestrictedInboxes(principal, "verify domains");
       await find(store, domainId);
       const verification = await deps.verifier.verify(domainId);
       if (!verification) throw new NotFound("domain");
@@ -115,21 +116,17 @@ export function createDomains(deps: DomainsDeps) {
       const since = new Date(Date.now() - 24 * 3_600_000);
       // Inbound: messages received by the domain's inboxes. Outbound: submissions sent from the domain, through an
       // inbox or /v1/send alike.
-      const [counts] = await store.em.execute<{ inbound: number; outbound: number }[]>(
-        `select
+      const [counts] = await store.sqlRead<{ inbound: number; outbound: number }>((organizationId) => ({
+        text: `select
            (select count(*)::int from messages m join inboxes i on i.id = m.inbox_id
-             where i.organization_id = ? and i.domain_id = ? and m.organization_id = ? and m.direction = 'inbound' and m.created_at > ?) as inbound,
+             where i.organization_id = $1 and i.domain_id = $2 and m.organization_id = $1 and m.direction = 'inbound' and m.created_at > $3) as inbound,
            (select count(*)::int from submissions s
-             where s.organization_id = ? and s.created_at > ? and lower(s."from"->>'email') like ?) as outbound`,
-        [store.organizationId, domainId, store.organizationId, since, store.organizationId, since, `%@${domain.domain.replace(/[\\%_]/g, "\\$&")}`],
-      );
+             where s.organization_id = $1 and s.created_at > $3 and lower(s."from"->>'email') like $4) as outbound`,
+        values: [organizationId, domainId, since, `%@${domain.domain.replace(/[\\%_]/g, "\\$&")}`],
+      }));
       return { domain, inboundMessages24h: counts?.inbound ?? 0, outboundMessages24h: counts?.outbound ?? 0 };
     },
   };
-}
-
-function domainExists(domain: string): Conflict {
-  return new Conflict("domain_exists", `${domain} is already registered in this organization`);
 }
 
 /** The A-label form of a name an organization may register, or a 400 invalid_domain saying why not. */

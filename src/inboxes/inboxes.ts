@@ -1,8 +1,7 @@
 // Inboxes: creation (address rules, managed allowance, platform limit), reads, and deletion through a purge workflow.
-import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
 import type { Principal } from "../auth/principal.js";
 import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
-import { Inbox, Organization } from "../db/entities/index.js";
+import { Inbox } from "../db/entities/index.js";
 import type { InboxRow } from "../db/entities/inbox.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
@@ -85,48 +84,41 @@ export function createInboxes(deps: InboxesDeps) {
       if (!customer && RESERVED_LOCAL_PARTS.has(localPart)) {
         throw new Conflict("inbox_address_unavailable", `the address ${address} is not available`);
       }
-      try {
-        return await store.transactional(async (tx) => {
-          // The organization row lock serialises concurrent creates, so counts and the allowance cannot overshoot.
-          const org = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
-          const live = await tx.count(Inbox, { status: { $ne: "deleted" } });
-          if (live >= deps.inboxLimit) {
-            throw new PermissionDenied(`the organization has reached its limit of ${deps.inboxLimit} inboxes`, "inbox_limit_reached");
-          }
-          if (!customer && org.managedUsed >= org.managedLimit) {
-            throw new PermissionDenied(
-              `the lifetime allowance of ${org.managedLimit} managed addresses is used up`,
-              "managed_allowance_exhausted",
-            );
-          }
-          const now = new Date();
-          const inbox = tx.em.create(Inbox, {
-            id: newId("inb"),
-            organization: org,
-            localPart,
-            domain,
-            address,
-            domainKind: customer ? "customer" : "managed",
-            domainId: customer?.id ?? null,
-            displayName: input.displayName,
-            status: "active",
-            createdAt: now,
-            updatedAt: now,
-            deletedAt: null,
-          });
-          if (!customer) {
-            org.managedUsed += 1;
-            org.updatedAt = now;
-          }
-          await tx.em.flush();
-          return inbox;
-        });
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) {
-          throw new Conflict("inbox_address_unavailable", `the address ${address} is not available`);
+      const limit = {
+        entity: Inbox,
+        counted: { status: { $ne: "deleted" } },
+        max: deps.inboxLimit,
+        noun: "inboxes",
+        errorCode: "inbox_limit_reached",
+      };
+      // Under the organization's lock, so the allowance cannot overshoot either. An address taken, by anyone and ever,
+      // is the unique constraint's to decide (409 inbox_address_unavailable, src/db/unique-conflicts.ts).
+      return store.createWithinLimit(limit, (tx, org) => {
+        if (!customer && org.managedUsed >= org.managedLimit) {
+          throw new PermissionDenied(
+            `the lifetime allowance of ${org.managedLimit} managed addresses is used up`,
+            "managed_allowance_exhausted",
+          );
         }
-        throw e;
-      }
+        const now = new Date();
+        if (!customer) {
+          org.managedUsed += 1;
+          org.updatedAt = now;
+        }
+        return tx.create(Inbox, {
+          id: newId("inb"),
+          localPart,
+          domain,
+          address,
+          domainKind: customer ? "customer" : "managed",
+          domainId: customer?.id ?? null,
+          displayName: input.displayName,
+          status: "active",
+          createdAt: now,
+          updatedAt: now,
+          deletedAt: null,
+        });
+      });
     },
 
     list(store: TenantStore, principal: Principal, page: PageRequest): Promise<Page<InboxRow>> {

@@ -1,8 +1,11 @@
-// The one error boundary of the RPC edge: domain errors become ConnectErrors with an ErrorDetail, known ORM
-// conditions get their meaning, and anything else is logged with its cause and answered as a bare internal error.
+// The one error boundary of the RPC edge (the /v1 gateway calls the same chain): domain errors become ConnectErrors
+// with an ErrorDetail, a violated unique constraint becomes the Conflict it means (src/db/unique-conflicts.ts),
+// Connect's own errors keep their code, and anything else is logged with its cause and answered as a bare internal
+// error.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../gen/mailbox/v1/errors_pb.js";
+import { uniqueConflictOf } from "../db/unique-conflicts.js";
 import { DEFAULT_ERROR_CODE, DomainError } from "../errors.js";
 import type { Logger } from "../logger.js";
 
@@ -17,13 +20,8 @@ export function errorBoundary(log: Logger): Interceptor {
 }
 
 export function toConnectError(e: unknown, log: Logger, where: string): ConnectError {
-  if (e instanceof DomainError) {
-    const err = new ConnectError(e.message, e.code, undefined, [
-      { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: e.errorCode, retryAfterSeconds: e.retryAfterSeconds }) },
-    ]);
-    if (e.retryAfterSeconds > 0) err.metadata.set("retry-after", String(e.retryAfterSeconds));
-    return err;
-  }
+  const domain = e instanceof DomainError ? e : uniqueConflictOf(e);
+  if (domain) return fromDomainError(domain);
   if (e instanceof ConnectError && e.code !== Code.Internal && e.code !== Code.Unknown) {
     // Errors Connect itself raised (unimplemented method, malformed protocol input) keep their code.
     if (e.findDetails(ErrorDetailSchema).length > 0) return e;
@@ -35,4 +33,12 @@ export function toConnectError(e: unknown, log: Logger, where: string): ConnectE
   return new ConnectError("internal error", Code.Internal, undefined, [
     { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: "internal_error" }) },
   ]);
+}
+
+function fromDomainError(e: DomainError): ConnectError {
+  const err = new ConnectError(e.message, e.code, undefined, [
+    { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { code: e.errorCode, retryAfterSeconds: e.retryAfterSeconds }) },
+  ]);
+  if (e.retryAfterSeconds > 0) err.metadata.set("retry-after", String(e.retryAfterSeconds));
+  return err;
 }

@@ -24,7 +24,7 @@ export function unitOfWork(db: Database): Interceptor {
     const store = new TenantStore(db.fork(), principal.organizationId, db.sql);
     req.contextValues.set(kTenant, store);
     const res = await next(req);
-    if (!isRead(req.method)) await store.em.flush();
+    if (!isRead(req.method)) await store.flush();
     return res;
   };
 }

@@ -49,19 +49,15 @@ export function createMessages(deps: MessagesDeps) {
     async delete(store: TenantStore, principal: Principal, messageId: string): Promise<void> {
       const message = await findReadable(store, principal, messageId);
       await store.transactional(async (tx) => {
-        await tx.em.nativeDelete(Attachment, { messageId, organization: tx.organizationId });
-        await tx.em.nativeDelete(Message, { id: messageId, organization: tx.organizationId });
+        await tx.nativeDelete(Attachment, { messageId });
+        await tx.nativeDelete(Message, { id: messageId });
         await refreshThreadSummary(tx, message.threadId);
       });
     },
 
     async downloadAttachment(store: TenantStore, principal: Principal, messageId: string, attachmentId: string): Promise<AttachmentDownload> {
       await findReadable(store, principal, messageId);
-      const attachment = await store.em.findOne(
-        Attachment,
-        { id: attachmentId, messageId, organization: store.organizationId },
-        { populate: ["content"] },
-      );
+      const attachment = await store.findOne(Attachment, { id: attachmentId, messageId }, { populate: ["content"] });
       if (!attachment) throw new NotFound("attachment");
       switch (attachment.scanState) {
         case "clean":
@@ -82,17 +78,17 @@ export function createMessages(deps: MessagesDeps) {
 async function refreshThreadSummary(store: TenantStore, threadId: string): Promise<void> {
   // Only what the summary needs: bodies can be large.
   const remaining = await store.find(Message, { threadId }, { orderBy: { createdAt: "asc" }, fields: ["createdAt", "from", "to"] as never });
+  if (remaining.length === 0) {
+    await store.nativeDelete(Thread, { id: threadId });
+    return;
+  }
   const thread = await store.findOne(Thread, { id: threadId });
   if (!thread) return;
-  if (remaining.length === 0) {
-    store.em.remove(thread);
-  } else {
-    const participants = new Set<string>();
-    for (const m of remaining) for (const a of [m.from, ...m.to]) participants.add(a.email.toLowerCase());
-    thread.messageCount = remaining.length;
-    thread.lastMessageAt = remaining[remaining.length - 1]!.createdAt;
-    thread.participants = [...participants];
-    thread.updatedAt = new Date();
-  }
-  await store.em.flush();
+  const participants = new Set<string>();
+  for (const m of remaining) for (const a of [m.from, ...m.to]) participants.add(a.email.toLowerCase());
+  thread.messageCount = remaining.length;
+  thread.lastMessageAt = remaining[remaining.length - 1]!.createdAt;
+  thread.participants = [...participants];
+  thread.updatedAt = new Date();
+  await store.flush();
 }

@@ -43,23 +43,21 @@ export function createDeliveryMetrics(deps: { readonly now?: () => Date } = {}) 
   return {
     async read(store: TenantStore, hours = DEFAULT_METRICS_HOURS): Promise<DeliveryMetrics> {
       const since = new Date(now().getTime() - hours * 3_600_000);
-      const org = store.organizationId;
-      const [row] = await store.em.execute<MetricsRow[]>(
-        `select count(r.id)::int as submitted,
+      const [row] = await store.sqlRead<MetricsRow>((organizationId) => ({
+        text: `select count(r.id)::int as submitted,
                 count(r.id) filter (where r.status = 'delivered')::int as delivered,
                 count(r.id) filter (where r.status = 'deferred')::int as deferred,
                 count(r.id) filter (where r.status = 'bounced')::int as bounced,
                 count(r.id) filter (where r.status = 'failed')::int as failed,
-                (select count(*)::int from complaints c where c.organization_id = ? and c.created_at >= ?) as complaints,
+                (select count(*)::int from complaints c where c.organization_id = $1 and c.created_at >= $2) as complaints,
                 percentile_cont(array[0.5, 0.9, 0.99]) within group (
                   order by greatest(0, extract(epoch from (r.delivered_at - s.created_at)) * 1000)
                 ) filter (where r.status = 'delivered' and r.delivered_at is not null) as latency
            from submissions s
            join submission_recipients r on r.submission_id = s.id and r.organization_id = s.organization_id
-          where s.organization_id = ? and s.created_at >= ?`,
-        [org, since, org, since],
-        "all",
-      );
+          where s.organization_id = $1 and s.created_at >= $2`,
+        values: [organizationId, since],
+      }));
       const counts = {
         submitted: row?.submitted ?? 0,
         delivered: row?.delivered ?? 0,

@@ -176,10 +176,10 @@ export function createOutbound(deps: OutboundDeps) {
   }
 
   async function refuseSuppressed(store: TenantStore, recipients: readonly OutboundAddress[]): Promise<void> {
-    const rows = await store.em.execute<{ email: string; reason: string }[]>(
-      "select email, reason from suppressions where organization_id = ? and email in (?)",
-      [store.organizationId, recipients.map((r) => r.email)],
-    );
+    const rows = await store.sqlRead<{ email: string; reason: string }>((organizationId) => ({
+      text: "select email, reason from suppressions where organization_id = $1 and email = any($2)",
+      values: [organizationId, recipients.map((r) => r.email)],
+    }));
     if (rows.length > 0) {
       throw new PermissionDenied(
         `suppressed recipients: ${rows.map((r) => `${r.email} (${r.reason})`).join(", ")}; remove them from the message or DELETE /v1/suppressions first`,
@@ -218,10 +218,10 @@ export function createOutbound(deps: OutboundDeps) {
       return await find();
     } catch (e) {
       if (!(e instanceof NotFound)) throw e;
-      const claimed = await store.em.execute<{ n: number }[]>(
-        "select 1 as n from idempotency_records where organization_id = ? and route = ? and key = ?",
-        [store.organizationId, route, idempotencyKey],
-      );
+      const claimed = await store.sqlRead((organizationId) => ({
+        text: "select 1 from idempotency_records where organization_id = $1 and route = $2 and key = $3",
+        values: [organizationId, route, idempotencyKey],
+      }));
       if (claimed.length > 0) {
         throw new Gone("idempotency_result_expired", "the message sent with this idempotency key was deleted; the key cannot be reused");
       }

@@ -28,7 +28,7 @@ export function createSuppressions(deps: { readonly cursors: CursorCodec }) {
       requireUnrestrictedInboxes(principal, "remove suppressions");
       const address = parseAddress(email);
       if (!address.ok) throw new InvalidRequest(`email: ${address.problem}`);
-      const removed = await store.em.nativeDelete(Suppression, { organization: store.organizationId, email: address.normalized });
+      const removed = await store.nativeDelete(Suppression, { email: address.normalized });
       if (removed === 0) throw new NotFound("suppression");
     },
   };

@@ -17,8 +17,8 @@ export function createDomainService(deps: { config: Config; domains: Domains }):
   const records = deps.config.customerDomains;
   return {
     async createDomain(req, ctx) {
-      const { store } = callerOf(ctx);
-      return create(CreateDomainResponseSchema, { domain: toDomain(await domains.create(store, req.domain), records) });
+      const { store, principal } = callerOf(ctx);
+      return create(CreateDomainResponseSchema, { domain: toDomain(await domains.create(store, principal, req.domain), records) });
     },
     async listDomains(req, ctx) {
       const { store } = callerOf(ctx);
@@ -30,8 +30,8 @@ export function createDomainService(deps: { config: Config; domains: Domains }):
       return create(GetDomainResponseSchema, { domain: toDomain(await domains.find(store, req.domainId), records) });
     },
     async verifyDomain(req, ctx) {
-      const { store } = callerOf(ctx);
-      return toVerifyDomainResponse(await domains.verify(store, req.domainId));
+      const { store, principal } = callerOf(ctx);
+      return toVerifyDomainResponse(await domains.verify(store, principal, req.domainId));
     },
     async getDomainTraffic(req, ctx) {
       const { store } = callerOf(ctx);

@@ -1,22 +1,19 @@
 // Webhook endpoints: idempotent creation (spec endpoint rules 8-9), listing without secrets, and deletion that
 // leaves a tombstone and drops the endpoint's pending deliveries.
 import { createHash } from "node:crypto";
-import { LockMode, UniqueConstraintViolationException } from "@mikro-orm/core";
+import { LockMode } from "@mikro-orm/core";
 import type { Principal } from "../auth/principal.js";
 import { requireUnrestrictedInboxes } from "../auth/principal.js";
-import { Organization, WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
+import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
 import type { TenantStore } from "../db/tenant-store.js";
-import { Conflict, Gone, NotFound, PermissionDenied } from "../errors.js";
+import { Conflict, Gone, NotFound } from "../errors.js";
 import { newId } from "../ids.js";
 import type { CursorCodec } from "../pagination/cursor.js";
 import { newestFirstPage, type Page, type PageRequest } from "../pagination/keyset.js";
 import { ENDPOINT_DELETED, inFlightDeliveries } from "./deliveries.js";
 import { newSigningSecret } from "./signature.js";
 import { normalizeWebhookUrl, type AddressPolicy } from "./url-policy.js";
-
-/** The partial unique index on (organization, url) of active endpoints (see the mailboxes migration). */
-const LIVE_URL_UNIQUE = "webhook_endpoints_live_url_unique";
 
 export interface WebhookEndpointsDeps {
   /** platformLimits.webhookEndpoints: active endpoints per organization. */
@@ -58,20 +55,25 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
     return { endpoint: existing, replayed: true };
   }
 
-  async function insert(store: TenantStore, input: CreateWebhookInput, url: string, requestHash: string): Promise<WebhookEndpointRow> {
-    return store.transactional(async (tx) => {
-      // The organization row lock serialises concurrent creates, so the endpoint count cannot overshoot the limit.
-      const org = await tx.em.findOneOrFail(Organization, tx.organizationId, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if ((await tx.count(WebhookEndpoint, { status: "active" })) >= deps.endpointLimit) {
-        throw new PermissionDenied(
-          `the organization has reached its limit of ${deps.endpointLimit} webhook endpoints`,
-          "webhook_endpoint_limit_reached",
-        );
-      }
+  /**
+   * Creates the endpoint, or answers a create with the same key that won a race: concurrent creates of one
+   * organization run one at a time under its lock, so the first with a key inserts and the rest find its endpoint.
+   * A url taken by another active endpoint is the unique index's to decide (409 webhook_endpoint_exists).
+   */
+  function insert(store: TenantStore, input: CreateWebhookInput, url: string, requestHash: string): Promise<CreatedWebhook> {
+    const limit = {
+      entity: WebhookEndpoint,
+      counted: { status: "active" },
+      max: deps.endpointLimit,
+      noun: "webhook endpoints",
+      errorCode: "webhook_endpoint_limit_reached",
+    };
+    return store.createWithinLimit(limit, async (tx) => {
+      const winner = await tx.findOne(WebhookEndpoint, { idempotencyKey: input.idempotencyKey });
+      if (winner) return replay(winner, requestHash);
       const now = new Date();
-      const endpoint = tx.em.create(WebhookEndpoint, {
+      const endpoint = tx.create(WebhookEndpoint, {
         id: newId("whk"),
-        organization: org,
         url,
         events: [...input.events],
         status: "active",
@@ -83,8 +85,7 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
         updatedAt: now,
         deletedAt: null,
       });
-      await tx.em.flush();
-      return endpoint;
+      return { endpoint, replayed: false };
     });
   }
 
@@ -93,20 +94,10 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
       requireUnrestrictedInboxes(principal, "manage webhook endpoints");
       const url = normalizeWebhookUrl(input.url, deps.addressPolicy);
       const requestHash = createHash("sha256").update(JSON.stringify({ url, events: input.events })).digest("hex");
+      // A retry is answered without taking the organization's lock.
       const earlier = await store.findOne(WebhookEndpoint, { idempotencyKey: input.idempotencyKey });
       if (earlier) return replay(earlier, requestHash);
-      try {
-        return { endpoint: await insert(store, input, url, requestHash), replayed: false };
-      } catch (e) {
-        if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        // The unique constraints decide races: a concurrent create with the same key won, or the URL is taken.
-        const winner = await store.findOne(WebhookEndpoint, { idempotencyKey: input.idempotencyKey });
-        if (winner) return replay(winner, requestHash);
-        if ((e as { constraint?: string }).constraint === LIVE_URL_UNIQUE) {
-          throw new Conflict("webhook_endpoint_exists", "an active endpoint with this url exists in the organization");
-        }
-        throw e;
-      }
+      return insert(store, input, url, requestHash);
     },
 
     list(store: TenantStore, page: PageRequest): Promise<Page<WebhookEndpointRow>> {
@@ -124,9 +115,9 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
         }
         const now = new Date();
         Object.assign(endpoint, { status: "deleted", deletedAt: now, updatedAt: now });
-        await tx.em.nativeUpdate(
+        await tx.nativeUpdate(
           WebhookDelivery,
-          { organization: tx.organizationId, endpointId: webhookId, status: "pending" },
+          { endpointId: webhookId, status: "pending" },
           { status: "failed", lastError: ENDPOINT_DELETED, updatedAt: now },
         );
       });

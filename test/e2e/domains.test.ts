@@ -109,6 +109,15 @@ describe("registering a domain", () => {
     expect((await b.request("POST", "/v1/domains", { body: { domain } })).status).toBe(201);
   });
 
+  test("registers a name once when concurrent registrations race for it: the others answer 409 domain_exists", async () => {
+    const tenant = await app.createTenant();
+    const domain = newDomain();
+    const answers = await Promise.all([1, 2, 3].map(() => tenant.request("POST", "/v1/domains", { body: { domain } })));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409]);
+    expect(answers.filter((a) => a.status === 409).map((a) => a.body.error)).toEqual(["domain_exists", "domain_exists"]);
+    expect(await app.db.fork().count(CustomerDomain, { organization: tenant.organizationId })).toBe(1);
+  });
+
   test("refuses a domain beyond platformLimits.domains with 403 domain_limit_reached", async () => {
     const tenant = await app.createTenant();
     expect((await tenant.request("GET", "/v1/me")).body.platformLimits.domains).toBe(3);
