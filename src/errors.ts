@@ -56,6 +56,13 @@ export class RateLimited extends DomainError {
   }
 }
 
+/** 503: a dependency of the service (the database) is unavailable for a moment; Retry-After says when to retry. */
+export class Unavailable extends DomainError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(Code.Unavailable, "unavailable", message, Math.max(1, Math.ceil(retryAfterSeconds)));
+  }
+}
+
 /** 413: a request whose content exceeds a limit (the HTTP status comes from HTTP_STATUS_BY_ERROR_CODE). */
 export class TooLarge extends DomainError {
   constructor(errorCode: string, message: string) {

@@ -1,10 +1,11 @@
 // The one error boundary of the RPC edge (the /v1 gateway calls the same chain): domain errors become ConnectErrors
-// with an ErrorDetail, a violated unique constraint becomes the Conflict it means (src/db/unique-conflicts.ts),
-// Connect's own errors keep their code, and anything else is logged with its cause and answered as a bare internal
+// with an ErrorDetail, a violated unique constraint becomes the Conflict it means (src/db/unique-conflicts.ts), a
+// database that cannot be reached is 503 with Retry-After (src/db/unavailable.ts), Connect's own errors keep their code, and anything else is logged with its cause and answered as a bare internal
 // error.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "../../gen/mailbox/v1/errors_pb.js";
+import { databaseUnavailableOf } from "../db/unavailable.js";
 import { uniqueConflictOf } from "../db/unique-conflicts.js";
 import { DEFAULT_ERROR_CODE, DomainError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -20,7 +21,7 @@ export function errorBoundary(log: Logger): Interceptor {
 }
 
 export function toConnectError(e: unknown, log: Logger, where: string): ConnectError {
-  const domain = e instanceof DomainError ? e : uniqueConflictOf(e);
+  const domain = e instanceof DomainError ? e : (uniqueConflictOf(e) ?? databaseUnavailableOf(e));
   if (domain) return fromDomainError(domain);
   if (e instanceof ConnectError && e.code !== Code.Internal && e.code !== Code.Unknown) {
     // Errors Connect itself raised (unimplemented method, malformed protocol input) keep their code.

@@ -1,5 +1,6 @@
 // A loopback TCP proxy in front of PostgreSQL that counts the bytes the server sends: point a test app's
-// DATABASE_URL at it to see how much data a request made the app read, whatever ORM or driver read it.
+// DATABASE_URL at it to see how much data a request made the app read, whatever ORM or driver read it. It can also
+// play a database that went away: cut every connection and refuse new ones until it is resumed.
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 
 export interface CountingProxy {
@@ -7,6 +8,10 @@ export interface CountingProxy {
   readonly url: string;
   /** Bytes sent by PostgreSQL to every client of the proxy so far. */
   readonly bytesFromServer: number;
+  /** Cuts every open connection and refuses new ones, as a PostgreSQL that is restarting. */
+  interrupt(): void;
+  /** Accepts connections again. */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -14,12 +19,14 @@ export async function startCountingProxy(databaseUrl: string): Promise<CountingP
   const target = new URL(databaseUrl);
   const sockets = new Set<Socket>();
   let bytesFromServer = 0;
+  let refusing = false;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
   };
   const server: Server = createServer((client) => {
+    if (refusing) return void client.destroy();
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
     track(client);
     track(upstream);
@@ -39,6 +46,13 @@ export async function startCountingProxy(databaseUrl: string): Promise<CountingP
     url: url.toString(),
     get bytesFromServer() {
       return bytesFromServer;
+    },
+    interrupt() {
+      refusing = true;
+      for (const s of sockets) s.destroy();
+    },
+    resume() {
+      refusing = false;
     },
     async stop() {
       for (const s of sockets) s.destroy();
