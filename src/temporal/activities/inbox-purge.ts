@@ -23,8 +23,10 @@ export function createInboxPurgeActivities(db: Database) {
     async purgeMailboxBatch(inboxId: string, batchSize: number): Promise<number> {
       const conn = db.fork().getConnection();
       for (const { table, where } of MAILBOX_DATA) {
+        // By primary key, not ctid: a row a running delivery updates meanwhile gets a new ctid, and a delete by the
+        // old one would skip it and let the purge move on to its parent (an orphaned recipient row).
         const res = await conn.execute<{ affectedRows: number }>(
-          `delete from ${table} where ctid in (select ctid from ${table} where ${where} limit ?)`,
+          `delete from ${table} where id in (select id from ${table} where ${where} limit ?)`,
           [inboxId, batchSize],
           "run",
         );
