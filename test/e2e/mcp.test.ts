@@ -222,7 +222,7 @@ describe("the /mcp edge", () => {
     const mail = await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: inbox.id });
     const reply = await post(keyOf(tenant), toolCall("reply_to_thread", { threadId: mail.threadId, targetMessageId: mail.messageId, text: big }));
     expect(reply.status).toBe(200);
-    const answer = await reply.json();
+    const answer = (await reply.json()) as { result: CallToolResult & { structuredContent: { message: { text: string } } } };
     expect(answer.result.isError).toBeFalsy();
     expect(answer.result.structuredContent.message.text).toBe(big);
   });
@@ -230,7 +230,7 @@ describe("the /mcp edge", () => {
   test("reads no more than a small body from a request without an accepted key, even for a sending tool", async () => {
     const big = "x".repeat(MAX_REQUEST_BYTES);
     const args = { threadId: "thr_000000000000000000000000", targetMessageId: "msg_000000000000000000000000", text: big };
-    for (const headers of [{}, { "x-api-key": "mbx_live_not_a_real_key" }]) {
+    for (const headers of [{}, { "x-api-key": "mbx_live_not_a_real_key" }] as Record<string, string>[]) {
       const res = await post(headers, toolCall("reply_to_thread", args));
       expect(res.status).toBe(413);
       expect(await res.json()).toMatchObject({ error: "payload_too_large" });

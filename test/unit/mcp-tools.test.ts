@@ -1,10 +1,9 @@
-import { getOption, type DescMessage } from "@bufbuild/protobuf";
+import { create, getOption, type DescMessage } from "@bufbuild/protobuf";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, test } from "vitest";
 import { method as methodRule } from "../../gen/mailbox/v1/options_pb.js";
 import { ReplyToThreadRequestSchema } from "../../gen/mailbox/v1/thread_service_pb.js";
-import { create } from "@bufbuild/protobuf";
 import { derivedIdempotencyKey } from "../../src/mcp/call.js";
 import { EXTERNAL_CONTENT_NOTE, buildTools, toolName, type McpTool } from "../../src/mcp/tools.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
@@ -50,7 +49,7 @@ describe("the MCP tools generated from the contract", () => {
         expect(ajv.validateSchema(schema), `${t.name}: ${ajv.errorsText()}`).toBe(true);
         // Compiling resolves every $ref (to $defs inside the schema).
         expect(() => ajv.compile(schema), t.name).not.toThrow();
-        expect(() => sdk.getValidator(schema), t.name).not.toThrow();
+        expect(() => sdk.getValidator(schema as Parameters<typeof sdk.getValidator>[0]), t.name).not.toThrow();
       }
       expect(JSON.stringify([t.inputSchema, t.outputSchema]), t.name).not.toContain("#/components/");
     }
@@ -105,7 +104,7 @@ describe("the MCP tools generated from the contract", () => {
     expect(key).toMatch(/^[A-Za-z0-9._:-]{8,200}$/);
     expect(derivedIdempotencyKey("key-1", reply, request("hello"))).toBe(key);
     // A key already set is not part of the arguments.
-    expect(derivedIdempotencyKey("key-1", reply, { ...request("hello"), idempotencyKey: "given-key-1" })).toBe(key);
+    expect(derivedIdempotencyKey("key-1", reply, create(ReplyToThreadRequestSchema, { ...request("hello"), idempotencyKey: "given-key-1" }))).toBe(key);
     expect(derivedIdempotencyKey("key-2", reply, request("hello"))).not.toBe(key);
     expect(derivedIdempotencyKey("key-1", reply, request("hello!"))).not.toBe(key);
     expect(derivedIdempotencyKey("key-1", reply, request("hello", "<p>hello</p>"))).not.toBe(key);
