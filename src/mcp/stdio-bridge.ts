@@ -24,7 +24,7 @@ export interface StdioBridgeOptions {
   readonly warn: (message: string) => void;
 }
 
-/** Relays until stdin ends. */
+/** Relays until stdin ends and the requests read before it are answered. */
 export async function runStdioBridge(options: StdioBridgeOptions): Promise<void> {
   const input = options.input ?? process.stdin;
   const remote = new StreamableHTTPClientTransport(new URL("/mcp", options.url), {
@@ -32,10 +32,11 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
   });
   const local = new StdioServerTransport(input as typeof process.stdin, (options.output ?? process.stdout) as typeof process.stdout);
   const initializing = new Set<RequestId>();
+  const inFlight = new Set<Promise<void>>();
 
   local.onmessage = (message: JSONRPCMessage) => {
     if (isJSONRPCRequest(message) && isInitializeRequest(message)) initializing.add(message.id);
-    remote.send(message).catch((e: unknown) => {
+    const sent = remote.send(message).catch((e: unknown) => {
       // A request must be answered, or the host waits for ever.
       if (!isJSONRPCRequest(message)) return options.warn(`mcp: ${describe(e)}`);
       void local.send({
@@ -44,6 +45,8 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
         error: { code: ErrorCode.InternalError, message: `the mailbox service at ${options.url} did not answer: ${describe(e)}` },
       });
     });
+    inFlight.add(sent);
+    void sent.finally(() => inFlight.delete(sent));
   };
   remote.onmessage = (message) => {
     // Later requests carry the negotiated version in MCP-Protocol-Version, as the SDK's own client sends it.
@@ -62,6 +65,8 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
   await remote.start();
   await local.start();
   await ended;
+  // Requests read before stdin ended are still answered (the HTTP answer is relayed before send() settles).
+  await Promise.allSettled([...inFlight]);
   await Promise.all([local.close(), remote.close()]);
 }
 

@@ -1,5 +1,6 @@
 // The MCP server through the SDK's own client: Streamable HTTP at /mcp on the real API server, and stdio through a
 // real `mailbox mcp` child process. Every successful result is checked against its tool's declared outputSchema.
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -285,6 +286,27 @@ describe("MCP over stdio (mailbox mcp)", () => {
     const reply = { threadId: mail.threadId, targetMessageId: mail.messageId, text: "On my way." };
     const first = await succeed(client, "reply_to_thread", reply);
     expect((await succeed(client, "reply_to_thread", reply)).message.id).toBe(first.message.id);
+  });
+
+  test("answers every request it read before its stdin ended, then exits", async () => {
+    const tenant = await app.createTenant();
+    const child = spawn(process.execPath, ["src/cli/mailbox.js", "mcp"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, MAILBOX_URL: app.baseUrl, MAILBOX_API_KEY: tenant.key },
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    const requests = [
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_me", arguments: {} } },
+    ];
+    child.stdin.end(requests.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(0);
+    const answers = out.trim().split("\n").map((line) => JSON.parse(line) as { id: number; result: any });
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
+    expect(answers.find((a) => a.id === 2)!.result.structuredContent.organization.id).toBe(tenant.organizationId);
   });
 
   test("answers tool calls with the authentication error when MAILBOX_API_KEY is unset", async () => {
