@@ -19,11 +19,13 @@ const IDEMPOTENCY_NOTE =
   "(a retry) returns the first result with replayed true and sends nothing more. To send the same content again on purpose, " +
   "pass a new idempotencyKey.";
 
+/** The largest download a tool returns (as base64, a third more); larger ones are the JSON API's to serve. */
+export const MAX_DOWNLOAD_BYTES = 1024 * 1024;
+
 export interface ToolAnnotations {
   readOnlyHint?: boolean;
   destructiveHint?: boolean;
   idempotentHint?: boolean;
-  openWorldHint?: boolean;
 }
 
 export interface McpTool {
@@ -82,9 +84,6 @@ function toolOf(route: Route): McpTool {
     download,
   };
 }
-
-/** The largest attachment get_attachment returns (as base64, a third more); a model cannot use more. */
-export const MAX_DOWNLOAD_BYTES = 1024 * 1024;
 
 /** The request message as the JSON face reads it, with path parameters required and the idempotency key optional. */
 function inputSchemaOf(route: Route, idempotencyField: DescField | undefined): McpTool["inputSchema"] {
