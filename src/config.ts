@@ -152,6 +152,8 @@ export interface Config {
   /** Feedback loops believed about any recipient (FEEDBACK_LOOP_SENDERS): authenticated domains or addresses. */
   readonly feedbackLoopSenders: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** `mailbox mcp`: the service it relays MCP over stdio to (MAILBOX_URL), and the key it calls with (MAILBOX_API_KEY). */
+  readonly mcpBridge: { readonly url: string; readonly apiKey: string | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -328,6 +330,10 @@ export function loadConfig(env: Env = process.env): Config {
       return ok;
     }),
     logLevel: logLevels.find((l) => l === logLevel) ?? "info",
+    mcpBridge: {
+      url: str("MAILBOX_URL", `http://127.0.0.1:${env.HTTP_PORT || 8080}`, /^https?:\/\/[^/?#]+\/?$/, "an http(s) URL of the service (scheme and host)"),
+      apiKey: optional("MAILBOX_API_KEY"),
+    },
   };
   if (errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${errors.join("\n  ")}`);
   return Object.freeze(config);
