@@ -9,18 +9,17 @@ import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { seedSubmission, seedSuppression } from "../support/delivery-rows.js";
 import { feedbackReport, type FeedbackReportOptions } from "../support/feedback-report.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
+import { webhookEndpoint } from "../support/inbound-ports.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 
 let app: TestApp;
 let smtp: SmtpRole;
-let ports: RecordingPorts;
 let feedbackAddress: string;
 
 beforeAll(async () => {
-  app = await startTestApp();
-  ports = recordingPorts();
-  smtp = await app.startSmtp(ports);
+  // Endpoints at 127.0.0.1 are allowed, so a test can give a tenant one that nothing should ever be sent to.
+  app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: "127.0.0.1" });
+  smtp = await app.startSmtp();
   feedbackAddress = app.config.feedbackAddress;
 });
 afterAll(() => app?.stop());
@@ -65,6 +64,7 @@ describe("feedback reports to the feedback address", () => {
   test("records a complaint and suppresses the recipient, visible through GET /v1/complaints and /v1/suppressions", async () => {
     const recipient = `${uniqueName("reader")}@example.com`;
     const { tenant, submissionId, messageId } = await sentTo([recipient, `${uniqueName("other")}@example.com`]);
+    await webhookEndpoint(tenant, "https://127.0.0.1/never-called");
     const rawId = await send(report({ messageId, rcptTo: recipient.toUpperCase() }));
 
     const complaints = await eventually(async () => {
@@ -92,7 +92,7 @@ describe("feedback reports to the feedback address", () => {
     // The report is not mail for anyone: not stored in an inbox, no event, and its raw message is gone.
     await processed(rawId);
     expect(await app.db.fork().count(Message, { rawId })).toBe(0);
-    expect(ports.enqueued.filter((e) => e.organizationId === tenant.organizationId)).toEqual([]);
+    expect(await app.db.sql.query(`select id from webhook_deliveries where organization_id = $1`, [tenant.organizationId])).toEqual([]);
   });
 
   test("a report in headers-only form that names no recipient is about the submission's only recipient", async () => {

@@ -5,6 +5,7 @@ import { Migration20261121233303_outbound } from "./Migration20261121233303_outb
 import { Migration20261121235811_scan_backlog } from "./Migration20261121235811_scan_backlog.js";
 import { Migration20261122015500_submission_lookups } from "./Migration20261122015500_submission_lookups.js";
 import { Migration20261122061000_admission_notify } from "./Migration20261122061000_admission_notify.js";
+import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -13,4 +14,5 @@ export const migrations = [
   Migration20261121235811_scan_backlog,
   Migration20261122015500_submission_lookups,
   Migration20261122061000_admission_notify,
+  Migration20261124090000_inbound_raw_chunks,
 ];
