@@ -129,16 +129,20 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   return {
     submit(rawId, size, received) {
       if (!thread) return;
-      sent++;
-      sentBytes += size;
-      if (!received) {
-        thread.postMessage({ type: "submit", rawId, size } satisfies ToProcessing);
-        return;
+      try {
+        if (received) {
+          // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
+          const raw = new Uint8Array(received.raw);
+          thread.postMessage({ type: "submit", rawId, size, received: { ...received, raw: raw as Buffer } } satisfies ToProcessing, [raw.buffer]);
+        } else {
+          thread.postMessage({ type: "submit", rawId, size } satisfies ToProcessing);
+        }
+        sent++;
+        sentBytes += size;
+      } catch (error) {
+        // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes it.
+        log.warn("handing a message to processing failed; the sweeper takes it", { rawId, error });
       }
-      // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
-      const raw = new Uint8Array(received.raw);
-      const submission = { type: "submit", rawId, size, received: { ...received, raw: raw as Buffer } } satisfies ToProcessing;
-      thread.postMessage(submission, [raw.buffer]);
     },
     overloaded() {
       const messages = load.messages + (sent - load.taken);
