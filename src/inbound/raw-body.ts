@@ -91,9 +91,9 @@ export async function createRawBodies(memory: ReceiveMemory, dataDir: string): P
             file = spoolFile();
             const pending = chunks;
             releaseMemory();
-            for (const c of pending) await (await file).write(c);
+            for (const c of pending) await writeAll(await file, c);
           }
-          await (await file).write(chunk);
+          await writeAll(await file, chunk);
         } catch (e) {
           // The rest of DATA is still read (SMTP answers only after the final dot); finish() reports the failure.
           failure = e;
@@ -142,4 +142,8 @@ export async function createRawBodies(memory: ReceiveMemory, dataDir: string): P
       };
     },
   };
+}
+
+async function writeAll(file: FileHandle, chunk: Buffer): Promise<void> {
+  for (let offset = 0; offset < chunk.length; ) offset += (await file.write(chunk, offset)).bytesWritten;
 }
