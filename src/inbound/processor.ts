@@ -14,9 +14,10 @@
 // waits; under load the next batch fills while one is stored. A batch that fails is stored again one message at a
 // time, so a bad message fails alone.
 //
-// Memory is bounded in bytes (memoryBytes): the raw bytes of messages queued with them, being parsed, waiting to
-// be stored and being stored stay within it (a larger message is taken alone); a message queued beyond it keeps
-// only its id and size and is read back when its turn comes. The queue itself holds at most maxQueued ids; beyond
+// Memory is bounded in bytes (memoryBytes), half for each side: the raw bytes of messages queued with them, and
+// those of messages being parsed, waiting to be stored and being stored (a larger message is taken alone). A message
+// queued beyond its half keeps only its id and size and is read back when its turn comes; the halves keep a long
+// queue of bytes from holding back the messages in hand. The queue itself holds at most maxQueued ids; beyond
 // it messages wait in PostgreSQL for the sweeper.
 //
 // Plain SQL on the driver's pool (db.sql), not the ORM: this is the hot path of inbound mail, and the ORM's unit of
@@ -188,8 +189,8 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   /** A full batch is ready: no more parsing until it is stored (bounds memory), and it needs no store to end. */
   const readyIsFull = () => ready.length >= MAX_BATCH_MESSAGES || readyBytes >= MAX_BATCH_BYTES;
 
-  /** Whether a queued message may be taken now: bytes in memory stay within the budget, or it goes alone. */
-  const fits = ({ size, known }: Queued) => inHandBytes === 0 || inHandBytes + queuedKnownBytes + (known ? 0 : size) <= deps.memoryBytes;
+  /** Whether a queued message may be taken now: bytes in hand stay within their half, or it goes alone. */
+  const fits = ({ size }: Queued) => inHandBytes === 0 || inHandBytes + size <= deps.memoryBytes / 2;
 
   function release(rawId: string): void {
     inHandBytes -= inHand.get(rawId) ?? 0;
@@ -540,7 +541,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
     submit(rawId, size, received) {
       if (inHand.has(rawId) || queued.has(rawId)) return true;
       if (stopped || queued.size >= deps.maxQueued) return false;
-      const keep = received !== undefined && inHandBytes + queuedKnownBytes + size <= deps.memoryBytes;
+      const keep = received !== undefined && queuedKnownBytes + size <= deps.memoryBytes / 2;
       queued.set(rawId, { seq: submitted++, size, known: keep ? rawRowOf(received) : undefined });
       queuedBytes += size;
       if (keep) queuedKnownBytes += size;
