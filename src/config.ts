@@ -47,6 +47,15 @@ export interface Config {
     readonly maxHeaderBytes: number;
     readonly maxMimeDepth: number;
     readonly maxMimeParts: number;
+    /** Concurrent connections from one client address; one more is answered 421 (Postfix's smtpd_client_connection_count_limit). */
+    readonly maxConnectionsPerClient: number;
+    /** Refused recipients (5xx at RCPT) in one session; the one that reaches it ends the session with 421. */
+    readonly maxRefusedRecipients: number;
+    /** Refusals after this many in a session are each answered only after refusalDelayMs (a tarpit for probing). */
+    readonly refusalDelayAfter: number;
+    readonly refusalDelayMs: number;
+    /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
+    readonly receiveMemoryBytes: number;
   };
   /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
   readonly inbound: {
@@ -54,6 +63,11 @@ export interface Config {
     readonly parseMemoryMb: number;
     /** Messages parsed and stored at once per process (one parser worker thread each). */
     readonly concurrency: number;
+    /** Raw bytes the processing thread holds (queued with their bytes, parsing, storing); beyond it only ids wait. */
+    readonly processingMemoryBytes: number;
+    /** Accepted messages (and their bytes) waiting for processing in one process beyond which MAIL FROM gets 451 4.3.1. */
+    readonly maxBacklogMessages: number;
+    readonly maxBacklogBytes: number;
   };
   /** External PostgreSQL; undefined starts an embedded one under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -252,11 +266,19 @@ export function loadConfig(env: Env = process.env): Config {
       maxMimeDepth: int("SMTP_MAX_MIME_DEPTH", 20, 1, 1000),
       // At most 1000: attachment ids number a message's attachments 1..999 (spec id shape).
       maxMimeParts: int("SMTP_MAX_MIME_PARTS", 500, 1, 1000),
+      maxConnectionsPerClient: int("SMTP_MAX_CONNECTIONS_PER_CLIENT", 20, 1, 100_000),
+      maxRefusedRecipients: int("SMTP_MAX_REFUSED_RECIPIENTS", 20, 1, 10_000),
+      refusalDelayAfter: int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
+      refusalDelayMs: int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
+      receiveMemoryBytes: int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
     },
     inbound: {
       parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
       parseMemoryMb: int("INBOUND_PARSE_MEMORY_MB", 256, 16, 16_384),
       concurrency: int("INBOUND_CONCURRENCY", 2, 1, 64),
+      processingMemoryBytes: int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      maxBacklogMessages: int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
+      maxBacklogBytes: int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     },
     databaseUrl: optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL"),
     temporalAddress: optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port"),

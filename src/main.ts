@@ -38,7 +38,7 @@ import {
 } from "./temporal/client.js";
 import { pruneCounterWindows, startPurgeReconciler, startReconciler } from "./temporal/reconciler.js";
 import { createWorker } from "./temporal/worker.js";
-import { createWebhookDeliverer, deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
+import { deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
 import { createWebhookEndpoints } from "./webhooks/endpoints.js";
 import { createScanner } from "./scanning/scanner.js";
 import { createSuppressionLookup } from "./validation/suppressions.js";
@@ -46,7 +46,6 @@ import { createEmailValidator } from "./validation/validator.js";
 import { createAttachmentScanStarter } from "./scanning/attachment-scan-starter.js";
 import { reconcileAttachmentScans } from "./scanning/attachment-scan-reconciler.js";
 import { startSmtpRole, type SmtpRole } from "./inbound/smtp-role.js";
-import { createWebhookOutbox, type WebhookOutbox } from "./webhooks/outbox.js";
 import { createDkimSigningKeys } from "./domains/signing-keys.js";
 import { deliverySettingsOf, type DeliveryDeps } from "./outbound/delivery/deliverer.js";
 import { managedDkimKeySource } from "./outbound/delivery/managed-dkim.js";
@@ -188,20 +187,16 @@ export async function startService(config: Config, roles: readonly Role[], optio
     }
     let smtp: SmtpRole | undefined;
     if (roles.includes("smtp")) {
-      const outbox = createConfiguredOutbox(config, db, temporal, log);
       const role = await startSmtpRole({
         config,
         db,
         log,
-        outbox,
-        scans: createAttachmentScanStarter(temporal, config.temporalTaskQueue),
+        databaseUrl: infra.databaseUrl,
+        temporalAddress: infra.temporalAddress,
         domains: createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config))),
       });
       smtp = role;
-      stops.push(async () => {
-        await role.stop();
-        await outbox.drain();
-      });
+      stops.push(role.stop);
       log.info("SMTP listening", { address: `${config.bindHost}:${role.port}`, hostname: config.smtp.hostname });
     }
     if (options.embedded) {
@@ -358,14 +353,4 @@ export async function createConfiguredDeliveryDeps(config: Config, db: Database,
     customerDkimKeys: createDkimSigningKeys({ db, vault: createDkimKeyVault(await dkimKeySecretOf(config)) }),
     log: createLogger(config.logLevel),
   };
-}
-
-/** The webhook outbox of this configuration: prompt first attempts, retries in Temporal. */
-export function createConfiguredOutbox(config: Config, db: Database, temporal: Client, log: Logger): WebhookOutbox {
-  return createWebhookOutbox({
-    db,
-    deliverer: createWebhookDeliverer(db, config.webhooks),
-    retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
-    log,
-  });
 }

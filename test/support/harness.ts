@@ -20,7 +20,6 @@ import { createConfiguredWorker, startApi } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
 import { createConfiguredResolver } from "../../src/dns/servers.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "../../src/domains/setup.js";
-import type { AttachmentScanStarter, MessageReceivedOutbox } from "../../src/inbound/ports.js";
 import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 
@@ -32,8 +31,11 @@ export interface TestApp {
   createTenant(options?: TenantOptions): Promise<Tenant>;
   /** Starts a worker on this app's task queue (tests that need one start it themselves). */
   startWorker(): Promise<{ stop(): Promise<void> }>;
-  /** Starts the smtp role in-process on a free port (stopped with the app), with the ports it reports to. */
-  startSmtp(ports: { outbox: MessageReceivedOutbox; scans: AttachmentScanStarter; sweeper?: SweeperOptions }): Promise<SmtpRole>;
+  /**
+   * Starts the smtp role in this process on a free port (stopped with the app). Its processing thread reports as in
+   * production, to this app's webhook endpoints and scan workflows: tests observe the database and Temporal.
+   */
+  startSmtp(options?: { sweeper?: SweeperOptions }): Promise<SmtpRole>;
   stop(): Promise<void>;
 }
 
@@ -147,9 +149,17 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         },
       };
     },
-    async startSmtp(ports) {
+    async startSmtp(options = {}) {
       const domains = createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config)));
-      const role = await startSmtpRole({ config, db, log, domains, ...ports });
+      const role = await startSmtpRole({
+        config,
+        db,
+        log,
+        domains,
+        databaseUrl: config.databaseUrl!,
+        temporalAddress: config.temporalAddress!,
+        ...options,
+      });
       smtpRoles.push(role);
       return role;
     },

@@ -7,6 +7,8 @@ import { Migration20261122015500_submission_lookups } from "./Migration202611220
 import { Migration20261122061000_admission_notify } from "./Migration20261122061000_admission_notify.js";
 import { Migration20261123193000_complaint_once } from "./Migration20261123193000_complaint_once.js";
 
+import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
+
 export const migrations = [
   Migration20261121231052_initial,
   Migration20261121232647_mailboxes,
@@ -15,4 +17,5 @@ export const migrations = [
   Migration20261122015500_submission_lookups,
   Migration20261122061000_admission_notify,
   Migration20261123193000_complaint_once,
+  Migration20261124090000_inbound_raw_chunks,
 ];
