@@ -23,7 +23,7 @@ import { createMcpEndpoint } from "./mcp/http.js";
 import { buildLlmsTxt } from "./mcp/llms-txt.js";
 import { buildTools } from "./mcp/tools.js";
 import { createRestGateway } from "./rest/gateway.js";
-import { createInProcessInvoker } from "./rest/in-process-invoker.js";
+import { createInProcessInvoker, createInProcessStreamInvoker } from "./rest/in-process-invoker.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { buildRouteTable } from "./rest/routes.js";
 import { CONTRACT_SERVICES, createServiceSpecs, type ServiceDeps } from "./rpc/services.js";
@@ -73,6 +73,7 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   const gateway = createRestGateway({
     routes,
     invoke,
+    invokeStream: createInProcessStreamInvoker(specs, interceptors),
     authenticate: authenticateBeforeBody,
     bodyOf,
     documents: { "/openapi.json": () => (openApi ??= buildOpenApi(routes)) },

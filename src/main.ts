@@ -15,10 +15,15 @@ import { createDkimKeyVault } from "./domains/dkim-keys.js";
 import { createDomains } from "./domains/domains.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "./domains/setup.js";
 import { reconcileDomainVerifications } from "./domains/verification-reconciler.js";
+import { createHolds } from "./events/holds.js";
+import { createEventHub } from "./events/hub.js";
+import { pruneEventLog } from "./events/log.js";
+import { createEventStreams } from "./events/stream.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
 import { createThreads } from "./mailbox/threads.js";
+import { createMessageWaits } from "./mailbox/wait.js";
 import { createCursorCodec } from "./pagination/cursor.js";
 import { createComplaints } from "./outbound/complaints.js";
 import { createOutbound } from "./outbound/outbound.js";
@@ -183,6 +188,8 @@ export async function startService(config: Config, roles: readonly Role[], optio
       stops.push(domainReconciler.stop);
       const windowPruner = startReconciler("counter window pruning", () => pruneCounterWindows(db), log);
       stops.push(windowPruner.stop);
+      const eventPruner = startReconciler("event log pruning", () => pruneEventLog(db.sql, config.eventRetentionMs), log);
+      stops.push(eventPruner.stop);
       log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
     }
     let smtp: SmtpRole | undefined;
@@ -260,7 +267,21 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     log,
   });
   const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
-  return startApiServer(
+  // Waits and streams wake on the event log's notifications (one listening connection per process).
+  const hub = createEventHub(db.sql, log);
+  const waits = createMessageWaits({
+    inboxes,
+    hub,
+    holds: createHolds({ ...config.waits, errorCode: "too_many_waits", noun: "waits" }),
+  });
+  const streams = createEventStreams({
+    inboxes,
+    hub,
+    holds: createHolds({ ...config.streams, errorCode: "too_many_streams", noun: "event streams" }),
+    retentionMs: config.eventRetentionMs,
+    keepAliveMs: config.streams.keepAliveMs,
+  });
+  const api = await startApiServer(
     {
       config,
       db,
@@ -268,6 +289,8 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
       inboxes,
       threads,
       messages,
+      waits,
+      streams,
       outbound,
       webhooks,
       domains,
@@ -280,6 +303,14 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     config.httpPort,
     config.bindHost,
   );
+  return {
+    port: api.port,
+    async close() {
+      // Waits and streams end first (503 for a wait, the end of a stream), so the server's requests can finish.
+      await hub.close();
+      await api.close();
+    },
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
-// Processing of received mail: raw message → parse → one stored Message per admitted inbox (thread, attachments,
-// message.received outbox rows) → raw row deleted, in one transaction (the second and last commit of a message).
+// Processing of received mail: raw message → parse (and extract, src/extraction) → one stored Message per admitted
+// inbox (thread, attachments, its message.received event in the event log and the webhook outbox) → raw row
+// deleted, in one transaction (the second and last commit of a message).
 // After the commit, webhook deliveries are dispatched and attachment scans started.
 //
 // The raw message is read and parsed before the transaction (a parse may take its whole budget and must hold no
@@ -24,6 +25,8 @@
 // work cost more CPU than the statements themselves (measured with bench:inbound).
 import type { Database, SqlTx } from "../db/database.js";
 import { insertRows, runValues } from "../db/values.js";
+import { appendEvents } from "../events/log.js";
+import { messageReceivedEvents } from "../events/message-received.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedEmail } from "../mail/parse.js";
@@ -361,7 +364,8 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       threadId: threadIds[i]!,
       attachmentCount: Math.min(c.email.attachments.length, MAX_ATTACHMENTS),
     }));
-    const enqueued = stored.length === 0 ? [] : await deps.outbox.enqueue(tx, stored);
+    const events = messageReceivedEvents(stored, now);
+    const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
 
     const partial = claimed.filter((m) => m.email?.problem);
     const done = claimed.filter((m) => !m.email?.problem);
@@ -374,6 +378,8 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       );
       for (const m of partial) log.warn("inbound message stored partially; raw kept", { rawId: m.rawId, problem: m.email!.problem });
     }
+    // Last: it holds the organizations' event-log turns until the commit.
+    await appendEvents(tx, events);
     return { stored, enqueued };
   }
 
@@ -463,7 +469,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       tx,
       `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
          "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
-         attachments_scan_state, raw_id, parse_problem, created_at, updated_at) values`,
+         attachments_scan_state, raw_id, parse_problem, extracted, created_at, updated_at) values`,
       copies.map((copy, i) => ({ copy, threadId: threadIds[i]! })),
       ({ copy, threadId }, bind) => {
         const { email, message, inbox } = copy;
@@ -499,6 +505,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
           bind(email.attachments.length > 0 ? "unscanned" : "clean"),
           bind(message.rawId),
           bind(email.problem),
+          bind(email.extracted === null ? null : JSON.stringify(email.extracted)),
           at,
           at,
         ].join(", ")})`;

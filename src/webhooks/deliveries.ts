@@ -10,7 +10,7 @@ import type { Database } from "../db/database.js";
 import { groupCommit } from "../db/group-commit.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
-import { inboxIdOf } from "./events.js";
+import { inboxIdOf } from "../events/message-received.js";
 import { createWebhookSender } from "./sender.js";
 
 export type WebhookSettings = Config["webhooks"];

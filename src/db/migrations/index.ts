@@ -8,6 +8,7 @@ import { Migration20261122061000_admission_notify } from "./Migration20261122061
 import { Migration20261123193000_complaint_once } from "./Migration20261123193000_complaint_once.js";
 
 import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
+import { Migration20261125100000_events } from "./Migration20261125100000_events.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -18,4 +19,5 @@ export const migrations = [
   Migration20261122061000_admission_notify,
   Migration20261123193000_complaint_once,
   Migration20261124090000_inbound_raw_chunks,
+  Migration20261125100000_events,
 ];
