@@ -44,7 +44,7 @@ export async function reconcilePurges(db: Database, purges: InboxPurgeStarter): 
 /** Windows are pruned once they ended this long ago: the clocks of the processes that count may differ a little. */
 const WINDOW_GRACE_MS = 60_000;
 /** Batches per table and round: a backlog larger than this goes in the rounds after. */
-const MAX_PRUNE_BATCHES = 100;
+export const MAX_PRUNE_BATCHES = 100;
 
 /** Deletes ended request and send windows, in statements of at most `batchSize` rows; returns how many went. */
 export async function pruneCounterWindows(db: Database, options: { now?: Date; batchSize?: number } = {}): Promise<number> {

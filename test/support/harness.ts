@@ -70,6 +70,13 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(5).toString("hex")}`;
 }
 
+/**
+ * The sweeper of a test's smtp role leaves other test files' pending rows alone: the database is shared by the whole
+ * run, and adopting another file's backlog (a crash test's, the memory test's 9 MB messages) would count against this
+ * role's limits and make tests depend on each other. Tests of the sweeper pass options of their own.
+ */
+const TEST_SWEEPER: SweeperOptions = { intervalMs: 60_000, staleAfterMs: 24 * 3_600_000 };
+
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const config = loadConfig({
     DATABASE_URL: inject("databaseUrl"),
@@ -158,7 +165,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         domains,
         databaseUrl: config.databaseUrl!,
         temporalAddress: config.temporalAddress!,
-        ...options,
+        sweeper: options.sweeper ?? TEST_SWEEPER,
       });
       smtpRoles.push(role);
       return role;
