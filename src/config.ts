@@ -146,6 +146,10 @@ export interface Config {
     readonly managedDkimSelector: string;
     /** PEM private key that signs managed-domain mail; unset → one generated and kept under dataDir. */
     readonly managedDkimKeyPath: string | undefined;
+    /** First attempts a worker runs at once (DELIVERY_CONCURRENCY); more submissions wait, pending, in order. */
+    readonly concurrency: number;
+    /** Sends are refused (503) while the oldest waiting submission has waited half of this (DELIVERY_BACKLOG_MAX_S). */
+    readonly backlogMaxMs: number;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
@@ -317,6 +321,8 @@ export function loadConfig(env: Env = process.env): Config {
         const path = optional("MANAGED_DKIM_KEY");
         return path && resolve(path);
       })(),
+      concurrency: int("DELIVERY_CONCURRENCY", 64, 1, 10_000),
+      backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },
     feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
     feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {

@@ -56,6 +56,13 @@ export class RateLimited extends DomainError {
   }
 }
 
+/** 503: the service is past its capacity for now (not the caller's limit); Retry-After says when to come back. */
+export class Unavailable extends DomainError {
+  constructor(errorCode: string, message: string, retryAfterSeconds: number) {
+    super(Code.Unavailable, errorCode, message, Math.max(1, Math.ceil(retryAfterSeconds)));
+  }
+}
+
 /** 413: a request whose content exceeds a limit (the HTTP status comes from HTTP_STATUS_BY_ERROR_CODE). */
 export class TooLarge extends DomainError {
   constructor(errorCode: string, message: string) {
