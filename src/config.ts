@@ -146,6 +146,8 @@ export interface Config {
     readonly managedDkimSelector: string;
     /** PEM private key that signs managed-domain mail; unset → one generated and kept under dataDir. */
     readonly managedDkimKeyPath: string | undefined;
+    /** How long a kept SMTP connection to a next hop may stay idle before it is closed (DELIVERY_CONNECTION_IDLE_MS). */
+    readonly connectionIdleMs: number;
     /** First attempts a worker runs at once (DELIVERY_CONCURRENCY); more submissions wait, pending, in order. */
     readonly concurrency: number;
     /** Sends are refused (503) while the oldest waiting submission has waited half of this (DELIVERY_BACKLOG_MAX_S). */
@@ -321,6 +323,7 @@ export function loadConfig(env: Env = process.env): Config {
         const path = optional("MANAGED_DKIM_KEY");
         return path && resolve(path);
       })(),
+      connectionIdleMs: int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
       concurrency: int("DELIVERY_CONCURRENCY", 64, 1, 10_000),
       backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },

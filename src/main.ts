@@ -49,6 +49,7 @@ import { createWebhookOutbox, type WebhookOutbox } from "./webhooks/outbox.js";
 import { createDkimSigningKeys } from "./domains/signing-keys.js";
 import { deliverySettingsOf, type DeliveryDeps } from "./outbound/delivery/deliverer.js";
 import type { DeliveryStarter } from "./outbound/delivery/queue.js";
+import { createSmtpConnections, type SmtpConnections } from "./outbound/delivery/smtp-attempt.js";
 import { managedDkimKeySource } from "./outbound/delivery/managed-dkim.js";
 import { deliveryReconciler } from "./outbound/delivery/reconciler.js";
 import { createDeliveryDispatcher, createDeliveryQueue } from "./outbound/delivery/queue.js";
@@ -348,9 +349,11 @@ export async function runConfiguredWorker(
     schedule: config.delivery,
     log: createLogger(config.logLevel),
   });
+  const connections = createSmtpConnections({ ehloName: config.smtp.hostname, timeoutMs: config.delivery.timeoutMs, idleMs: config.delivery.connectionIdleMs });
   const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, {
     ...(options.deliveryMxPort === undefined ? {} : { deliveryMxPort: options.deliveryMxPort }),
     firstAttemptEnded: dispatcher.firstAttemptEnded,
+    connections,
   });
   const running = worker.run();
   const client = new Client({ connection: worker.connection!, namespace: config.temporalNamespace });
@@ -364,6 +367,7 @@ export async function runConfiguredWorker(
         await dispatcher.stop();
         worker.shutdown();
         await running;
+        connections.close();
       })()),
   };
 }
@@ -374,7 +378,7 @@ export async function createConfiguredWorker(
   db: Database,
   temporalAddress: string,
   workflowBundle?: WorkflowBundleOption,
-  overrides: { deliveryMxPort?: number; firstAttemptEnded?: (submissionId: string) => void } = {},
+  overrides: { deliveryMxPort?: number; firstAttemptEnded?: (submissionId: string) => void; connections?: SmtpConnections } = {},
 ): Promise<Worker> {
   return createWorker({
     address: temporalAddress,
@@ -391,6 +395,7 @@ export async function createConfiguredWorker(
     delivery: {
       ...(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort)),
       ...(overrides.firstAttemptEnded ? { firstAttemptEnded: overrides.firstAttemptEnded } : {}),
+      ...(overrides.connections ? { connections: overrides.connections } : {}),
     },
     ...(workflowBundle ? { workflowBundle } : {}),
   });

@@ -41,6 +41,7 @@ export interface DeliverySettings {
   /** Our EHLO name. */
   readonly ehloName: string;
   readonly timeoutMs: number;
+  readonly connectionIdleMs: number;
   readonly retryInitialMs: number;
   readonly retryMaxMs: number;
   readonly queueLifetimeMs: number;
@@ -56,7 +57,7 @@ export interface DeliveryDeps {
   readonly customerDkimKeys: { dkimKeyFor(organizationId: string, domain: string): Promise<DkimSigningKey | undefined> };
   readonly log?: Logger;
   readonly store?: DeliveryStore;
-  /** Kept connections per next hop; one set per process (made here when omitted). */
+  /** Kept connections per next hop; one set per process (made here when omitted; idle ones close by themselves). */
   readonly connections?: SmtpConnections;
   /** Told when a first attempt of a submission has ended in this process (the delivery queue's capacity). */
   readonly firstAttemptEnded?: (submissionId: string) => void;
@@ -75,6 +76,7 @@ export function deliverySettingsOf(
     addressPolicy: { allowHosts: config.delivery.allowHosts },
     ehloName: config.smtp.hostname,
     timeoutMs: config.delivery.timeoutMs,
+    connectionIdleMs: config.delivery.connectionIdleMs,
     retryInitialMs: config.delivery.retryInitialMs,
     retryMaxMs: config.delivery.retryMaxMs,
     queueLifetimeMs: config.delivery.queueLifetimeMs,
@@ -84,7 +86,8 @@ export function deliverySettingsOf(
 export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations {
   const store = deps.store ?? createDeliveryStore(deps.db);
   const { settings } = deps;
-  const connections = deps.connections ?? createSmtpConnections({ ehloName: settings.ehloName, timeoutMs: settings.timeoutMs });
+  const connections =
+    deps.connections ?? createSmtpConnections({ ehloName: settings.ehloName, timeoutMs: settings.timeoutMs, idleMs: settings.connectionIdleMs });
 
   const signingKey = async (organizationId: string, fromEmail: string): Promise<DkimSigningKey | undefined> => {
     const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();

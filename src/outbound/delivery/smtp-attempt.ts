@@ -5,7 +5,7 @@
 //
 // Connections are kept per next hop and reused (SmtpConnections): a new connection with its STARTTLS handshake
 // cost more than the transaction (bench:outbound: connect → final dot 10–28 ms with a new connection per message).
-// They are few per hop, closed after a few idle seconds (as Postfix's connection cache), and a connection that
+// They are few per hop, closed after DELIVERY_CONNECTION_IDLE_MS idle (as Postfix's connection cache), and one that
 // drops is never retried by the pool itself: the attempt's verdict decides, so a message is not sent twice by it.
 import net from "node:net";
 import { createTransport, type Transporter } from "nodemailer";
@@ -94,14 +94,17 @@ export interface SmtpConnections {
 
 /** Connections to one hop at once; more messages wait for one of them. */
 const CONNECTIONS_PER_HOP = 8;
-/** An idle connection is closed after this long (Postfix caches connections for 2 s). */
-const IDLE_CONNECTION_MS = 5_000;
 /** Messages per connection before a fresh one is opened. */
 const MESSAGES_PER_CONNECTION = 100;
 /** Hops with a pool at once; the least recently used one goes first. */
 const MAX_HOPS = 256;
 
-export function createSmtpConnections(options: { readonly ehloName: string; readonly timeoutMs: number }): SmtpConnections {
+export function createSmtpConnections(options: {
+  readonly ehloName: string;
+  readonly timeoutMs: number;
+  /** An idle connection is closed after this long (DELIVERY_CONNECTION_IDLE_MS; Postfix keeps them 2 s). */
+  readonly idleMs: number;
+}): SmtpConnections {
   // A Map keeps insertion order: re-inserting on use makes its first key the least recently used.
   const pools = new Map<string, Transporter>();
 
@@ -115,7 +118,7 @@ export function createSmtpConnections(options: { readonly ehloName: string; read
         pool: true,
         maxConnections: CONNECTIONS_PER_HOP,
         maxMessages: MESSAGES_PER_CONNECTION,
-        idleTimeout: IDLE_CONNECTION_MS,
+        idleTimeout: options.idleMs,
         maxRequeues: 0,
         host: hop.host,
         port: hop.port,
