@@ -324,7 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
         return path && resolve(path);
       })(),
       connectionIdleMs: int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
-      concurrency: int("DELIVERY_CONCURRENCY", 64, 1, 10_000),
+      concurrency: int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
       backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },
     feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),

@@ -21,6 +21,7 @@ import { Unavailable } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import type { QueuedSubmission } from "../../../workflows/delivery.js";
 import type { DeliveryQueue } from "../ports.js";
+import { FIRST_ATTEMPT_BUDGET_MS } from "./deliverer.js";
 import type { ClaimedSubmission, DeliveryStore } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
@@ -47,8 +48,11 @@ const REPORT_INTERVAL_MS = 1_000;
 const REPORT_FRESH_MS = 3_000;
 /** Ids waiting in memory at most; beyond, announcements are dropped and the reconciler finds them pending. */
 const MAX_WAITING = 100_000;
-/** A first attempt not reported ended by then (its workflow moved to another worker) frees its slot anyway. */
-const IN_FLIGHT_TTL_MS = 3 * 60_000;
+/**
+ * A first attempt not reported ended by then frees its slot anyway: its workflow task went to another worker (no
+ * eager slot here), or it failed before its attempt. A first attempt ends within FIRST_ATTEMPT_BUDGET_MS.
+ */
+const IN_FLIGHT_TTL_MS = FIRST_ATTEMPT_BUDGET_MS + 10_000;
 /** How long a starting dispatcher waits for its LISTEN before it goes on without. */
 const LISTEN_WAIT_MS = 5_000;
 /** A claim that failed (the database) is tried again after this long. */
