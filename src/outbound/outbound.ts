@@ -13,14 +13,9 @@ import type { InboxRow } from "../db/entities/inbox.js";
 import type { MessageRow, StoredAddress } from "../db/entities/message.js";
 import type { SubmissionRow } from "../db/entities/submission.js";
 import type { SubmissionRecipientRow } from "../db/entities/submission-recipient.js";
-import { insertMessages, messageRowOf, type MessageInsert } from "../db/tables/messages.js";
-import {
-  insertSubmissions,
-  recipientRowOf,
-  submissionRowOf,
-  type RecipientInsert,
-  type SubmissionInsert,
-} from "../db/tables/submissions.js";
+import { insertTogether, type InsertPart } from "../db/tables/columns.js";
+import { messageRowOf, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
+import { recipientRowOf, submissionRowOf, submissionsInsert, type RecipientInsert, type SubmissionInsert } from "../db/tables/submissions.js";
 import type { TenantSqlTx, TenantStore } from "../db/tenant-store.js";
 import { Gone, InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
 import { newId, newUuid } from "../ids.js";
@@ -265,12 +260,10 @@ export function createOutbound(deps: OutboundDeps) {
         at: rows.submission.createdAt,
       });
       if (earlier) return { earlier };
-      if (rows.message) {
-        if (draft.thread) await joinThread(tx, rows.message.threadId, draft, rows.message.createdAt);
-        else await startThread(tx, rows.message.threadId, draft, rows.message.createdAt);
-        await insertMessages(tx, [rows.message]);
-      }
-      await insertSubmissions(tx, [rows.submission], rows.recipients);
+      // A reply updates its thread first (under its row lock); a send's new thread goes in with the rows.
+      if (rows.message && draft.thread) await joinThread(tx, rows.message.threadId, draft, rows.message.createdAt);
+      const thread = rows.message && !draft.thread ? [threadInsert(tx.organizationId, rows.message.threadId, draft, rows.message.createdAt)] : [];
+      await insertTogether(tx, [...thread, ...messagesInsert(rows.message ? [rows.message] : []), ...submissionsInsert([rows.submission], rows.recipients)]);
       await countSend(tx, rows.recipients.length, rows.submission.createdAt);
       return { created: true };
     });
@@ -515,12 +508,12 @@ async function holdInbox(tx: TenantSqlTx, inboxId: string): Promise<void> {
   if (rows.length === 0) throw new NotFound("inbox");
 }
 
-async function startThread(tx: TenantSqlTx, id: string, draft: Draft, at: Date): Promise<void> {
-  await tx.query(
+/** The new thread of a send, inserted with its message. */
+function threadInsert(organizationId: string, id: string, draft: Draft, at: Date): InsertPart {
+  const participants = mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]);
+  return (bind) =>
     `insert into threads (id, organization_id, inbox_id, subject, participants, message_count, last_message_at, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, 1, $6, $6, $6)`,
-    [id, tx.organizationId, draft.inbox!.id, draft.subject, mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]), at],
-  );
+     values (${bind(id)}, ${bind(organizationId)}, ${bind(draft.inbox!.id)}, ${bind(draft.subject)}, ${bind(participants)}, 1, ${bind(at)}, ${bind(at)}, ${bind(at)})`;
 }
 
 /** Adds the message to the thread's summary under a row lock (concurrent replies and inbound mail both count). */

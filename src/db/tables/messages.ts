@@ -2,7 +2,7 @@
 // inbound processing (which can insert its batches through insertMessages) and the test fixtures.
 import type { SqlTx } from "../database.js";
 import type { MessageRow, StoredAddress, StoredInboundSecurity } from "../entities/message.js";
-import { insertAll, json, type Columns } from "./columns.js";
+import { insertAll, insertPart, json, type Columns, type InsertPart } from "./columns.js";
 
 /** A message as inserted: every column. */
 export interface MessageInsert {
@@ -60,9 +60,14 @@ const COLUMNS: Columns<MessageInsert> = [
   ["updated_at", (m) => m.updatedAt],
 ];
 
-/** Inserts the messages in one statement. */
+/** Inserts the messages in one statement (more only past the parameter limit). */
 export function insertMessages(tx: SqlTx, messages: readonly MessageInsert[]): Promise<void> {
   return insertAll(tx, "messages", COLUMNS, messages);
+}
+
+/** The messages' INSERT as a part of a statement (insertTogether). */
+export function messagesInsert(messages: readonly MessageInsert[]): InsertPart[] {
+  return insertPart("messages", COLUMNS, messages);
 }
 
 /** An inserted message as the entity's row, which the API's mappers read (the organization as its id). */

@@ -4,7 +4,7 @@ import type { SqlTx } from "../database.js";
 import type { StoredAddress } from "../entities/message.js";
 import type { SubmissionRow } from "../entities/submission.js";
 import type { SubmissionRecipientRow } from "../entities/submission-recipient.js";
-import { insertAll, json, type Columns } from "./columns.js";
+import { insertPart, insertTogether, json, type Columns, type InsertPart } from "./columns.js";
 
 /** A submission as inserted: every column. */
 export interface SubmissionInsert {
@@ -79,10 +79,14 @@ const RECIPIENT_COLUMNS: Columns<RecipientInsert> = [
   ["updated_at", (r) => r.updatedAt],
 ];
 
-/** Inserts the submissions in one statement, then their recipients in one more. */
-export async function insertSubmissions(tx: SqlTx, submissions: readonly SubmissionInsert[], recipients: readonly RecipientInsert[]): Promise<void> {
-  await insertAll(tx, "submissions", SUBMISSION_COLUMNS, submissions);
-  await insertAll(tx, "submission_recipients", RECIPIENT_COLUMNS, recipients);
+/** The INSERTs of submissions and their recipients as parts of a statement (insertTogether). */
+export function submissionsInsert(submissions: readonly SubmissionInsert[], recipients: readonly RecipientInsert[]): InsertPart[] {
+  return [...insertPart("submissions", SUBMISSION_COLUMNS, submissions), ...insertPart("submission_recipients", RECIPIENT_COLUMNS, recipients)];
+}
+
+/** Inserts submissions and their recipients in one statement. */
+export function insertSubmissions(tx: SqlTx, submissions: readonly SubmissionInsert[], recipients: readonly RecipientInsert[]): Promise<void> {
+  return insertTogether(tx, submissionsInsert(submissions, recipients));
 }
 
 /** An inserted submission as the entity's row, which the API's mappers read (the organization as its id). */
