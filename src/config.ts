@@ -150,7 +150,7 @@ export interface Config {
     readonly connectionIdleMs: number;
     /** First attempts a worker runs at once (DELIVERY_CONCURRENCY); more submissions wait, pending, in order. */
     readonly concurrency: number;
-    /** Sends are refused (503) while the oldest waiting submission has waited half of this (DELIVERY_BACKLOG_MAX_S). */
+    /** The longest a submission should wait for its first attempt; sends are refused (503) past half (DELIVERY_BACKLOG_MAX_S). */
     readonly backlogMaxMs: number;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */

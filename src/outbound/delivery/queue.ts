@@ -7,9 +7,13 @@
 // - The worker's dispatcher keeps the announced ids in order and claims them in batches (pending → queued, one
 //   statement; src/outbound/delivery/store.ts) while fewer than DELIVERY_CONCURRENCY first attempts of its own run,
 //   then starts their workflows on its own connection with requestEagerStart. What it cannot take yet waits as
-//   pending, oldest first; once a second it reports how long the oldest has waited (DELIVERY_BACKLOG_REPORTED).
-// - Acceptance refuses sends (503 delivery_backlog, Retry-After) while a fresh report says the backlog is past
-//   half of DELIVERY_BACKLOG_MAX_S, so that what it accepted before starts within the limit.
+//   pending, oldest first; once a second it reports how many wait, how long the oldest has waited and how fast it
+//   claims (DELIVERY_BACKLOG_REPORTED).
+// - Acceptance estimates how long a submission accepted now would wait for its first attempt — those waiting ahead
+//   of it over the workers' claim rate, and at least the age of the oldest — and refuses sends (503
+//   delivery_backlog, Retry-After) while that is past half of DELIVERY_BACKLOG_MAX_S (the other half covers the
+//   reports' age and the sends in flight), so that what it accepted starts within the limit. The age of the oldest
+//   alone was not enough: offered twice as fast as delivered, the newest waited twice as long (bench:outbound).
 //
 // Announcements carry the task queue, so a worker claims only work meant for its queue (and tests sharing one
 // database keep to their own). A lost announcement (no worker listening, a dropped connection) leaves the
@@ -46,6 +50,10 @@ const CLAIM_BATCH = 100;
 const REPORT_INTERVAL_MS = 1_000;
 /** A report older than this is no longer believed (its worker stopped, or stopped reporting a backlog). */
 const REPORT_FRESH_MS = 3_000;
+/** The claim rate is measured over this window. */
+const RATE_WINDOW_MS = 5_000;
+/** Waiting ids looked up per report; beyond them, every waiting id is counted as pending. */
+const REPORT_LOOKUP = 5_000;
 /** Ids waiting in memory at most; beyond, announcements are dropped and the reconciler finds them pending. */
 const MAX_WAITING = 100_000;
 /**
@@ -75,12 +83,12 @@ export function createDeliveryQueue(deps: { db: Database; taskQueue: string; bac
   );
 
   // The latest report of each worker of this task queue.
-  const reports = new Map<string, { backlogMs: number; at: number }>();
+  const reports = new Map<string, BacklogReport & { at: number }>();
   const listener = deps.db.sql.listen(DELIVERY_BACKLOG_REPORTED, {
     notified(payload) {
-      const [queue, worker, ms] = payload.split("\t");
+      const [queue, worker, pending, oldestMs, claimsPerS] = payload.split("\t");
       if (queue !== deps.taskQueue || !worker) return;
-      reports.set(worker, { backlogMs: Number(ms) || 0, at: Date.now() });
+      reports.set(worker, { pending: Number(pending) || 0, oldestMs: Number(oldestMs) || 0, claimsPerS: Number(claimsPerS) || 0, at: Date.now() });
     },
     listening: () => undefined,
     // Without reports nothing is refused: a worker that cannot report is no reason to stop accepting.
@@ -90,11 +98,8 @@ export function createDeliveryQueue(deps: { db: Database; taskQueue: string; bac
   return {
     requireCapacity() {
       const now = Date.now();
-      let backlogMs = 0;
-      for (const [worker, r] of reports) {
-        if (now - r.at > REPORT_FRESH_MS) reports.delete(worker);
-        else backlogMs = Math.max(backlogMs, r.backlogMs);
-      }
+      for (const [worker, r] of reports) if (now - r.at > REPORT_FRESH_MS) reports.delete(worker);
+      const backlogMs = expectedWaitMs([...reports.values()]);
       if (backlogMs > deps.backlogMaxMs / 2) {
         throw new Unavailable(
           "delivery_backlog",
@@ -110,6 +115,30 @@ export function createDeliveryQueue(deps: { db: Database; taskQueue: string; bac
     },
     close: () => listener.close(),
   };
+}
+
+/** What a worker reports: the submissions it sees waiting, the oldest one's wait, and the rate it claims them. */
+export interface BacklogReport {
+  readonly pending: number;
+  readonly oldestMs: number;
+  readonly claimsPerS: number;
+}
+
+/**
+ * How long a submission accepted now would wait: every worker sees every announcement (so the most pending any
+ * reports), and they claim together (the sum of their rates); never less than the oldest has waited already.
+ */
+export function expectedWaitMs(reports: readonly BacklogReport[]): number {
+  let pending = 0;
+  let oldestMs = 0;
+  let claimsPerS = 0;
+  for (const r of reports) {
+    pending = Math.max(pending, r.pending);
+    oldestMs = Math.max(oldestMs, r.oldestMs);
+    claimsPerS += r.claimsPerS;
+  }
+  if (pending === 0) return 0;
+  return Math.max(oldestMs, claimsPerS > 0 ? (pending / claimsPerS) * 1000 : oldestMs);
 }
 
 export interface DispatcherDeps {
@@ -146,7 +175,14 @@ export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatch
   let listener: { close(): Promise<void> } | undefined;
   let reporter: NodeJS.Timeout | undefined;
   let retry: NodeJS.Timeout | undefined;
-  let lastReportMs = 0;
+  let reportedBacklog = false;
+  /** Claims of the last RATE_WINDOW_MS: when, and how many. */
+  const claims: { at: number; n: number }[] = [];
+
+  const forgetOldClaims = (): void => {
+    const since = Date.now() - RATE_WINDOW_MS;
+    while (claims.length > 0 && claims[0]!.at < since) claims.shift();
+  };
 
   const freeSlots = (): number => {
     const now = Date.now();
@@ -186,6 +222,8 @@ export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatch
         return;
       }
       for (const id of ids) known.delete(id);
+      if (claimed.length > 0) claims.push({ at: Date.now(), n: claimed.length });
+      forgetOldClaims();
       const expires = Date.now() + IN_FLIGHT_TTL_MS;
       for (const c of claimed) inFlight.set(c.submissionId, expires);
       await Promise.all(claimed.map(started));
@@ -211,20 +249,25 @@ export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatch
     pump();
   }
 
-  /** How long the oldest waiting submission that is still pending has waited (0 without one). */
+  /** Reports the waiting submissions that are still pending, the oldest one's wait, and the claim rate. */
   async function report(): Promise<void> {
-    let backlogMs = 0;
+    let pending = 0;
+    let oldestMs = 0;
     if (waiting.length > 0) {
-      const [row] = await deps.db.sql.query<{ ms: number | null }>(
-        `select (extract(epoch from now() - min(created_at)) * 1000)::float8 as ms from submissions where id = any($1::uuid[]) and status = 'pending'`,
-        [waiting.slice(0, CLAIM_BATCH)],
+      const [row] = await deps.db.sql.query<{ n: number; ms: number | null }>(
+        `select count(*)::int as n, (extract(epoch from now() - min(created_at)) * 1000)::float8 as ms
+           from submissions where id = any($1::uuid[]) and status = 'pending'`,
+        [waiting.slice(0, REPORT_LOOKUP)],
       );
-      backlogMs = Math.max(0, Math.round(Number(row?.ms ?? 0)));
+      pending = (row?.n ?? 0) + Math.max(0, waiting.length - REPORT_LOOKUP);
+      oldestMs = Math.max(0, Math.round(Number(row?.ms ?? 0)));
     }
     // Reported while there is a backlog, and once more when it is gone.
-    if (backlogMs === 0 && lastReportMs === 0) return;
-    lastReportMs = backlogMs;
-    await deps.db.sql.query("select pg_notify($1, $2)", [DELIVERY_BACKLOG_REPORTED, `${deps.taskQueue}\t${workerId}\t${backlogMs}`]);
+    if (pending === 0 && !reportedBacklog) return;
+    reportedBacklog = pending > 0;
+    forgetOldClaims();
+    const claimsPerS = claims.reduce((sum, c) => sum + c.n, 0) / (RATE_WINDOW_MS / 1000);
+    await deps.db.sql.query("select pg_notify($1, $2)", [DELIVERY_BACKLOG_REPORTED, [deps.taskQueue, workerId, pending, oldestMs, claimsPerS].join("\t")]);
   }
 
   return {
