@@ -8,7 +8,6 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client as RpcClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import type { Client } from "@temporalio/client";
-import type { Worker } from "@temporalio/worker";
 import { inject } from "vitest";
 import { issueKey, type KeyRestrictions } from "../../src/admin/api-keys.js";
 import { createOrganization, type OrganizationLimits } from "../../src/admin/organizations.js";
@@ -16,7 +15,7 @@ import type { ApiServer } from "../../src/api-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { createLogger } from "../../src/logger.js";
-import { createConfiguredWorker, startApi } from "../../src/main.js";
+import { runConfiguredWorker, startApi, type RunningWorker } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
 import { createConfiguredResolver } from "../../src/dns/servers.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "../../src/domains/setup.js";
@@ -29,7 +28,10 @@ export interface TestApp {
   readonly db: Database;
   readonly temporal: Client;
   createTenant(options?: TenantOptions): Promise<Tenant>;
-  /** Starts a worker on this app's task queue (tests that need one start it themselves). */
+  /**
+   * Starts a worker on this app's task queue, with the delivery queue's dispatcher (tests that need one start it
+   * themselves).
+   */
   startWorker(): Promise<{ stop(): Promise<void> }>;
   /**
    * Starts the smtp role in this process on a free port (stopped with the app). Its processing thread reports as in
@@ -96,8 +98,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const log = createLogger(config.logLevel);
   const api: ApiServer = await startApi(config, db, temporal, log);
   const baseUrl = `http://127.0.0.1:${api.port}`;
-  const workers: Worker[] = [];
-  const runs: Promise<void>[] = [];
+  const workers: RunningWorker[] = [];
   const smtpRoles: SmtpRole[] = [];
 
   async function request(key: string, method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) {
@@ -145,16 +146,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       };
     },
     async startWorker() {
-      const worker = await createConfiguredWorker(config, db, config.temporalAddress!, { code: inject("workflowBundleCode") });
+      const worker = await runConfiguredWorker(config, db, config.temporalAddress!, { workflowBundle: { code: inject("workflowBundleCode") } });
       workers.push(worker);
-      const running = worker.run();
-      runs.push(running);
-      return {
-        async stop() {
-          worker.shutdown();
-          await running;
-        },
-      };
+      return { stop: worker.stop };
     },
     async startSmtp(options = {}) {
       const domains = createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config)));
@@ -172,8 +166,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     },
     async stop() {
       await Promise.all(smtpRoles.map((r) => r.stop()));
-      for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
-      await Promise.all(runs);
+      await Promise.all(workers.map((w) => w.stop()));
       await api.close();
       await temporal.connection.close();
       await db.close();
