@@ -166,6 +166,12 @@ export interface Config {
     readonly managedDkimSelector: string;
     /** PEM private key that signs managed-domain mail; unset → one generated and kept under dataDir. */
     readonly managedDkimKeyPath: string | undefined;
+    /** How long a kept SMTP connection to a next hop may stay idle before it is closed (DELIVERY_CONNECTION_IDLE_MS). */
+    readonly connectionIdleMs: number;
+    /** First attempts a worker runs at once (DELIVERY_CONCURRENCY); more submissions wait, pending, in order. */
+    readonly concurrency: number;
+    /** The longest a submission should wait for its first attempt; sends are refused (503) past half (DELIVERY_BACKLOG_MAX_S). */
+    readonly backlogMaxMs: number;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
@@ -357,6 +363,9 @@ export function loadConfig(env: Env = process.env): Config {
         const path = optional("MANAGED_DKIM_KEY");
         return path && resolve(path);
       })(),
+      connectionIdleMs: int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
+      concurrency: int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
+      backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },
     feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
     feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {

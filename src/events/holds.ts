@@ -27,7 +27,7 @@ export function createHolds(limits: HoldLimits): Holds {
       if (held >= limits.perKey) {
         throw new RateLimited(`this key holds ${limits.perKey} ${limits.noun} at once already, its most`, 1, limits.errorCode);
       }
-      if (total >= limits.perProcess) throw new Unavailable(`this server holds its most ${limits.noun}; retry shortly`, 1);
+      if (total >= limits.perProcess) throw new Unavailable("unavailable", `this server holds its most ${limits.noun}; retry shortly`, 1);
       byKey.set(keyId, held + 1);
       total++;
       let released = false;

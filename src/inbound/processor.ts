@@ -24,6 +24,7 @@
 // Plain SQL on the driver's pool (db.sql), not the ORM: this is the hot path of inbound mail, and the ORM's unit of
 // work cost more CPU than the statements themselves (measured with bench:inbound).
 import type { Database, SqlTx } from "../db/database.js";
+import { insertMessages as insertMessageRows, type MessageInsert } from "../db/tables/messages.js";
 import { insertRows, runValues } from "../db/values.js";
 import { appendEvents } from "../events/log.js";
 import { messageReceivedEvents } from "../events/message-received.js";
@@ -465,51 +466,44 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   }
 
   async function insertMessages(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
-    await insertRows(
+    await insertMessageRows(
       tx,
-      `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
-         "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
-         attachments_scan_state, raw_id, parse_problem, extracted, created_at, updated_at) values`,
-      copies.map((copy, i) => ({ copy, threadId: threadIds[i]! })),
-      ({ copy, threadId }, bind) => {
+      copies.map((copy, i): MessageInsert => {
         const { email, message, inbox } = copy;
         const { raw } = message;
-        const at = bind(copy.at);
-        return `(${[
-          bind(copy.id),
-          bind(inbox.organization_id),
-          bind(inbox.id),
-          bind(threadId),
-          "'inbound'",
-          bind(copy.internetMessageId),
-          bind(email.inReplyTo),
-          bind([...email.references]),
-          bind(JSON.stringify(email.from ?? { email: raw.mail_from })),
-          bind(JSON.stringify(email.to)),
-          bind(email.replyTo === null ? null : JSON.stringify(email.replyTo)),
-          bind(email.subject),
-          bind(email.text),
-          bind(email.html),
-          "'{}'",
-          "'received'",
-          "null",
-          "null",
-          bind(
-            JSON.stringify({
-              remoteIp: raw.remote_ip,
-              helo: raw.helo,
-              tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
-            }),
-          ),
+        return {
+          id: copy.id,
+          organizationId: inbox.organization_id,
+          inboxId: inbox.id,
+          threadId: threadIds[i]!,
+          direction: "inbound",
+          internetMessageId: copy.internetMessageId,
+          inReplyTo: email.inReplyTo,
+          references: email.references,
+          from: email.from ?? { email: raw.mail_from },
+          to: email.to,
+          replyTo: email.replyTo,
+          subject: email.subject,
+          text: email.text,
+          html: email.html,
+          metadata: {},
+          deliveryStatus: "received",
+          submissionId: null,
+          failureCode: null,
+          inboundSecurity: {
+            remoteIp: raw.remote_ip,
+            helo: raw.helo,
+            tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
+          },
           // Nothing to scan is as good as scanned clean.
-          bind(email.attachments.length > 0 ? "unscanned" : "clean"),
-          bind(message.rawId),
-          bind(email.problem),
-          bind(email.extracted === null ? null : JSON.stringify(email.extracted)),
-          at,
-          at,
-        ].join(", ")})`;
-      },
+          attachmentsScanState: email.attachments.length > 0 ? "unscanned" : "clean",
+          rawId: message.rawId,
+          parseProblem: email.problem,
+          extracted: email.extracted,
+          createdAt: copy.at,
+          updatedAt: copy.at,
+        };
+      }),
     );
     const attachments = copies.flatMap((copy) =>
       copy.email.attachments.slice(0, MAX_ATTACHMENTS).map((attachment, i) => ({ copy, attachment, position: i + 1 })),

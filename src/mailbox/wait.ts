@@ -58,7 +58,7 @@ export function createMessageWaits(deps: MessageWaitsDeps) {
           const left = deadline - Date.now();
           if (left <= 0 || signal.aborted) return null;
           const wake = await watch.next(left, signal);
-          if (wake.closed) throw new Unavailable("the server is shutting down; wait again", 1);
+          if (wake.closed) throw new Unavailable("unavailable", "the server is shutting down; wait again", 1);
           // A notice names its message: only those are read, unless notices may have been missed.
           candidates = wake.resync ? null : wake.notices.map((n) => n.messageId);
         }

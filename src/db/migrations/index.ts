@@ -6,6 +6,7 @@ import { Migration20261121235811_scan_backlog } from "./Migration20261121235811_
 import { Migration20261122015500_submission_lookups } from "./Migration20261122015500_submission_lookups.js";
 import { Migration20261122061000_admission_notify } from "./Migration20261122061000_admission_notify.js";
 import { Migration20261123193000_complaint_once } from "./Migration20261123193000_complaint_once.js";
+import { Migration20261124100000_send_window_shards } from "./Migration20261124100000_send_window_shards.js";
 
 import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
 import { Migration20261125100000_events } from "./Migration20261125100000_events.js";
@@ -19,5 +20,6 @@ export const migrations = [
   Migration20261122061000_admission_notify,
   Migration20261123193000_complaint_once,
   Migration20261124090000_inbound_raw_chunks,
+  Migration20261124100000_send_window_shards,
   Migration20261125100000_events,
 ];
