@@ -45,21 +45,39 @@ async function sendMail(to: string, mail: { from?: string; subject: string; text
 
 const waitPath = (inboxId: string, query: Record<string, string> = {}) => `/v1/inboxes/${inboxId}/messages:wait?${new URLSearchParams(query)}`;
 
-/** Resolves once the key holds a wait (with WAIT_MAX_PER_KEY 1, another one is refused), so mail sent now wakes it. */
-async function waitHeld(tenant: Tenant, on: TestApp, inboxId: string): Promise<void> {
-  await eventually(async () => {
-    const res = await fetch(on.baseUrl + waitPath(inboxId, { timeoutSeconds: "1" }), { headers: { "x-api-key": tenant.key } });
-    const body = (await res.json()) as { error?: string };
-    return res.status === 429 && body.error === "too_many_waits" ? true : undefined;
-  });
+/**
+ * Starts a wait and resolves (with its answer to come) once the key holds it, so mail sent now wakes it: with
+ * WAIT_MAX_PER_KEY 1 a probe is then refused. A probe that took the key's hold first makes the wait itself refused;
+ * the wait is then started again.
+ */
+async function heldWait<T>(tenant: Tenant, on: TestApp, inboxId: string, start: () => Promise<T>): Promise<{ answer: Promise<T> }> {
+  for (let attempt = 1; ; attempt++) {
+    let settled: { value?: T; error?: unknown } | undefined;
+    const answer = start();
+    answer.then(
+      (value) => (settled = { value }),
+      (error: unknown) => (settled = { error }),
+    );
+    const outcome = await eventually(async () => {
+      if (settled) return "lost" as const;
+      const res = await fetch(on.baseUrl + waitPath(inboxId, { timeoutSeconds: "1" }), { headers: { "x-api-key": tenant.key } });
+      const body = (await res.json()) as { error?: string };
+      return res.status === 429 && body.error === "too_many_waits" ? ("held" as const) : undefined;
+    });
+    if (outcome === "held") return { answer };
+    if (attempt === 10) throw new Error(`the wait never held: ${String(settled?.error ?? JSON.stringify(settled?.value))}`);
+  }
 }
+
+/** The wait of a JSON request: a probe that took the hold first makes it 429 before it waited. */
+const jsonWait = (tenant: Tenant, on: TestApp, path: string) => () =>
+  fetch(on.baseUrl + path, { headers: { "x-api-key": tenant.key } }).then((res) => (res.status === 429 ? Promise.reject(new Error("429")) : res));
 
 describe("WaitForMessage", () => {
   test("answers mail that arrives by SMTP while it waits, on another API process, with the code extracted", async () => {
     const tenant = await app.createTenant();
     const inbox = await inboxOf(tenant);
-    const waiting = fetch(other.baseUrl + waitPath(inbox.id, { subjectContains: "code" }), { headers: { "x-api-key": tenant.key } });
-    await waitHeld(tenant, other, inbox.id);
+    const waiting = (await heldWait(tenant, other, inbox.id, jsonWait(tenant, other, waitPath(inbox.id, { subjectContains: "code" })))).answer;
     await sendMail(inbox.address, { subject: "Your verification code", text: "Hi,\n\nYour verification code is 482 913.\nIt expires in 10 minutes.\n" });
 
     const res = await waiting;
@@ -129,8 +147,7 @@ describe("WaitForMessage", () => {
   test("holds at most WAIT_MAX_PER_KEY waits per key and process: one more is 429 too_many_waits with Retry-After", async () => {
     const tenant = await app.createTenant();
     const inbox = await inboxOf(tenant);
-    const first = tenant.request("GET", waitPath(inbox.id, { timeoutSeconds: "25" }));
-    await waitHeld(tenant, app, inbox.id);
+    const first = (await heldWait(tenant, app, inbox.id, jsonWait(tenant, app, waitPath(inbox.id, { timeoutSeconds: "25" })))).answer;
     const refused = await tenant.request("GET", waitPath(inbox.id, { timeoutSeconds: "1" }));
     expect(refused).toMatchObject({ status: 429, body: { error: "too_many_waits" } });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -150,8 +167,7 @@ describe("WaitForMessage", () => {
     await sendMail(inbox.address, { subject: "First", text: "first" });
     const stored = await eventually(async () => (await app.db.fork().findOne(Message, { inboxId: inbox.id })) ?? undefined);
     const client = tenant.grpc(InboxService);
-    const waiting = client.waitForMessage({ inboxId: inbox.id, after: stored.id, timeoutSeconds: 25 });
-    await waitHeld(tenant, app, inbox.id);
+    const waiting = (await heldWait(tenant, app, inbox.id, () => client.waitForMessage({ inboxId: inbox.id, after: stored.id, timeoutSeconds: 25 }))).answer;
     await sendMail(inbox.address, {
       subject: "Confirm your address",
       html: `<p>Welcome!</p><p><a href="https://accounts.example.com/verify?token=abc123">Verify email</a></p>`,
