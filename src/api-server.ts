@@ -87,7 +87,11 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
     tooLarge: (limit) => tooLarge(limit, "mcp"),
     log: deps.log,
   });
-  const llmsTxt = buildLlmsTxt(tools, { limits, defaultRequestsPerMinute: deps.config.defaults.requestsPerMinute });
+  const llmsTxt = buildLlmsTxt(tools, {
+    limits,
+    defaultRequestsPerMinute: deps.config.defaults.requestsPerMinute,
+    streams: routes.filter((r) => r.stream),
+  });
 
   return (req, res, peerAddress) => {
     const contextValues = createContextValues().set(kPeerAddress, peerAddress);
