@@ -338,4 +338,24 @@ describe("the OpenAPI document", () => {
       ]);
     }
   });
+
+  it("describes a server-streaming RPC as Server-Sent Events whose items carry the event id and its JSON", () => {
+    const op = operation("get", "/v1/events:stream");
+    expect(Object.keys(op.responses["200"]!.content!)).toEqual(["text/event-stream"]);
+    expect(op.responses["200"]!.content!["text/event-stream"]!["x-itemSchema"]).toEqual({
+      type: "object",
+      properties: { id: { type: "string" }, data: { type: "string", contentMediaType: "application/json", contentSchema: { $ref: "#/components/schemas/Event" } } },
+      required: ["data"],
+    });
+    expect(parameter(op, "last-event-id")).toMatchObject({ in: "header", required: false });
+    expect(doc.paths["/v1/events:stream"]!.get!.responses["200"]!.description).toContain("Last-Event-ID");
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["404", "410", "429"]));
+  });
+
+  it("serves WaitForMessage at its custom verb, with the wait's bounds as the contract's", () => {
+    const op = operation("get", "/v1/inboxes/{inboxId}/messages:wait");
+    expect(parameter(op, "timeoutSeconds").schema).toMatchObject({ minimum: 1, maximum: 25 });
+    expect(op.responses["200"]!.content!["application/json"]!.schema).toEqual({ $ref: "#/components/schemas/WaitForMessageResponse" });
+    expect(schema("Message").properties!.extracted).toBeDefined();
+  });
 });
