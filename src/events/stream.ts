@@ -23,7 +23,7 @@ export interface EventStreamsDeps {
   readonly holds: Holds;
   /** How long the log keeps an event (EVENT_RETENTION). */
   readonly retentionMs: number;
-  /** How long a stream stays silent before a keep-alive (EVENT_STREAM_KEEPALIVE_S). */
+  /** How long a stream stays silent before a keep-alive (STREAM_KEEPALIVE_S). */
   readonly keepAliveMs: number;
 }
 

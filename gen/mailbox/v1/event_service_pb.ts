@@ -158,8 +158,8 @@ export const EventService: GenService<{
    * the id and exactly the JSON payload of the webhook. The JSON face serves it as Server-Sent Events
    * (text/event-stream): each event an id: line and a data: line, and a ": keep-alive" comment while none comes;
    * send the last id received as the Last-Event-ID header to resume. On Connect, gRPC and gRPC-Web a message
-   * without event is a keep-alive: the first says the stream is open, then one comes every 15 seconds without an
-   * event. Each API key may hold a limited number of streams at once: more answer 429 too_many_streams.
+   * without event is a keep-alive: the first says the stream is open, then one comes after STREAM_KEEPALIVE_S
+   * seconds (15 by default) without an event. Each API key may hold a limited number of streams at once: more answer 429 too_many_streams.
    *
    * @generated from rpc mailbox.v1.EventService.StreamEvents
    */
