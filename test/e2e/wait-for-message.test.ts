@@ -122,6 +122,37 @@ describe("WaitForMessage", () => {
     expect(((await res.json()) as { message: { subject: string } }).message.subject).toBe("Sent while nobody listened");
   });
 
+  test("holds no database connection while waiting: more waits than the pool has connections, and reads still answer", async () => {
+    const tenant = await app.createTenant();
+    const inbox = await inboxOf(tenant);
+    // The test app's pool has 10 connections; each key may hold one wait here (WAIT_MAX_PER_KEY 1).
+    const keys = await Promise.all(Array.from({ length: 12 }, () => tenant.issueKey({ scopes: ["mailbox:read"] })));
+    const settled: boolean[] = [];
+    const waits: Promise<Response>[] = [];
+    for (const [i, key] of keys.entries()) {
+      const asKey = { ...tenant, key: key.key };
+      const { answer } = await heldWait(asKey, app, inbox.id, jsonWait(asKey, app, waitPath(inbox.id, { timeoutSeconds: "25" })));
+      const done = () => (settled[i] = true);
+      answer.then(done, done);
+      waits.push(answer);
+    }
+    // All twelve wait; reads through both pools (the ORM's, and plain SQL: a wait answered at once) answer meanwhile,
+    // well before the waits' 25 seconds are up.
+    const read = await tenant.request("GET", `/v1/inboxes/${inbox.id}`);
+    expect(read.status).toBe(200);
+    const ready = await inboxOf(tenant);
+    const mail = await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: ready.id });
+    const reader = await tenant.issueKey({ scopes: ["mailbox:read"] });
+    const quick = await fetch(app.baseUrl + waitPath(ready.id, { timeoutSeconds: "1" }), {
+      headers: { "x-api-key": reader.key },
+      signal: AbortSignal.timeout(20_000),
+    });
+    expect(((await quick.json()) as { message: { id: string } }).message.id).toBe(mail.messageId);
+    expect(settled.filter(Boolean)).toEqual([]);
+    await sendMail(inbox.address, { subject: "For everyone", text: "hello" });
+    for (const res of await Promise.all(waits)) expect(res.status).toBe(200);
+  });
+
   test("answers the oldest matching message at once, filtered by sender address or domain, subject and after", async () => {
     const tenant = await app.createTenant();
     const inbox = await inboxOf(tenant);
