@@ -18,6 +18,8 @@ export interface Database {
    * as 20 KB of hex and be parsed by the server; measured, the ORM path cost 4× the CPU of this one.
    */
   readonly sql: SqlPool;
+  /** Connections of the SQL pool now: open (busy and idle), idle, and callers waiting for one. */
+  poolUse(): { readonly open: number; readonly idle: number; readonly waiting: number };
   close(): Promise<void>;
 }
 
@@ -51,7 +53,7 @@ const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
 const ignoreError = (): void => undefined;
 
-function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<void> } {
+function createSqlPool(url: string, max: number): SqlPool & { use(): ReturnType<Database["poolUse"]>; end(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
@@ -78,6 +80,7 @@ function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<voi
       }
     },
     listen: (channel, handlers) => listenOn(url, channel, handlers),
+    use: () => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     end: () => pool.end(),
   };
 }
@@ -155,6 +158,7 @@ export async function openDatabase(url: string, options: { poolMax?: number } = 
     fork: () => orm.em.fork(),
     query: (text, params = []) => orm.em.getConnection().execute(text, [...params], "all"),
     sql,
+    poolUse: () => sql.use(),
     close: async () => {
       await sql.end();
       await orm.close();
