@@ -254,7 +254,12 @@ export function loadConfig(env: Env = process.env): Config {
     httpPort: int("HTTP_PORT", 8080, 0, 65535),
     bindHost: str("BIND_HOST", "127.0.0.1"),
     statusPort: env.STATUS_PORT === undefined || env.STATUS_PORT === "" ? undefined : int("STATUS_PORT", 0, 0, 65535),
-    metricsToken: optional("METRICS_TOKEN", /^[\x21-\x7e]{16,}$/, "at least 16 printable characters without spaces"),
+    metricsToken: (() => {
+      const token = optional("METRICS_TOKEN");
+      // Not echoed: the value is a secret.
+      if (token !== undefined && !/^[\x21-\x7e]{16,}$/.test(token)) errors.push("METRICS_TOKEN must be at least 16 printable characters without spaces");
+      return token;
+    })(),
     api: {
       maxConnections: int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
       maxHeaderBytes: int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),

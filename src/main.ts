@@ -271,6 +271,8 @@ export async function startService(config: Config, roles: readonly Role[], optio
       statusPort = status.port;
       stops.push(status.close);
       log.info("status listening", { url: `http://${config.bindHost}:${status.port}`, paths: ["/healthz", "/readyz", "/metrics"] });
+    } else if (!api) {
+      log.info("no STATUS_PORT: this process serves no /healthz, /readyz or /metrics");
     }
     if (options.embedded) {
       await writeFile(

@@ -60,11 +60,12 @@ let runtimeInstalled = false;
  */
 export function installTemporalRuntime(prometheusAddress?: string): boolean {
   if (runtimeInstalled) return false;
-  runtimeInstalled = true;
+  // A runtime that failed to start (its exporter's port taken) is not installed: the next call may install one.
   Runtime.install({
     logger: new DefaultLogger("WARN"),
     ...(prometheusAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: prometheusAddress } } } } : {}),
   });
+  runtimeInstalled = true;
   return prometheusAddress !== undefined;
 }
 
