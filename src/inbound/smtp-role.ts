@@ -4,7 +4,7 @@
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics/metrics.js";
+import { singleFlight, type Metrics } from "../metrics/metrics.js";
 import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
@@ -114,15 +114,13 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
  */
 function backlogGauges(metrics: Metrics, db: Database, processing: Processing): () => void {
   // Both gauges of one scrape share one query.
-  let reading: Promise<{ n: number; age: number }> | undefined;
-  const pending = () =>
-    (reading ??= db.sql
-      .query<{ n: number; age: number }>(
-        `select count(*)::int as n, coalesce(extract(epoch from now() - min(received_at)), 0)::float8 as age
-           from inbound_raw_messages where status = 'pending'`,
-      )
-      .then(([row]) => row!)
-      .finally(() => (reading = undefined)));
+  const pending = singleFlight(async () => {
+    const [row] = await db.sql.query<{ n: number; age: number }>(
+      `select count(*)::int as n, coalesce(extract(epoch from now() - min(received_at)), 0)::float8 as age
+         from inbound_raw_messages where status = 'pending'`,
+    );
+    return row!;
+  });
   const unregister = [
     metrics.gauge("mailbox_inbound_backlog_messages", "Accepted messages this process has not stored yet.", [], () => [
       { value: processing.backlog().messages },

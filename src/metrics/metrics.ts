@@ -182,3 +182,9 @@ export function createMetrics(): Metrics {
     },
   };
 }
+
+/** `work`, run once at a time: callers that come while it runs share its answer. */
+export function singleFlight<T>(work: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | undefined;
+  return () => (running ??= work().finally(() => (running = undefined)));
+}

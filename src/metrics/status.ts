@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import type { Client } from "@temporalio/client";
 import type { Database } from "../db/database.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "./metrics.js";
+import { singleFlight, type Metrics } from "./metrics.js";
 
 /** One dependency readiness waits on; `check` rejects when it does not answer. */
 export interface ReadinessCheck {
@@ -91,6 +91,10 @@ export const STATUS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz",
 /** Answers a status path; false for any other path (the caller answers it). */
 export function createStatusHandler(deps: StatusDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   const token = deps.metricsToken === undefined ? undefined : Buffer.from(`Bearer ${deps.metricsToken}`);
+  // No key is needed here, so however many ask at once, the checks and the scrape (a few statements each) run once
+  // at a time.
+  const readiness = singleFlight(() => deps.readiness.run());
+  const scrape = singleFlight(() => deps.metrics.scrape());
   const authorized = (req: IncomingMessage) => {
     if (!token) return true;
     const given = Buffer.from(req.headers.authorization ?? "");
@@ -108,9 +112,9 @@ export function createStatusHandler(deps: StatusDeps): (req: IncomingMessage, re
     const failed = () => done(500, "text/plain; charset=utf-8", "internal error\n");
     if (path === "/healthz") done(200, "text/plain; charset=utf-8", "ok\n");
     else if (path === "/readyz") {
-      deps.readiness.run().then(({ ready, checks }) => done(ready ? 200 : 503, "application/json", JSON.stringify({ ready, checks })), failed);
+      readiness().then(({ ready, checks }) => done(ready ? 200 : 503, "application/json", JSON.stringify({ ready, checks })), failed);
     } else if (!authorized(req)) done(401, "text/plain; charset=utf-8", "unauthorized\n", { "WWW-Authenticate": "Bearer" });
-    else deps.metrics.scrape().then((text) => done(200, deps.metrics.registry.contentType, text), failed);
+    else scrape().then((text) => done(200, deps.metrics.registry.contentType, text), failed);
     return true;
   };
 }
