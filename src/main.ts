@@ -154,14 +154,17 @@ export function createSharedDeps(config: Config, db: Database, temporal: Client,
   const resolver = createConfiguredResolver(config);
   const verifier = createConfiguredVerifier(config, db, resolver);
   const metrics = createMetrics();
-  metrics.gauge("mailbox_db_pool_connections", "Connections of the SQL pool, by state (busy, idle) and callers waiting for one.", ["state"], () => {
-    const use = db.poolUse();
-    return [
-      { labels: { state: "busy" }, value: use.open - use.idle },
-      { labels: { state: "idle" }, value: use.idle },
-      { labels: { state: "waiting" }, value: use.waiting },
-    ];
-  });
+  metrics.gauge(
+    "mailbox_db_pool_connections",
+    "Connections of the process's PostgreSQL pools (sql: the hot paths', orm: MikroORM's) by state: busy, idle, and callers waiting for one.",
+    ["pool", "state"],
+    async () =>
+      Object.entries(await db.poolUse()).flatMap(([pool, use]) => [
+        { labels: { pool, state: "busy" }, value: use.open - use.idle },
+        { labels: { pool, state: "idle" }, value: use.idle },
+        { labels: { pool, state: "waiting" }, value: use.waiting },
+      ]),
+  );
   return {
     log,
     resolver,

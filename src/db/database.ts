@@ -18,10 +18,19 @@ export interface Database {
    * as 20 KB of hex and be parsed by the server; measured, the ORM path cost 4× the CPU of this one.
    */
   readonly sql: SqlPool;
-  /** Connections of the SQL pool now: open (busy and idle), idle, and callers waiting for one. */
-  poolUse(): { readonly open: number; readonly idle: number; readonly waiting: number };
+  /** Connections of the two pools now: `sql` (the hot paths') and `orm` (MikroORM's). */
+  poolUse(): Promise<Readonly<Record<"sql" | "orm", PoolUse>>>;
   close(): Promise<void>;
 }
+
+/** A pool's connections: open (busy and idle), idle, and callers waiting for one. */
+export interface PoolUse {
+  readonly open: number;
+  readonly idle: number;
+  readonly waiting: number;
+}
+
+const useOf = (pool: pg.Pool): PoolUse => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
 
 /** One connection inside a transaction of SqlPool.transaction. */
 export interface SqlTx {
@@ -53,7 +62,7 @@ const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
 const ignoreError = (): void => undefined;
 
-function createSqlPool(url: string, max: number): SqlPool & { use(): ReturnType<Database["poolUse"]>; end(): Promise<void> } {
+function createSqlPool(url: string, max: number): SqlPool & { use(): PoolUse; end(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
@@ -80,7 +89,7 @@ function createSqlPool(url: string, max: number): SqlPool & { use(): ReturnType<
       }
     },
     listen: (channel, handlers) => listenOn(url, channel, handlers),
-    use: () => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    use: () => useOf(pool),
     end: () => pool.end(),
   };
 }
@@ -158,7 +167,7 @@ export async function openDatabase(url: string, options: { poolMax?: number } = 
     fork: () => orm.em.fork(),
     query: (text, params = []) => orm.em.getConnection().execute(text, [...params], "all"),
     sql,
-    poolUse: () => sql.use(),
+    poolUse: async () => ({ sql: sql.use(), orm: useOf(await orm.em.getConnection().getNativeClient()) }),
     close: async () => {
       await sql.end();
       await orm.close();

@@ -139,7 +139,10 @@ describe("on the API port", () => {
     expect(text).toMatch(/^mailbox_inbound_backlog_messages \d+$/m);
     expect(text).toMatch(/^mailbox_inbound_pending_messages \d+$/m);
     expect(text).toMatch(/^mailbox_inbound_oldest_pending_seconds [\d.e+-]+$/m);
-    expect(sample(text, "mailbox_db_pool_connections", { state: "idle" }) + sample(text, "mailbox_db_pool_connections", { state: "busy" })).toBeGreaterThan(0);
+    for (const pool of ["sql", "orm"]) {
+      const open = sample(text, "mailbox_db_pool_connections", { pool, state: "idle" }) + sample(text, "mailbox_db_pool_connections", { pool, state: "busy" });
+      expect(open, pool).toBeGreaterThan(0);
+    }
     expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
     for (const secret of [tenant.organizationId, tenant.keyId, tenant.key, inbox.id, inbox.address, hook.body.id, receiver.host]) {
       expect(text).not.toContain(secret);
@@ -226,7 +229,7 @@ describe("on STATUS_PORT of the roles without an API port", () => {
       const t = await scrape(status, { authorization: `Bearer ${token}` });
       return sample(t, "temporal_num_pollers") > 0 ? t : undefined;
     });
-    expect(text).toMatch(/^mailbox_db_pool_connections\{state="idle"\} \d+$/m);
+    for (const pool of ["sql", "orm"]) expect(text).toMatch(new RegExp(`^mailbox_db_pool_connections\\{pool="${pool}",state="idle"\\} \\d+$`, "m"));
     expect(text).toMatch(/^# TYPE mailbox_delivery_recipients_total counter$/m);
   });
 
