@@ -46,12 +46,12 @@ export interface ApiServer {
 
 /**
  * The interceptor chain, outermost first: every call is timed and counted as it is answered; errors are mapped at
- * one boundary; the principal the request was
- * authenticated as (before its body) must hold the method's scope before the call counts against the key's rate;
- * input is validated before a database session opens.
+ * one boundary; the principal the request was authenticated as (before its body) must hold the method's scope
+ * before the call counts against the key's rate; input is validated before a database session opens.
  */
 function interceptorsOf(deps: ApiServerDeps): Interceptor[] {
-  return [observeCalls(deps.status.metrics.api), errorBoundary(deps.log), authenticate(), rateLimit(deps.db), validateRequests(), unitOfWork(deps.db)];
+  const { metrics } = deps.status;
+  return [observeCalls(metrics.api), errorBoundary(deps.log), authenticate(), rateLimit(deps.db), validateRequests(), unitOfWork(deps.db)];
 }
 
 export function createApiHandler(deps: ApiServerDeps): RequestHandler {
