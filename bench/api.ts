@@ -19,17 +19,17 @@ import { loadConfig, type Config } from "../src/config.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { waitForQuiet, withChildren, type ProcessGroups } from "./cpu.js";
 import { runLoad, type RunFigures, type Scenario } from "./load.js";
-import { DISTURBED_CORES, formatTable, summarize, TAX_TARGET, type ScenarioRuns } from "./report.js";
+import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns } from "./report.js";
 import { seed } from "./seed.js";
 import { startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
 
 const SCENARIOS: Readonly<Record<string, Scenario>> = {
-  me: { name: "GET /v1/me", path: "/v1/me", connections: 32, target: { requestsPerSecond: 3000, p99Ms: 25 } },
+  me: { name: "GET /v1/me", path: "/v1/me", connections: 32, target: { p99Ms: 25, ratio: 0.7 } },
   inboxes: {
     name: "GET /v1/inboxes?limit=20",
     path: "/v1/inboxes?limit=20",
     connections: 64,
-    target: { requestsPerSecond: 1500, p99Ms: 40 },
+    target: { p99Ms: 40, ratio: 0.7 },
   },
 };
 const ORGANIZATIONS = 1000;
@@ -141,7 +141,8 @@ async function measure(
       figures.get(server)!.push(f);
       log(
         `${scenario.name} ${server.name.padEnd(8)} run ${i + 1}/${settings.runs}: ${Math.round(f.requestsPerSecond)} req/s, ` +
-          `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, other processes ${f.cpu.otherCores.toFixed(2)} cores` +
+          `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, server CPU ${f.cpuMsPerRequest["server"]!.toFixed(3)} ms/request, ` +
+          `other processes ${f.cpu.otherCores.toFixed(2)} cores, load ${f.loadAverage.map((l) => l.toFixed(1)).join("→")}` +
           `${f.failures > 0 ? `, ${f.failures} FAILED requests` : ""}`,
       );
     }
@@ -222,7 +223,7 @@ async function report(settings: Settings, config: Config, startedAt: Date, runs:
   console.log(formatTable(summaries, runs, { header, keys: ORGANIZATIONS, keyCacheMs: config.keyCacheMs }));
   await mkdir(RESULTS_DIR, { recursive: true });
   const file = join(RESULTS_DIR, `api-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
-  const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, taxTarget: TAX_TARGET, summaries, runs };
+  const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, summaries, runs };
   await writeFile(file, JSON.stringify(record, null, 2));
   console.log(`figures written to ${file}`);
 }

@@ -2,8 +2,6 @@
 import type { CpuShare } from "./cpu.js";
 import type { RunFigures, Scenario } from "./load.js";
 
-/** Our throughput as a share of the bare baseline's, at least. */
-export const TAX_TARGET = 0.5;
 /** CPU used outside the benchmark's processes above which a run is flagged: something else competed for the cores. */
 export const DISTURBED_CORES = 0.25;
 
@@ -20,6 +18,10 @@ export interface SideSummary {
   readonly invalidRuns: number;
   readonly disturbedRuns: number;
   readonly cpu: CpuShare;
+  /** Milliseconds of CPU per request, per process group. */
+  readonly cpuMsPerRequest: Readonly<Record<string, number>>;
+  /** Lowest and highest 1-minute load average seen at a run's start or end. */
+  readonly loadAverage: readonly [number, number];
 }
 
 export interface ScenarioSummary {
@@ -28,7 +30,7 @@ export interface ScenarioSummary {
   readonly baseline: SideSummary;
   /** Median throughput of ours over the baseline's. */
   readonly ratio: number;
-  readonly verdicts: { readonly throughput: boolean; readonly p99: boolean; readonly tax: boolean };
+  readonly verdicts: { readonly p99: boolean; readonly ratio: boolean };
 }
 
 export function median(values: readonly number[]): number {
@@ -50,6 +52,8 @@ function summarizeSide(runs: readonly RunFigures[]): SideSummary {
       otherCores: median(runs.map((r) => r.cpu.otherCores)),
       groups: Object.fromEntries(groups.map((g) => [g, median(runs.map((r) => r.cpu.groups[g]!))])),
     },
+    cpuMsPerRequest: Object.fromEntries(groups.map((g) => [g, median(runs.map((r) => r.cpuMsPerRequest[g]!))])),
+    loadAverage: [Math.min(...runs.flatMap((r) => r.loadAverage)), Math.max(...runs.flatMap((r) => r.loadAverage))],
   };
 }
 
@@ -64,9 +68,8 @@ export function summarize(runs: ScenarioRuns): ScenarioSummary {
     baseline,
     ratio,
     verdicts: {
-      throughput: ours.invalidRuns === 0 && ours.requestsPerSecond >= target.requestsPerSecond,
       p99: ours.invalidRuns === 0 && ours.p99Ms <= target.p99Ms,
-      tax: ours.invalidRuns === 0 && baseline.invalidRuns === 0 && ratio >= TAX_TARGET,
+      ratio: ours.invalidRuns === 0 && baseline.invalidRuns === 0 && ratio >= target.ratio,
     },
   };
 }
@@ -75,6 +78,7 @@ const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
 const int = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => n.toFixed(1);
 const cores = (n: number) => n.toFixed(2);
+const cpuMs = (n: number) => n.toFixed(3);
 
 export interface TableContext {
   readonly header: string;
@@ -104,6 +108,11 @@ function scenarioLines(s: ScenarioSummary, runs: ScenarioRuns, context: TableCon
       cores(side.cpu.otherCores),
       cores(side.cpu.machineCores),
     ]);
+  const cpuRow = (name: string, side: SideSummary) =>
+    `  ${name.padEnd(9)}${groups.map((g) => `${g} ${cpuMs(side.cpuMsPerRequest[g]!)}`).join("   ")}` +
+    `   (load average ${side.loadAverage[0].toFixed(1)}–${side.loadAverage[1].toFixed(1)})`;
+  const perRequest = (name: string, side: SideSummary, other: SideSummary) =>
+    `${cpuRow(name, side)}${name === "ours" ? `; server ×${(side.cpuMsPerRequest["server"]! / other.cpuMsPerRequest["server"]!).toFixed(2)} the baseline's` : ""}`;
   // Round robin brings a key back every keys / throughput seconds; beyond the cache time every request reads it.
   const recurrence = (side: SideSummary) => `${(context.keys / side.requestsPerSecond).toFixed(1)} s`;
   return [
@@ -111,12 +120,16 @@ function scenarioLines(s: ScenarioSummary, runs: ScenarioRuns, context: TableCon
     row(["", "req/s", "p50 ms", "p99 ms", "invalid", "disturbed", ...groups.map((g) => `${g} cores`), "other cores", "machine cores"]),
     sideRow("ours", s.ours),
     sideRow("baseline", s.baseline),
+    `  CPU ms per request (medians; robust on a shared machine):`,
+    perRequest("ours", s.ours, s.baseline),
+    perRequest("baseline", s.baseline, s.ours),
     `  per run req/s   ours: ${runs.ours.map((r) => int(r.requestsPerSecond)).join(", ")}`,
     `                  baseline: ${runs.baseline.map((r) => int(r.requestsPerSecond)).join(", ")}`,
+    `  per run server CPU ms/request   ours: ${runs.ours.map((r) => cpuMs(r.cpuMsPerRequest["server"]!)).join(", ")}`,
+    `                                  baseline: ${runs.baseline.map((r) => cpuMs(r.cpuMsPerRequest["server"]!)).join(", ")}`,
     `  a key comes back every ${recurrence(s.ours)} (ours), ${recurrence(s.baseline)} (baseline); keys are cached ${context.keyCacheMs / 1000} s`,
-    `  ours ≥ ${int(scenario.target.requestsPerSecond)} req/s: ${verdict(verdicts.throughput)}` +
-      `   ours p99 ≤ ${scenario.target.p99Ms} ms: ${verdict(verdicts.p99)}` +
-      `   ours/baseline ${(ratio * 100).toFixed(0)}% ≥ ${TAX_TARGET * 100}%: ${verdict(verdicts.tax)}`,
+    `  ours p99 ≤ ${scenario.target.p99Ms} ms: ${verdict(verdicts.p99)}` +
+      `   ours/baseline ${(ratio * 100).toFixed(0)}% ≥ ${scenario.target.ratio * 100}%: ${verdict(verdicts.ratio)}`,
   ];
 }
 
