@@ -3,6 +3,8 @@
 //
 //   BENCH_RUNS=5 BENCH_DURATION_S=10 BENCH_WARMUP_S=3   runs per server and scenario, and their lengths
 //   BENCH_SCENARIOS=me,inboxes                           which scenarios
+//   BENCH_FIXED_RATE=200                                 then as many runs at this fixed rate (req/s; 0: none), where
+//                                                        CPU per request compares like with like (same key reads)
 //   BENCH_CPU_PROF=1                                     CPU-profile both servers and print where their time went
 //   DATABASE_URL / TEMPORAL_ADDRESS                      use these instead of the embedded ones
 //
@@ -34,6 +36,11 @@ const SCENARIOS: Readonly<Record<string, Scenario>> = {
 };
 const ORGANIZATIONS = 1000;
 const INBOXES_PER_ORGANIZATION = 50;
+/**
+ * Keys of the fixed-rate runs: few enough that a key comes back within the key cache time at any rate worth
+ * measuring, so both servers read keys equally rarely and CPU per request compares like with like.
+ */
+const FIXED_RATE_KEYS = 100;
 /** Between runs: in-flight requests drain, GC and timers settle. */
 const PAUSE_MS = 1000;
 /** Before a run, up to MAX_QUIET_WAIT_MS for a second with at most QUIET_CORES busy (a shared machine). */
@@ -47,6 +54,7 @@ interface Settings {
   readonly warmupS: number;
   readonly scenarios: readonly Scenario[];
   readonly cpuProfile: boolean;
+  readonly fixedRate: number;
 }
 
 function settingsFromEnv(env = process.env): Settings {
@@ -66,6 +74,7 @@ function settingsFromEnv(env = process.env): Settings {
     warmupS: int("BENCH_WARMUP_S", 3, 0, 60),
     scenarios: names.map((n) => SCENARIOS[n]!),
     cpuProfile: env["BENCH_CPU_PROF"] === "1",
+    fixedRate: int("BENCH_FIXED_RATE", 200, 0, 10_000),
   };
 }
 
@@ -117,7 +126,10 @@ async function getJson(url: string, key: string): Promise<unknown> {
   return res.json();
 }
 
-/** Warm-up, then runs alternating which server goes first, so drift over time hits both alike. */
+/**
+ * Warm-up, then runs alternating which server goes first, so drift over time hits both alike: first as fast as each
+ * answers, then at the same fixed rate (when BENCH_FIXED_RATE is not 0).
+ */
 async function measure(
   scenario: Scenario,
   servers: readonly [ServerProcess, ServerProcess],
@@ -126,28 +138,35 @@ async function measure(
   groupsOf: (server: ServerProcess) => ProcessGroups,
 ): Promise<ScenarioRuns> {
   // The pause after each run lets the server answer what was still in flight before anything else starts.
-  const run = async (server: ServerProcess, seconds: number) => {
-    const figures = await runLoad(server.url, scenario, keys, seconds, groupsOf(server));
+  const run = async (server: ServerProcess, seconds: number, rate?: number) => {
+    const runKeys = rate === undefined ? keys : keys.slice(0, FIXED_RATE_KEYS);
+    const figures = await runLoad(server.url, scenario, runKeys, seconds, groupsOf(server), rate);
     await sleep(PAUSE_MS);
     const waited = await waitForQuiet(QUIET_CORES, MAX_QUIET_WAIT_MS);
     if (waited > 1500) log(`  waited ${(waited / 1000).toFixed(0)} s for other processes to quieten down`);
     return figures;
   };
-  const figures = new Map<ServerProcess, RunFigures[]>(servers.map((s) => [s, []]));
-  for (const server of servers) if (settings.warmupS > 0) await run(server, settings.warmupS);
-  for (let i = 0; i < settings.runs; i++) {
-    for (const server of i % 2 === 0 ? servers : [...servers].reverse()) {
-      const f = await run(server, settings.durationS);
-      figures.get(server)!.push(f);
-      log(
-        `${scenario.name} ${server.name.padEnd(8)} run ${i + 1}/${settings.runs}: ${Math.round(f.requestsPerSecond)} req/s, ` +
-          `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, server CPU ${f.cpuMsPerRequest["server"]!.toFixed(3)} ms/request, ` +
-          `other processes ${f.cpu.otherCores.toFixed(2)} cores, load ${f.loadAverage.map((l) => l.toFixed(1)).join("→")}` +
-          `${f.failures > 0 ? `, ${f.failures} FAILED requests` : ""}`,
-      );
+  const series = async (rate: number | undefined) => {
+    const figures = new Map<ServerProcess, RunFigures[]>(servers.map((s) => [s, []]));
+    for (let i = 0; i < settings.runs; i++) {
+      for (const server of i % 2 === 0 ? servers : [...servers].reverse()) {
+        const f = await run(server, settings.durationS, rate);
+        figures.get(server)!.push(f);
+        log(
+          `${scenario.name} ${server.name.padEnd(8)} ${rate === undefined ? "" : `at ${rate}/s `}run ${i + 1}/${settings.runs}: ` +
+            `${Math.round(f.requestsPerSecond)} req/s, p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, ` +
+            `server CPU ${f.cpuMsPerRequest["server"]!.toFixed(3)} ms/request, ` +
+            `other processes ${f.cpu.otherCores.toFixed(2)} cores, load ${f.loadAverage.map((l) => l.toFixed(1)).join("→")}` +
+            `${f.failures > 0 ? `, ${f.failures} FAILED requests` : ""}`,
+        );
+      }
     }
-  }
-  return { scenario, ours: figures.get(servers[0])!, baseline: figures.get(servers[1])! };
+    return { ours: figures.get(servers[0])!, baseline: figures.get(servers[1])! };
+  };
+  for (const server of servers) if (settings.warmupS > 0) await run(server, settings.warmupS);
+  const saturated = await series(undefined);
+  const fixedRate = settings.fixedRate > 0 ? { rate: settings.fixedRate, ...(await series(settings.fixedRate)) } : undefined;
+  return { scenario, ...saturated, ...(fixedRate ? { fixedRate } : {}) };
 }
 
 function processGroups(infra: Infrastructure): (server: ServerProcess) => ProcessGroups {
@@ -214,7 +233,8 @@ async function report(settings: Settings, config: Config, startedAt: Date, runs:
   const code = revision();
   const header =
     `API benchmark of ${code}, ${startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
-    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin.\n` +
+    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin` +
+    (settings.fixedRate > 0 ? `; then as many at ${settings.fixedRate} req/s with ${FIXED_RATE_KEYS} keys.\n` : ".\n") +
     `Machine: ${machine.cores} × ${machine.cpu}, Node ${machine.node}; load generator, server and PostgreSQL ` +
     `share the cores (columns: cores used on average; other = outside the benchmark, incl. kernel network time).\n` +
     `invalid = runs with non-2xx responses, errors or timeouts; disturbed = runs during which other processes used ` +

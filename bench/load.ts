@@ -27,8 +27,18 @@ export interface RunFigures {
   readonly loadAverage: readonly [number, number];
 }
 
-/** A seconds-bounded run against `url`; every request carries the next key of `keys`, round robin. */
-export async function runLoad(url: string, scenario: Scenario, keys: readonly string[], seconds: number, groups: ProcessGroups): Promise<RunFigures> {
+/**
+ * A seconds-bounded run against `url`; every request carries the next key of `keys`, round robin. As fast as the
+ * server answers on `scenario.connections`, or at `rate` requests per second.
+ */
+export async function runLoad(
+  url: string,
+  scenario: Scenario,
+  keys: readonly string[],
+  seconds: number,
+  groups: ProcessGroups,
+  rate?: number,
+): Promise<RunFigures> {
   let next = 0;
   const loadBefore = loadAverage()[0];
   const meter = startCpuMeter(groups);
@@ -38,6 +48,7 @@ export async function runLoad(url: string, scenario: Scenario, keys: readonly st
     connections: scenario.connections,
     duration: seconds,
     timeout: 10,
+    ...(rate === undefined ? {} : { overallRate: rate }),
     requests: [
       {
         method: "GET",

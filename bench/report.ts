@@ -9,6 +9,8 @@ export interface ScenarioRuns {
   readonly scenario: Scenario;
   readonly ours: RunFigures[];
   readonly baseline: RunFigures[];
+  /** The same runs at one fixed request rate, when measured. */
+  readonly fixedRate?: { readonly rate: number; readonly ours: RunFigures[]; readonly baseline: RunFigures[] };
 }
 
 export interface SideSummary {
@@ -31,6 +33,7 @@ export interface ScenarioSummary {
   /** Median throughput of ours over the baseline's. */
   readonly ratio: number;
   readonly verdicts: { readonly p99: boolean; readonly ratio: boolean };
+  readonly fixedRate?: { readonly rate: number; readonly ours: SideSummary; readonly baseline: SideSummary };
 }
 
 export function median(values: readonly number[]): number {
@@ -62,10 +65,12 @@ export function summarize(runs: ScenarioRuns): ScenarioSummary {
   const baseline = summarizeSide(runs.baseline);
   const ratio = ours.requestsPerSecond / baseline.requestsPerSecond;
   const { target } = runs.scenario;
+  const fixed = runs.fixedRate;
   return {
     scenario: runs.scenario,
     ours,
     baseline,
+    ...(fixed ? { fixedRate: { rate: fixed.rate, ours: summarizeSide(fixed.ours), baseline: summarizeSide(fixed.baseline) } } : {}),
     ratio,
     verdicts: {
       p99: ours.invalidRuns === 0 && ours.p99Ms <= target.p99Ms,
@@ -109,28 +114,46 @@ function scenarioLines(s: ScenarioSummary, runs: ScenarioRuns, context: TableCon
       cores(side.cpu.machineCores),
     ]);
   const cpuRow = (name: string, side: SideSummary) =>
-    `  ${name.padEnd(9)}${groups.map((g) => `${g} ${cpuMs(side.cpuMsPerRequest[g]!)}`).join("   ")}` +
+    `    ${name.padEnd(9)}${groups.map((g) => `${g} ${cpuMs(side.cpuMsPerRequest[g]!)}`).join("   ")}` +
     `   (load average ${side.loadAverage[0].toFixed(1)}–${side.loadAverage[1].toFixed(1)})`;
-  const perRequest = (name: string, side: SideSummary, other: SideSummary) =>
-    `${cpuRow(name, side)}${name === "ours" ? `; server ×${(side.cpuMsPerRequest["server"]! / other.cpuMsPerRequest["server"]!).toFixed(2)} the baseline's` : ""}`;
+  const times = (ours: SideSummary, baseline: SideSummary) =>
+    `    server CPU per request: ours ×${(ours.cpuMsPerRequest["server"]! / baseline.cpuMsPerRequest["server"]!).toFixed(2)} the baseline's`;
+  const perRun = (label: string, r: { ours: readonly RunFigures[]; baseline: readonly RunFigures[] }, f: (r: RunFigures) => string) => [
+    `  per run ${label.padEnd(26)} ours: ${r.ours.map(f).join(", ")}`,
+    `  ${"".padEnd(34)} baseline: ${r.baseline.map(f).join(", ")}`,
+  ];
   // Round robin brings a key back every keys / throughput seconds; beyond the cache time every request reads it.
   const recurrence = (side: SideSummary) => `${(context.keys / side.requestsPerSecond).toFixed(1)} s`;
-  return [
-    `${scenario.name} — ${scenario.connections} connections (medians over runs)`,
-    row(["", "req/s", "p50 ms", "p99 ms", "invalid", "disturbed", ...groups.map((g) => `${g} cores`), "other cores", "machine cores"]),
+  const header = row(["", "req/s", "p50 ms", "p99 ms", "invalid", "disturbed", ...groups.map((g) => `${g} cores`), "other cores", "machine cores"]);
+  const lines = [
+    `${scenario.name} — ${scenario.connections} connections, as fast as each answers (medians over runs)`,
+    header,
     sideRow("ours", s.ours),
     sideRow("baseline", s.baseline),
-    `  CPU ms per request (medians; robust on a shared machine):`,
-    perRequest("ours", s.ours, s.baseline),
-    perRequest("baseline", s.baseline, s.ours),
-    `  per run req/s   ours: ${runs.ours.map((r) => int(r.requestsPerSecond)).join(", ")}`,
-    `                  baseline: ${runs.baseline.map((r) => int(r.requestsPerSecond)).join(", ")}`,
-    `  per run server CPU ms/request   ours: ${runs.ours.map((r) => cpuMs(r.cpuMsPerRequest["server"]!)).join(", ")}`,
-    `                                  baseline: ${runs.baseline.map((r) => cpuMs(r.cpuMsPerRequest["server"]!)).join(", ")}`,
+    `  CPU ms per request (a slower server reads more keys per request: compare at the fixed rate below)`,
+    cpuRow("ours", s.ours),
+    cpuRow("baseline", s.baseline),
+    ...perRun("req/s", runs, (r) => int(r.requestsPerSecond)),
+    ...perRun("server CPU ms/request", runs, (r) => cpuMs(r.cpuMsPerRequest["server"]!)),
     `  a key comes back every ${recurrence(s.ours)} (ours), ${recurrence(s.baseline)} (baseline); keys are cached ${context.keyCacheMs / 1000} s`,
     `  ours p99 ≤ ${scenario.target.p99Ms} ms: ${verdict(verdicts.p99)}` +
       `   ours/baseline ${(ratio * 100).toFixed(0)}% ≥ ${scenario.target.ratio * 100}%: ${verdict(verdicts.ratio)}`,
   ];
+  const fixed = s.fixedRate;
+  if (fixed && runs.fixedRate) {
+    lines.push(
+      `  at a fixed ${int(fixed.rate)} req/s, the same keys for both (medians over runs)`,
+      header,
+      sideRow("ours", fixed.ours),
+      sideRow("baseline", fixed.baseline),
+      `  CPU ms per request at that rate`,
+      cpuRow("ours", fixed.ours),
+      cpuRow("baseline", fixed.baseline),
+      times(fixed.ours, fixed.baseline),
+      ...perRun("server CPU ms/request", runs.fixedRate, (r) => cpuMs(r.cpuMsPerRequest["server"]!)),
+    );
+  }
+  return lines;
 }
 
 function row(cells: readonly string[]): string {
