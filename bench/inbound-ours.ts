@@ -138,6 +138,8 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
     CURSOR_SECRET: randomBytes(32).toString("base64url"),
     DKIM_KEY_SECRET: randomBytes(32).toString("base64url"),
     SMTP_MAX_CONNECTIONS: String(options.maxConnections),
+    // Every load generator connects from 127.0.0.1.
+    SMTP_MAX_CONNECTIONS_PER_CLIENT: String(options.maxConnections),
     WEBHOOK_ALLOW_HOSTS: receiver.host,
     NODE_EXTRA_CA_CERTS: resolve("test/fixtures/webhook-tls/ca.pem"),
     WEBHOOK_RETRY_INITIAL_MS: String(options.webhookRetryInitialMs),

@@ -75,6 +75,8 @@ export interface OutboundResult {
 const now = () => performance.timeOrigin + performance.now();
 const REPLY_TIMEOUT_MS = 30_000;
 const DRAIN_LIMIT_MS = 60_000;
+/** How long the warm-up waits for a service that is not serving yet. */
+const WARM_LIMIT_MS = 60_000;
 const LINE = "The quick brown fox jumps over the lazy dog, once more, so that the benchmark message has a body.";
 
 export function bodyText(bytes: number): string {
@@ -179,8 +181,20 @@ function apiSender(job: OutboundJob): Sender {
       req.on("error", reject);
       req.end();
     });
+  // A service that is restarting (a fault phase may strike while this client starts) answers 503 or refuses the
+  // connection: the warm-up waits for it, as a client honouring Retry-After would, within a bound.
+  const meWhenServing = async () => {
+    for (const deadline = Date.now() + WARM_LIMIT_MS; ; ) {
+      try {
+        return await me();
+      } catch (e) {
+        if (Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  };
   const warm = async () => {
-    await Promise.all(Array.from({ length: job.concurrency }, me));
+    await Promise.all(Array.from({ length: job.concurrency }, meWhenServing));
   };
   return { warm, send, close: () => agent.destroy() };
 }

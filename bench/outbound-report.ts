@@ -162,8 +162,8 @@ export function formatOutboundReport(report: OutboundReport): string {
       target: `≤ ${TARGETS.deliveryP99Ms}`,
       verdict: valid("latency") && med("latency", "ours", "p99Ms") <= TARGETS.deliveryP99Ms,
     });
-    rows.push({ label: "  of which accepted → sink connect p50 ms", values: each((s) => ms(med("latency", s, "toConnectP50Ms"))) });
-    rows.push({ label: "  of which connect → final dot p50 ms", values: each((s) => ms(med("latency", s, "sessionP50Ms"))) });
+    rows.push({ label: "  of which accepted → sink connect (MAIL FROM on a kept connection) p50 ms", values: each((s) => ms(med("latency", s, "toConnectP50Ms"))) });
+    rows.push({ label: "  of which that → final dot p50 ms", values: each((s) => ms(med("latency", s, "sessionP50Ms"))) });
     rows.push({ label: "  acceptance p50 / p99 ms at this rate", values: each((s) => `${ms(med("latency", s, "acceptP50Ms"))} / ${ms(med("latency", s, "acceptP99Ms"))}`) });
     rows.push({ label: "  runs with failures", values: invalidNote("latency") });
   }

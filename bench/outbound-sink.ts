@@ -29,7 +29,10 @@ export interface SinkRecord {
   readonly subject: string;
   readonly rcpt: readonly string[];
   readonly bytes: number;
-  /** Milliseconds from connect to this message's final dot (a connection per message shows as small values). */
+  /**
+   * Milliseconds from the start of this message's transaction to its final dot: from connect for the first message
+   * of a connection, from MAIL FROM for the next ones on a kept connection.
+   */
   readonly sinceConnectMs: number;
 }
 
@@ -101,6 +104,10 @@ const server = new SMTPServer({
   onClose(session: SMTPServerSession) {
     connectedAt.delete(session.id);
   },
+  onMailFrom(_address, session, callback) {
+    if (!connectedAt.has(session.id)) connectedAt.set(session.id, now());
+    callback();
+  },
   onRcptTo(address, _session, callback) {
     const email = address.address.toLowerCase();
     if (email.startsWith("defer-")) {
@@ -139,6 +146,8 @@ const server = new SMTPServer({
         bytes,
         sinceConnectMs: at - (connectedAt.get(session.id) ?? at),
       });
+      // The next message on this connection starts at its MAIL FROM.
+      connectedAt.delete(session.id);
       callback(null, "2.0.0 Ok: queued by the bench sink");
     });
   },

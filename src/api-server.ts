@@ -1,6 +1,7 @@
-// The API server: one HTTP port serving Connect, gRPC and gRPC-Web (HTTP/1.1 and h2c) plus the JSON /v1 face,
-// all through one router and one interceptor chain. Before any of it, each face authenticates a request and
-// bounds its body by the same functions (see src/http/request-body.ts and authenticateRequest).
+// The API server: one HTTP port serving Connect, gRPC and gRPC-Web (HTTP/1.1 and h2c), the JSON /v1 face and MCP
+// at /mcp, all through one router and one interceptor chain. Before any of it, each face authenticates a request
+// and bounds its body by the same functions (see src/http/request-body.ts and authenticateRequest).
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createConnectRouter, createContextValues, type Interceptor } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -18,6 +19,9 @@ import { rateLimit } from "./interceptors/rate-limit.js";
 import { unitOfWork } from "./interceptors/unit-of-work.js";
 import { validateRequests } from "./interceptors/validate.js";
 import type { Logger } from "./logger.js";
+import { createMcpEndpoint } from "./mcp/http.js";
+import { buildLlmsTxt } from "./mcp/llms-txt.js";
+import { buildTools } from "./mcp/tools.js";
 import { createRestGateway } from "./rest/gateway.js";
 import { createInProcessInvoker } from "./rest/in-process-invoker.js";
 import { buildOpenApi } from "./rest/openapi.js";
@@ -57,25 +61,45 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   for (const spec of specs) for (const m of Object.values(spec.methods)) router.rpc(m.method, m.impl as never);
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const limits = { maxRequestBytes: deps.config.api.maxRequestBytes, messageContentBytes: deps.config.platformLimits.messageContentBytes };
+  const tooLarge = (limit: number, label: string) =>
+    toConnectError(new TooLarge("payload_too_large", `the request body exceeds ${limit} bytes`), deps.log, label);
   const bodyOf = (req: NodeRequest, res: NodeResponse, method: DescMethod) => {
     const limit = bodyLimitOf(method, limits);
-    return limitedBody(req, res, limit, () =>
-      toConnectError(new TooLarge("payload_too_large", `the request body exceeds ${limit} bytes`), deps.log, method.name),
-    );
+    return limitedBody(req, res, limit, () => tooLarge(limit, method.name));
   };
   const routes = buildRouteTable(CONTRACT_SERVICES);
+  const invoke = createInProcessInvoker(specs, interceptors);
   let openApi: unknown;
   const gateway = createRestGateway({
     routes,
-    invoke: createInProcessInvoker(specs, interceptors),
+    invoke,
     authenticate: authenticateBeforeBody,
     bodyOf,
     documents: { "/openapi.json": () => (openApi ??= buildOpenApi(routes)) },
   });
+  const tools = buildTools(routes);
+  const mcp = createMcpEndpoint({
+    tools,
+    invoke,
+    authenticate: (apiKey, values) => authenticateBeforeBody(apiKey, values, undefined),
+    limits,
+    tooLarge: (limit) => tooLarge(limit, "mcp"),
+    log: deps.log,
+  });
+  const llmsTxt = buildLlmsTxt(tools, { limits, defaultRequestsPerMinute: deps.config.defaults.requestsPerMinute });
 
   return (req, res, peerAddress) => {
     const contextValues = createContextValues().set(kPeerAddress, peerAddress);
-    const handler = handlers.get((req.url ?? "").split("?", 1)[0]!);
+    const path = (req.url ?? "").split("?", 1)[0]!;
+    if (path === "/mcp") {
+      void mcp(req, res, contextValues);
+      return;
+    }
+    if (path === "/llms.txt" && (req.method === "GET" || req.method === "HEAD")) {
+      sendText(req, res, llmsTxt);
+      return;
+    }
+    const handler = handlers.get(path);
     if (!handler) {
       void gateway(req, res, contextValues);
       return;
@@ -96,6 +120,17 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
         else res.writeHead(400, { Connection: "close" }).end();
       });
   };
+}
+
+function sendText(req: IncomingMessage, res: ServerResponse, text: string): void {
+  endWithAnswerIfBodyUnread(req, res);
+  res.writeHead(200, {
+    "Content-Type": "text/markdown; charset=utf-8",
+    "Content-Length": String(Buffer.byteLength(text)),
+    "X-Content-Type-Options": "nosniff",
+  });
+  if (req.method === "HEAD") res.end();
+  else res.end(text);
 }
 
 /** How long a closing server waits for requests in flight. */

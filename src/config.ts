@@ -47,6 +47,15 @@ export interface Config {
     readonly maxHeaderBytes: number;
     readonly maxMimeDepth: number;
     readonly maxMimeParts: number;
+    /** Concurrent connections from one client address; one more is answered 421 (Postfix's smtpd_client_connection_count_limit). */
+    readonly maxConnectionsPerClient: number;
+    /** Refused recipients (5xx at RCPT) in one session; the one that reaches it ends the session with 421. */
+    readonly maxRefusedRecipients: number;
+    /** Refusals after this many in a session are each answered only after refusalDelayMs (a tarpit for probing). */
+    readonly refusalDelayAfter: number;
+    readonly refusalDelayMs: number;
+    /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
+    readonly receiveMemoryBytes: number;
   };
   /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
   readonly inbound: {
@@ -54,6 +63,11 @@ export interface Config {
     readonly parseMemoryMb: number;
     /** Messages parsed and stored at once per process (one parser worker thread each). */
     readonly concurrency: number;
+    /** Raw bytes the processing thread holds (queued with their bytes, parsing, storing); beyond it only ids wait. */
+    readonly processingMemoryBytes: number;
+    /** Accepted messages (and their bytes) waiting for processing in one process beyond which MAIL FROM gets 451 4.3.1. */
+    readonly maxBacklogMessages: number;
+    readonly maxBacklogBytes: number;
   };
   /** External PostgreSQL; undefined starts an embedded one under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -146,12 +160,20 @@ export interface Config {
     readonly managedDkimSelector: string;
     /** PEM private key that signs managed-domain mail; unset → one generated and kept under dataDir. */
     readonly managedDkimKeyPath: string | undefined;
+    /** How long a kept SMTP connection to a next hop may stay idle before it is closed (DELIVERY_CONNECTION_IDLE_MS). */
+    readonly connectionIdleMs: number;
+    /** First attempts a worker runs at once (DELIVERY_CONCURRENCY); more submissions wait, pending, in order. */
+    readonly concurrency: number;
+    /** The longest a submission should wait for its first attempt; sends are refused (503) past half (DELIVERY_BACKLOG_MAX_S). */
+    readonly backlogMaxMs: number;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
   /** Feedback loops believed about any recipient (FEEDBACK_LOOP_SENDERS): authenticated domains or addresses. */
   readonly feedbackLoopSenders: readonly string[];
   readonly logLevel: "debug" | "info" | "warn" | "error";
+  /** `mailbox mcp`: the service it relays MCP over stdio to (MAILBOX_URL), and the key it calls with (MAILBOX_API_KEY). */
+  readonly mcpBridge: { readonly url: string; readonly apiKey: string | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -250,11 +272,19 @@ export function loadConfig(env: Env = process.env): Config {
       maxMimeDepth: int("SMTP_MAX_MIME_DEPTH", 20, 1, 1000),
       // At most 1000: attachment ids number a message's attachments 1..999 (spec id shape).
       maxMimeParts: int("SMTP_MAX_MIME_PARTS", 500, 1, 1000),
+      maxConnectionsPerClient: int("SMTP_MAX_CONNECTIONS_PER_CLIENT", 20, 1, 100_000),
+      maxRefusedRecipients: int("SMTP_MAX_REFUSED_RECIPIENTS", 20, 1, 10_000),
+      refusalDelayAfter: int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
+      refusalDelayMs: int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
+      receiveMemoryBytes: int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
     },
     inbound: {
       parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
       parseMemoryMb: int("INBOUND_PARSE_MEMORY_MB", 256, 16, 16_384),
       concurrency: int("INBOUND_CONCURRENCY", 2, 1, 64),
+      processingMemoryBytes: int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      maxBacklogMessages: int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
+      maxBacklogBytes: int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     },
     databaseUrl: optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL"),
     temporalAddress: optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port"),
@@ -317,6 +347,9 @@ export function loadConfig(env: Env = process.env): Config {
         const path = optional("MANAGED_DKIM_KEY");
         return path && resolve(path);
       })(),
+      connectionIdleMs: int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
+      concurrency: int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
+      backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },
     feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
     feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {
@@ -328,6 +361,10 @@ export function loadConfig(env: Env = process.env): Config {
       return ok;
     }),
     logLevel: logLevels.find((l) => l === logLevel) ?? "info",
+    mcpBridge: {
+      url: str("MAILBOX_URL", `http://127.0.0.1:${env.HTTP_PORT || 8080}`, /^https?:\/\/[^/?#]+\/?$/, "an http(s) URL of the service (scheme and host)"),
+      apiKey: optional("MAILBOX_API_KEY"),
+    },
   };
   if (errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${errors.join("\n  ")}`);
   return Object.freeze(config);

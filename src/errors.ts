@@ -56,10 +56,10 @@ export class RateLimited extends DomainError {
   }
 }
 
-/** 503: a dependency of the service (the database) is unavailable for a moment; Retry-After says when to retry. */
+/** 503: the service is past its capacity for now (not the caller's limit); Retry-After says when to come back. */
 export class Unavailable extends DomainError {
-  constructor(message: string, retryAfterSeconds: number) {
-    super(Code.Unavailable, "unavailable", message, Math.max(1, Math.ceil(retryAfterSeconds)));
+  constructor(errorCode: string, message: string, retryAfterSeconds: number) {
+    super(Code.Unavailable, errorCode, message, Math.max(1, Math.ceil(retryAfterSeconds)));
   }
 }
 

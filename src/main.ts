@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Client } from "@temporalio/client";
+import { Client } from "@temporalio/client";
 import type { Worker, WorkflowBundleOption } from "@temporalio/worker";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "./temporal/search-attributes.js";
 import { startApiServer, type ApiServer } from "./api-server.js";
@@ -14,7 +14,7 @@ import { createConfiguredResolver } from "./dns/servers.js";
 import { createDkimKeyVault } from "./domains/dkim-keys.js";
 import { createDomains } from "./domains/domains.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "./domains/setup.js";
-import { reconcileDomainVerifications } from "./domains/verification-reconciler.js";
+import { domainVerificationReconciler } from "./domains/verification-reconciler.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
@@ -36,21 +36,24 @@ import {
   createWebhookRetryStarter,
   ensureSearchAttributes,
 } from "./temporal/client.js";
-import { pruneCounterWindows, startPurgeReconciler, startReconciler } from "./temporal/reconciler.js";
+import { pruneCounterWindows, purgeReconciler, reconcilerJob, startPeriodicJobs } from "./temporal/reconciler.js";
 import { createWorker } from "./temporal/worker.js";
-import { createWebhookDeliverer, deliveryLeaseMs, reconcileWebhookDeliveries } from "./webhooks/deliveries.js";
+import { deliveryLeaseMs, webhookDeliveryReconciler } from "./webhooks/deliveries.js";
 import { createWebhookEndpoints } from "./webhooks/endpoints.js";
 import { createScanner } from "./scanning/scanner.js";
 import { createSuppressionLookup } from "./validation/suppressions.js";
 import { createEmailValidator } from "./validation/validator.js";
 import { createAttachmentScanStarter } from "./scanning/attachment-scan-starter.js";
-import { reconcileAttachmentScans } from "./scanning/attachment-scan-reconciler.js";
+import { attachmentScanReconciler } from "./scanning/attachment-scan-reconciler.js";
 import { startSmtpRole, type SmtpRole } from "./inbound/smtp-role.js";
-import { createWebhookOutbox, type WebhookOutbox } from "./webhooks/outbox.js";
 import { createDkimSigningKeys } from "./domains/signing-keys.js";
 import { deliverySettingsOf, type DeliveryDeps } from "./outbound/delivery/deliverer.js";
+import type { DeliveryStarter } from "./outbound/delivery/queue.js";
+import { createSmtpConnections, type SmtpConnections } from "./outbound/delivery/smtp-attempt.js";
 import { managedDkimKeySource } from "./outbound/delivery/managed-dkim.js";
-import { startDeliveryReconciler } from "./outbound/delivery/reconciler.js";
+import { deliveryReconciler } from "./outbound/delivery/reconciler.js";
+import { createDeliveryDispatcher, createDeliveryQueue } from "./outbound/delivery/queue.js";
+import { createDeliveryStore } from "./outbound/delivery/store.js";
 
 export type Role = "api" | "worker" | "smtp";
 
@@ -162,46 +165,35 @@ export async function startService(config: Config, roles: readonly Role[], optio
       log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
     }
     if (roles.includes("worker")) {
-      const worker = await createConfiguredWorker(config, db, infra.temporalAddress);
-      const running = worker.run();
-      stops.push(async () => {
-        // The SDK shuts its workers down on SIGTERM and SIGINT by itself.
-        if (worker.getState() === "RUNNING") worker.shutdown();
-        await running;
-      });
-      const reconciler = startPurgeReconciler(db, createInboxPurgeStarter(temporal, config.temporalTaskQueue, config.purgeBatchSize), log);
-      stops.push(reconciler.stop);
-      const webhookRetries = createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks);
-      const webhookReconciler = startReconciler("webhook delivery", () => reconcileWebhookDeliveries(db, webhookRetries, config.webhooks), log);
-      stops.push(webhookReconciler.stop);
-      const scans = createAttachmentScanStarter(temporal, config.temporalTaskQueue);
-      const scanReconciler = startReconciler("attachment scan", () => reconcileAttachmentScans(db, scans), log);
-      stops.push(scanReconciler.stop);
-      const deliveryReconciler = startDeliveryReconciler(db, temporal, config.temporalTaskQueue, log);
-      stops.push(deliveryReconciler.stop);
-      const domainWorkflows = createDomainVerificationStarter(temporal, config.temporalTaskQueue);
-      const domainReconciler = startReconciler("domain verification", () => reconcileDomainVerifications(db, domainWorkflows, config.customerDomains.refreshMs), log);
-      stops.push(domainReconciler.stop);
-      const windowPruner = startReconciler("counter window pruning", () => pruneCounterWindows(db), log);
-      stops.push(windowPruner.stop);
-      log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
+      const worker = await runConfiguredWorker(config, db, infra.temporalAddress);
+      stops.push(worker.stop);
+      const queue = config.temporalTaskQueue;
+      const jobs = startPeriodicJobs(
+        [
+          reconcilerJob(purgeReconciler(db, createInboxPurgeStarter(temporal, queue, config.purgeBatchSize))),
+          reconcilerJob(deliveryReconciler(db, worker.deliveries)),
+          reconcilerJob(attachmentScanReconciler(db, createAttachmentScanStarter(temporal, queue))),
+          reconcilerJob(webhookDeliveryReconciler(db, createWebhookRetryStarter(temporal, queue, config.webhooks), config.webhooks)),
+          reconcilerJob(domainVerificationReconciler(db, createDomainVerificationStarter(temporal, queue), config.customerDomains.refreshMs)),
+          { name: "counter window pruning", run: () => pruneCounterWindows(db) },
+        ],
+        log,
+      );
+      stops.push(jobs.stop);
+      log.info("worker polling", { taskQueue: queue, temporal: infra.temporalAddress });
     }
     let smtp: SmtpRole | undefined;
     if (roles.includes("smtp")) {
-      const outbox = createConfiguredOutbox(config, db, temporal, log);
       const role = await startSmtpRole({
         config,
         db,
         log,
-        outbox,
-        scans: createAttachmentScanStarter(temporal, config.temporalTaskQueue),
+        databaseUrl: infra.databaseUrl,
+        temporalAddress: infra.temporalAddress,
         domains: createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config))),
       });
       smtp = role;
-      stops.push(async () => {
-        await role.stop();
-        await outbox.drain();
-      });
+      stops.push(role.stop);
       log.info("SMTP listening", { address: `${config.bindHost}:${role.port}`, hostname: config.smtp.hostname });
     }
     if (options.embedded) {
@@ -255,17 +247,18 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     addressPolicy: config.webhooks,
     cursors,
   });
+  const deliveries = createDeliveryQueue({ db, taskQueue: config.temporalTaskQueue, backlogMaxMs: config.delivery.backlogMaxMs, log });
   const outbound = createOutbound({
     managedDomain: config.managedDomain,
     recipientsPerMessage: config.platformLimits.recipientsPerMessage,
     messageContentBytes: config.platformLimits.messageContentBytes,
     inboxes,
     domains: capabilities,
-    deliveries: createDeliveryStarter(temporal, config.temporalTaskQueue),
+    deliveries,
     log,
   });
   const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
-  return startApiServer(
+  const server = await startApiServer(
     {
       config,
       db,
@@ -285,6 +278,13 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     config.httpPort,
     config.bindHost,
   );
+  return {
+    port: server.port,
+    async close() {
+      await server.close();
+      await deliveries.close();
+    },
+  };
 }
 
 /**
@@ -323,13 +323,63 @@ async function runningDatabaseUrl(config: Config): Promise<string | undefined> {
   }
 }
 
+/** The worker role's running part: the Temporal worker and the delivery queue's dispatcher beside it. */
+export interface RunningWorker {
+  /** Starts deliveries on the worker's own connection (eager starts), for the delivery reconciler. */
+  readonly deliveries: DeliveryStarter;
+  /** Stops the dispatcher, then the worker (idempotent). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the worker of this configuration with the dispatcher that claims announced submissions and starts their
+ * deliveries: a client on the worker's own connection, so the server hands each new workflow's first task straight
+ * to this worker (requestEagerStart).
+ */
+export async function runConfiguredWorker(
+  config: Config,
+  db: Database,
+  temporalAddress: string,
+  options: { workflowBundle?: WorkflowBundleOption; deliveryMxPort?: number } = {},
+): Promise<RunningWorker> {
+  const dispatcher = createDeliveryDispatcher({
+    db,
+    store: createDeliveryStore(db),
+    taskQueue: config.temporalTaskQueue,
+    capacity: config.delivery.concurrency,
+    schedule: config.delivery,
+    log: createLogger(config.logLevel),
+  });
+  const connections = createSmtpConnections({ ehloName: config.smtp.hostname, timeoutMs: config.delivery.timeoutMs, idleMs: config.delivery.connectionIdleMs });
+  const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, {
+    ...(options.deliveryMxPort === undefined ? {} : { deliveryMxPort: options.deliveryMxPort }),
+    firstAttemptEnded: dispatcher.firstAttemptEnded,
+    connections,
+  });
+  const running = worker.run();
+  const client = new Client({ connection: worker.connection!, namespace: config.temporalNamespace });
+  const deliveries = createDeliveryStarter(client, config.temporalTaskQueue, { eager: true });
+  await dispatcher.start(deliveries);
+  let stopping: Promise<void> | undefined;
+  return {
+    deliveries,
+    stop: () =>
+      (stopping ??= (async () => {
+        await dispatcher.stop();
+        worker.shutdown();
+        await running;
+        connections.close();
+      })()),
+  };
+}
+
 /** The worker of this configuration: every workflow and activity on the configured task queue. */
 export async function createConfiguredWorker(
   config: Config,
   db: Database,
   temporalAddress: string,
   workflowBundle?: WorkflowBundleOption,
-  overrides: { deliveryMxPort?: number } = {},
+  overrides: { deliveryMxPort?: number; firstAttemptEnded?: (submissionId: string) => void; connections?: SmtpConnections } = {},
 ): Promise<Worker> {
   return createWorker({
     address: temporalAddress,
@@ -343,7 +393,11 @@ export async function createConfiguredWorker(
       verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
       refreshMs: config.customerDomains.refreshMs,
     },
-    delivery: await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort),
+    delivery: {
+      ...(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort)),
+      ...(overrides.firstAttemptEnded ? { firstAttemptEnded: overrides.firstAttemptEnded } : {}),
+      ...(overrides.connections ? { connections: overrides.connections } : {}),
+    },
     ...(workflowBundle ? { workflowBundle } : {}),
   });
 }
@@ -358,14 +412,4 @@ export async function createConfiguredDeliveryDeps(config: Config, db: Database,
     customerDkimKeys: createDkimSigningKeys({ db, vault: createDkimKeyVault(await dkimKeySecretOf(config)) }),
     log: createLogger(config.logLevel),
   };
-}
-
-/** The webhook outbox of this configuration: prompt first attempts, retries in Temporal. */
-export function createConfiguredOutbox(config: Config, db: Database, temporal: Client, log: Logger): WebhookOutbox {
-  return createWebhookOutbox({
-    db,
-    deliverer: createWebhookDeliverer(db, config.webhooks),
-    retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
-    log,
-  });
 }

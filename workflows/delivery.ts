@@ -1,8 +1,16 @@
-// Delivers one submission (id deliver/<submissionId>): marks it queued, then works every recipient domain in
-// parallel. One activity is one SMTP transaction to one domain; recipients it defers are retried after a doubling
-// backoff until the queue lifetime (counted from the submission's creation) runs out, and a deferring domain never
-// holds up another. Every state change is written by the activities; the workflow only keeps the schedule.
-import { continueAsNew, proxyActivities, sleep, workflowInfo } from "@temporalio/workflow";
+// Delivers one submission (id deliver/<submissionId>): its recipient domains in parallel. One attempt is one SMTP
+// transaction to one domain; recipients it defers are retried after a doubling backoff until the queue lifetime
+// (counted from the submission's creation) runs out, and a deferring domain never holds up another. Every state
+// change is written by the activities; the workflow only keeps the schedule.
+//
+// The delivery queue claims a submission (pending → queued) and starts this workflow with what the claim found
+// (`queued`); started without it, the workflow queues the submission itself. The first attempt to each domain is
+// a local activity, run by the worker inside the workflow task: no activity task for the server to dispatch
+// (bench:outbound's floor: two activities cost the dev server twice the CPU of two local ones and 100+ ms of
+// dispatch). It is bounded (FIRST_ATTEMPT_BUDGET_MS); retries are regular activities that heartbeat, so a long
+// schedule of retries costs a workflow task per attempt only. A worker lost during a first attempt loses its
+// workflow task: another worker replays it and runs the attempt again, as a retried activity would.
+import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryActivities } from "../src/temporal/activities/delivery.js";
 
 /**
@@ -15,7 +23,13 @@ const ATTEMPT_TIMEOUT = "30m";
 /** An attempt heartbeats every few seconds while it talks SMTP: a killed worker's attempt is retried this soon. */
 const ATTEMPT_HEARTBEAT_TIMEOUT = "10s";
 
+/** Longer than a first attempt's budget (FIRST_ATTEMPT_BUDGET_MS, 60 s) with its bookkeeping. */
+const FIRST_ATTEMPT_TIMEOUT = "2m";
+/** Histories begun before the first attempt became local replay through the activities they recorded. */
+const LOCAL_FIRST_ATTEMPT = "delivery-local-first-attempt";
+
 const bookkeeping = proxyActivities<DeliveryActivities>({ startToCloseTimeout: "1m", retry: ACTIVITY_RETRY });
+const local = proxyLocalActivities<DeliveryActivities>({ startToCloseTimeout: FIRST_ATTEMPT_TIMEOUT, retry: ACTIVITY_RETRY });
 const attemptsActivity = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: ATTEMPT_TIMEOUT,
   heartbeatTimeout: ATTEMPT_HEARTBEAT_TIMEOUT,
@@ -28,6 +42,8 @@ export interface DeliveryArgs {
   readonly inboxId: string | null;
   /** Attempts made per domain by earlier runs (continue-as-new), so the backoff goes on where it was. */
   readonly attempts?: Readonly<Record<string, number>>;
+  /** Set when the delivery queue claimed (queued) the submission before starting the workflow. */
+  readonly queued?: QueuedSubmission;
 }
 
 /** What queueing a submission tells the workflow: its domains and the schedule (from the worker's configuration). */
@@ -57,12 +73,40 @@ export function deliveryRetryDelayMs(attempt: number, initialMs: number, maxMs: 
 }
 
 export async function delivery(args: DeliveryArgs): Promise<DeliveryResult> {
+  if (!patched(LOCAL_FIRST_ATTEMPT)) return deliveryWithActivities(args);
+  const queued = args.queued ?? (await local.queueSubmission(args.submissionId));
+  const deadline = queued.createdAtMs + queued.queueLifetimeMs;
+  const attempts: Record<string, number> = { ...args.attempts };
+  const outcomes = await Promise.all(
+    queued.domains.map(async (domain) => {
+      // The first attempt is local; the domain's retries (and a later run's attempts) are activities.
+      if (!attempts[domain] && Date.now() < deadline) {
+        const first = await local.attemptDomain({ submissionId: args.submissionId, domain });
+        attempts[domain] = 1;
+        if (first.remaining === 0) return "done";
+        await sleep(retryWait(attempts[domain], deadline, queued));
+      }
+      return deliverDomain(args.submissionId, domain, deadline, queued, attempts);
+    }),
+  );
+  // A long retry schedule (short waits, long lifetime) would outgrow one history: a new run goes on with the domains
+  // still open, and their attempt counts.
+  if (outcomes.includes("continue")) await continueAsNew<typeof delivery>({ submissionId: args.submissionId, organizationId: args.organizationId, inboxId: args.inboxId, attempts });
+  return { domains: queued.domains.length };
+}
+
+/** The wait before the next attempt of a domain, within the queue lifetime. */
+function retryWait(attemptsMade: number, deadline: number, schedule: QueuedSubmission): number {
+  const wait = deliveryRetryDelayMs(attemptsMade, schedule.retryInitialMs, schedule.retryMaxMs);
+  return Math.max(1, Math.min(wait, deadline - Date.now()));
+}
+
+/** Every attempt an activity: how runs begun before LOCAL_FIRST_ATTEMPT go on (their histories replay this). */
+async function deliveryWithActivities(args: DeliveryArgs): Promise<DeliveryResult> {
   const queued = await bookkeeping.queueSubmission(args.submissionId);
   const deadline = queued.createdAtMs + queued.queueLifetimeMs;
   const attempts: Record<string, number> = { ...args.attempts };
   const outcomes = await Promise.all(queued.domains.map((domain) => deliverDomain(args.submissionId, domain, deadline, queued, attempts)));
-  // A long retry schedule (short waits, long lifetime) would outgrow one history: a new run goes on with the domains
-  // still open, and their attempt counts.
   if (outcomes.includes("continue")) await continueAsNew<typeof delivery>({ ...args, attempts });
   return { domains: queued.domains.length };
 }
@@ -83,8 +127,7 @@ async function deliverDomain(
     const result = await attemptsActivity.attemptDomain({ submissionId, domain });
     attempts[domain] = (attempts[domain] ?? 0) + 1;
     if (result.remaining === 0) return "done";
-    const wait = deliveryRetryDelayMs(attempts[domain], schedule.retryInitialMs, schedule.retryMaxMs);
-    await sleep(Math.max(1, Math.min(wait, deadline - Date.now())));
+    await sleep(retryWait(attempts[domain], deadline, schedule));
     // Handed to the next run when the attempt is due: it makes it at once.
     if (workflowInfo().continueAsNewSuggested) return "continue";
   }

@@ -12,6 +12,7 @@ import { parseScopes } from "../auth/scopes.js";
 import { ConfigError, loadConfig, type Config } from "../config.js";
 import { MIGRATIONS_DIR } from "../db/database.js";
 import { openOperatorDatabase, startService, type Role } from "../main.js";
+import { runStdioBridge } from "../mcp/stdio-bridge.js";
 import { managedDkimRecord } from "../outbound/delivery/managed-dkim.js";
 
 const USAGE = `mailbox <command>
@@ -22,6 +23,7 @@ const USAGE = `mailbox <command>
   migrate                            apply committed migrations
   migrate create [--name N]          generate a migration from the entities (development)
   dkim-record                        the managed domain's DKIM TXT record to publish (generates the key if needed)
+  mcp                                MCP over stdio, relayed to MAILBOX_URL/mcp with MAILBOX_API_KEY
   admin org create --name N [--managed-limit N] [--messages-per-minute N] [--messages-per-day N] [--recipients-per-day N]
   admin org update --id ORG_ID [--name N] [--status active|suspended] [limit flags]
   admin org list
@@ -87,6 +89,10 @@ export async function main(argv: string[]): Promise<number> {
         });
       case "dkim-record":
         console.log(JSON.stringify(await managedDkimRecord(config), null, 2));
+        return 0;
+      // stdout carries the protocol: nothing else may be printed on it.
+      case "mcp":
+        await runStdioBridge({ ...config.mcpBridge, warn: (message) => console.error(message) });
         return 0;
       default:
         if (positionals[0] === "admin") return await admin(config, positionals.slice(1).join(" "), flags);

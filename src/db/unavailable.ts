@@ -17,7 +17,7 @@ const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when tryin
 export function databaseUnavailableOf(e: unknown): Unavailable | undefined {
   for (let cause = e, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
     if (cause instanceof ConnectionException || isConnectionFailure(cause)) {
-      return new Unavailable("the database is unavailable; retry shortly", RETRY_AFTER_S);
+      return new Unavailable("unavailable", "the database is unavailable; retry shortly", RETRY_AFTER_S);
     }
   }
   return undefined;

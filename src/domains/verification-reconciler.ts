@@ -5,6 +5,7 @@
 import type { Database } from "../db/database.js";
 import type { CapabilityRecord } from "../db/entities/customer-domain.js";
 import { nextCheckDue } from "./capability-state.js";
+import type { Reconciler } from "../temporal/reconciler.js";
 import type { DomainVerificationStarter } from "./domains.js";
 
 /** Longer than a due check takes to run (its DNS lookups time out within seconds), shorter than a round or two. */
@@ -20,23 +21,32 @@ interface CheckedDomain {
   readonly outbound: CapabilityRecord;
 }
 
-export async function reconcileDomainVerifications(
+/** Domains whose re-check is overdue by more than OVERDUE_MS at `now()`. */
+export function domainVerificationReconciler(
   db: Database,
   workflows: DomainVerificationStarter,
   refreshMs: number,
-  now: Date = new Date(),
-): Promise<number> {
-  const overdueBefore = now.getTime() - OVERDUE_MS;
-  // Every domain a verify has checked; the refresh age and running grace periods (nextCheckDue) pick the overdue.
-  const candidates = await db.sql.query<CheckedDomain>(
-    `select id, organization_id, last_checked_at, created_at, inbound, outbound from customer_domains
-      where last_checked_at < $1 or (last_checked_at is not null and 'grace' in (inbound->>'state', outbound->>'state'))
-      order by last_checked_at limit $2`,
-    [new Date(overdueBefore - refreshMs), BATCH],
-  );
-  const overdue = candidates.filter(
-    (d) => nextCheckDue({ lastCheckedAt: d.last_checked_at, createdAt: d.created_at, inbound: d.inbound, outbound: d.outbound }, refreshMs).getTime() < overdueBefore,
-  );
-  for (const domain of overdue) await workflows.start({ id: domain.id, organizationId: domain.organization_id });
-  return overdue.length;
+  now: () => Date = () => new Date(),
+): Reconciler<{ id: string; organizationId: string }> {
+  return {
+    name: "domain verification",
+    async stranded() {
+      const overdueBefore = now().getTime() - OVERDUE_MS;
+      // Every domain a verify has checked; the refresh age and running grace periods (nextCheckDue) pick the overdue.
+      const candidates = await db.sql.query<CheckedDomain>(
+        `select id, organization_id, last_checked_at, created_at, inbound, outbound from customer_domains
+          where last_checked_at < $1 or (last_checked_at is not null and 'grace' in (inbound->>'state', outbound->>'state'))
+          order by last_checked_at limit $2`,
+        [new Date(overdueBefore - refreshMs), BATCH],
+      );
+      return candidates
+        .filter(
+          (d) =>
+            nextCheckDue({ lastCheckedAt: d.last_checked_at, createdAt: d.created_at, inbound: d.inbound, outbound: d.outbound }, refreshMs).getTime() <
+            overdueBefore,
+        )
+        .map((d) => ({ id: d.id, organizationId: d.organization_id }));
+    },
+    start: (domain) => workflows.start(domain),
+  };
 }

@@ -14,6 +14,12 @@
 // waits; under load the next batch fills while one is stored. A batch that fails is stored again one message at a
 // time, so a bad message fails alone.
 //
+// Memory is bounded in bytes (memoryBytes), half for each side: the raw bytes of messages queued with them, and
+// those of messages being parsed, waiting to be stored and being stored (a larger message is taken alone). A message
+// queued beyond its half keeps only its id and size and is read back when its turn comes; the halves keep a long
+// queue of bytes from holding back the messages in hand. The queue itself holds at most maxQueued ids; beyond
+// it messages wait in PostgreSQL for the sweeper.
+//
 // Plain SQL on the driver's pool (db.sql), not the ORM: this is the hot path of inbound mail, and the ORM's unit of
 // work cost more CPU than the statements themselves (measured with bench:inbound).
 import type { Database, SqlTx } from "../db/database.js";
@@ -23,7 +29,7 @@ import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedEmail } from "../mail/parse.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
-import type { ReceivedMessage } from "./receive.js";
+import { readChunks, type ReceivedMessage } from "./receive.js";
 import { parentMessageIds, summaryWith, type ThreadSummary } from "./threading.js";
 
 interface FeedbackReports {
@@ -46,6 +52,10 @@ export interface InboundProcessorDeps {
   readonly hostname: string;
   /** Messages read and parsed at once (parsing is bounded separately by the parser's worker threads). */
   readonly concurrency: number;
+  /** Raw bytes held at once: queued with their bytes, parsing, ready and storing (INBOUND_PROCESSING_MEMORY_BYTES). */
+  readonly memoryBytes: number;
+  /** Ids queued at most; beyond, messages wait in the database for the sweeper. */
+  readonly maxQueued: number;
   /** Mail to the feedback address: ARF reports, recorded as complaints instead of stored (src/outbound/feedback-reports.ts). */
   readonly feedbackReports?: FeedbackReports;
 }
@@ -76,6 +86,13 @@ function rawRowOf(m: ReceivedMessage): RawRow {
     tls_protocol: m.session.tls?.protocol ?? null,
     tls_cipher: m.session.tls?.cipher ?? null,
   };
+}
+
+/** A message waiting to be taken: its bytes too when they were passed and memory allowed. */
+interface Queued {
+  readonly seq: number;
+  readonly size: number;
+  readonly known: RawRow | undefined;
 }
 
 interface InboxRef {
@@ -129,19 +146,18 @@ interface ThreadChange {
 
 export interface InboundProcessor {
   /**
-   * Queues a committed raw message; the receiving process passes what it committed, so the message is not read
-   * back (the sweeper passes ids only). False when the queue is full (or the processor stopped): the message is
-   * not taken, and the sweeper finds it among the pending rows later. A message already in hand counts as taken.
+   * Queues a committed raw message of `size` bytes; the receiving process passes what it committed, so the message
+   * is not read back while memory allows (the sweeper passes ids only). False when the queue is full (or the
+   * processor stopped): the message is not taken, and the sweeper finds it among the pending rows later. A message
+   * already in hand counts as taken.
    */
-  submit(rawId: string, received?: ReceivedMessage): boolean;
+  submit(rawId: string, size: number, received?: ReceivedMessage): boolean;
+  /** Messages taken and not yet done (queued or in hand), and their raw bytes. */
+  backlog(): { readonly messages: number; readonly bytes: number };
   /** Stops taking work and waits for what runs (what is parsed is stored); queued ids stay pending in the database. */
   stop(): Promise<void>;
 }
 
-/** Queued ids per process beyond which new ones wait for the sweeper instead of memory. */
-const MAX_QUEUED = 10_000;
-/** Queued messages whose bytes are kept in memory; beyond that only the id is queued and the row read back. */
-const MAX_QUEUED_IN_MEMORY = 1_000;
 /** Failed attempts (errors, not parse problems) after which a raw message is marked failed and left alone. */
 const MAX_ATTEMPTS = 5;
 /** Messages per store transaction at most. */
@@ -153,11 +169,14 @@ const MAX_STORING = 2;
 
 export function createInboundProcessor(deps: InboundProcessorDeps): InboundProcessor {
   const { db, log } = deps;
-  const queued = new Map<string, { readonly seq: number; readonly known: RawRow | undefined }>();
-  let queuedInMemory = 0;
+  const queued = new Map<string, Queued>();
+  /** Sizes of every queued message, and of those queued with their bytes. */
+  let queuedBytes = 0;
+  let queuedKnownBytes = 0;
   let submitted = 0;
-  /** Ids taken off the queue and not done yet: parsing, ready or storing. */
-  const inHand = new Set<string>();
+  /** Ids taken off the queue and not done yet (parsing, ready or storing), with their sizes. */
+  const inHand = new Map<string, number>();
+  let inHandBytes = 0;
   let parsing = 0;
   const ready: ParsedRaw[] = [];
   let readyBytes = 0;
@@ -175,12 +194,23 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   /** A full batch is ready: no more parsing until it is stored (bounds memory), and it needs no store to end. */
   const readyIsFull = () => ready.length >= MAX_BATCH_MESSAGES || readyBytes >= MAX_BATCH_BYTES;
 
+  /** Whether a queued message may be taken now: bytes in hand stay within their half, or it goes alone. */
+  const fits = ({ size }: Queued) => inHandBytes === 0 || inHandBytes + size <= deps.memoryBytes / 2;
+
+  function release(rawId: string): void {
+    inHandBytes -= inHand.get(rawId) ?? 0;
+    inHand.delete(rawId);
+  }
+
   function pump(): void {
-    for (const [rawId, { seq, known }] of queued) {
-      if (stopped || parsing >= deps.concurrency || readyIsFull()) return;
+    for (const [rawId, entry] of queued) {
+      if (stopped || parsing >= deps.concurrency || readyIsFull() || !fits(entry)) return;
+      const { seq, size, known } = entry;
       queued.delete(rawId);
-      if (known) queuedInMemory--;
-      inHand.add(rawId);
+      queuedBytes -= size;
+      if (known) queuedKnownBytes -= size;
+      inHand.set(rawId, size);
+      inHandBytes += size;
       parsing++;
       track(
         parseOrRecord(rawId, seq, known).finally(() => {
@@ -200,7 +230,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       await failed(rawId, error);
     }
     if (!parsed) {
-      inHand.delete(rawId);
+      release(rawId);
       return;
     }
     ready.push(parsed);
@@ -210,18 +240,22 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
 
   /** Null when the raw message is no longer pending (done, or being processed by another process). */
   async function parse(rawId: string, seq: number, known: RawRow | undefined): Promise<ParsedRaw | null> {
-    const [raw] = known
-      ? [known]
-      : await db.sql.query<RawRow>(
-          `select raw, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
-             from inbound_raw_messages where id = $1 and status = 'pending'`,
-          [rawId],
-        );
+    const raw = known ?? (await readBack(rawId));
     if (!raw) return null;
     const feedback = deps.feedbackReports && raw.rcpt_to.includes(deps.feedbackReports.address) ? await deps.feedbackReports.check(raw, rawId) : undefined;
     const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
     const email = forInboxes ? await deps.parser.parse(raw.raw) : null;
     return { rawId, seq, raw, email, feedback, bytes: raw.raw.byteLength * Math.max(1, raw.inbox_ids.length) };
+  }
+
+  async function readBack(rawId: string): Promise<RawRow | null> {
+    const [row] = await db.sql.query<RawRow & { size: number }>(
+      `select raw, size, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
+         from inbound_raw_messages where id = $1 and status = 'pending'`,
+      [rawId],
+    );
+    if (!row || row.raw.length === row.size) return row ?? null;
+    return { ...row, raw: await readChunks(db.sql, rawId, row.size) };
   }
 
   function flush(): void {
@@ -231,7 +265,7 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       track(
         storeOrIsolate(batch).finally(() => {
           storing--;
-          for (const message of batch) inHand.delete(message.rawId);
+          for (const message of batch) release(message.rawId);
           flush();
           pump();
         }),
@@ -509,19 +543,22 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   }
 
   return {
-    submit(rawId, received) {
+    submit(rawId, size, received) {
       if (inHand.has(rawId) || queued.has(rawId)) return true;
-      if (stopped || queued.size >= MAX_QUEUED) return false;
-      const keep = received !== undefined && queuedInMemory < MAX_QUEUED_IN_MEMORY;
-      if (keep) queuedInMemory++;
-      queued.set(rawId, { seq: submitted++, known: keep ? rawRowOf(received) : undefined });
+      if (stopped || queued.size >= deps.maxQueued) return false;
+      const keep = received !== undefined && queuedKnownBytes + size <= deps.memoryBytes / 2;
+      queued.set(rawId, { seq: submitted++, size, known: keep ? rawRowOf(received) : undefined });
+      queuedBytes += size;
+      if (keep) queuedKnownBytes += size;
       pump();
       return true;
     },
+    backlog: () => ({ messages: queued.size + inHand.size, bytes: queuedBytes + inHandBytes }),
     async stop() {
       stopped = true;
       queued.clear();
-      queuedInMemory = 0;
+      queuedBytes = 0;
+      queuedKnownBytes = 0;
       // A store started by a parse that ends now is waited for too.
       while (running.size > 0) await Promise.all(running);
     },

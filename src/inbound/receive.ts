@@ -3,10 +3,13 @@
 //
 // Commits are grouped (src/db/group-commit.ts): messages whose DATA ends while an insert is under way go together
 // in the next multi-row INSERT; each is answered 250 only after its group's commit, and a failed group answers each
-// of its messages 451, so the sender retries.
-import type { Database } from "../db/database.js";
+// of its messages 451, so the sender retries. A message spooled to disk while it arrived (raw-body.ts) is committed
+// in a transaction of its own, its bytes read back and inserted a chunk per statement into inbound_raw_chunks, so
+// it is never held whole; its row's `raw` stays empty (readChunks reads them back).
+import type { FileHandle } from "node:fs/promises";
+import type { Database, SqlTx } from "../db/database.js";
 import { groupCommit, type GroupCommitOptions } from "../db/group-commit.js";
-import { insertRows } from "../db/values.js";
+import { insertRows, type Bind } from "../db/values.js";
 import { newUuid } from "../ids.js";
 import type { AdmittedRecipient } from "./admission.js";
 
@@ -19,30 +22,80 @@ export interface SessionFacts {
   readonly tls: { readonly protocol: string; readonly cipher: string } | null;
 }
 
-export interface ReceivedMessage {
+export interface ReceivedEnvelope {
   /** The envelope sender; "" for the null sender of bounces. */
   readonly mailFrom: string;
   readonly recipients: readonly AdmittedRecipient[];
   readonly session: SessionFacts;
+}
+
+export interface ReceivedMessage extends ReceivedEnvelope {
   readonly raw: Buffer;
 }
 
 export interface RawMessageStore {
   /** Commits the raw message as pending (the bytes bound as binary); resolves with its id once committed. */
   store(message: ReceivedMessage): Promise<string>;
+  /** Commits a message whose bytes are in a spool file of `size` bytes, a chunk at a time; resolves with its id. */
+  storeSpooled(envelope: ReceivedEnvelope, file: FileHandle, size: number): Promise<string>;
+}
+
+/** Chunks read back per statement: bytea comes back as hex text, twice its size, so a few at a time. */
+const CHUNKS_PER_READ = 8;
+
+/** The bytes of a message committed in chunks (its row's `raw` is empty), `size` in all. */
+export async function readChunks(db: SqlTx, rawId: string, size: number): Promise<Buffer> {
+  const raw = Buffer.allocUnsafe(size);
+  let filled = 0;
+  for (let seq = 0; filled < size; seq += CHUNKS_PER_READ) {
+    const rows = await db.query<{ data: Buffer }>(
+      `select data from inbound_raw_chunks where raw_message_id = $1 and seq >= $2 order by seq limit ${CHUNKS_PER_READ}`,
+      [rawId, seq],
+    );
+    if (rows.length === 0) break;
+    for (const { data } of rows) filled += data.copy(raw, filled);
+  }
+  if (filled !== size) throw new Error(`raw message ${rawId} has ${filled} of its ${size} bytes`);
+  return raw;
 }
 
 const GROUPING: GroupCommitOptions<Row> = {
   maxGroup: 100,
   maxInFlight: 2,
-  maxWeight: 16 * 1024 * 1024,
+  // The driver copies a statement's parameters while it writes them: a group's bytes are held a few times over.
+  maxWeight: 4 * 1024 * 1024,
   weightOf: (row) => row.message.raw.length,
 };
 
+/** Bytes per statement of a spooled message, and spooled messages committed at once (each holds a connection). */
+const CHUNK_BYTES = 256 * 1024;
+const SPOOLED_AT_ONCE = 4;
+
 interface Row {
   readonly id: string;
-  readonly receivedAt: Date;
   readonly message: ReceivedMessage;
+}
+
+const INSERT_ROW = `insert into inbound_raw_messages
+  (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
+values`;
+
+/** One row of INSERT_ROW, every value bound. */
+function rowOf(id: string, envelope: ReceivedEnvelope, size: number, raw: Buffer, bind: Bind): string {
+  const values = [
+    id,
+    new Date(),
+    envelope.mailFrom,
+    envelope.recipients.map((r) => r.address),
+    envelope.recipients.map((r) => r.inboxId),
+    envelope.session.remoteIp,
+    envelope.session.helo,
+    envelope.session.tls?.protocol ?? null,
+    envelope.session.tls?.cipher ?? null,
+    size,
+    raw,
+  ];
+  return `(${values.map(bind).join(", ")}, 'pending', 0)`;
 }
 
 // A group (at most 100 rows of 11 parameters) always fits one statement, so its INSERT is atomic without a transaction.
@@ -50,28 +103,42 @@ export function createRawMessageStore(db: Database): RawMessageStore {
   const insert = groupCommit<Row, string>(async (rows) => {
     await insertRows(
       db.sql,
-      `insert into inbound_raw_messages
-         (id, received_at, mail_from, rcpt_to, inbox_ids, remote_ip, helo, tls_protocol, tls_cipher, size, raw, status, attempts)
-       values`,
+      INSERT_ROW,
       rows,
-      ({ id, receivedAt, message }, bind) =>
-        `(${[
-          id,
-          receivedAt,
-          message.mailFrom,
-          message.recipients.map((r) => r.address),
-          message.recipients.map((r) => r.inboxId),
-          message.session.remoteIp,
-          message.session.helo,
-          message.session.tls?.protocol ?? null,
-          message.session.tls?.cipher ?? null,
-          message.raw.length,
-          message.raw,
-        ]
-          .map(bind)
-          .join(", ")}, 'pending', 0)`,
+      ({ id, message }, bind) => rowOf(id, message, message.raw.length, message.raw, bind),
     );
     return rows.map((r) => r.id);
   }, GROUPING);
-  return { store: (message) => insert({ id: newUuid(), receivedAt: new Date(), message }) };
+
+  // One at a time per slot: the same queue as grouping, a group of one each.
+  const insertSpooled = groupCommit<Spooled, string>(
+    async ([spooled]) => {
+      const { id, envelope, file, size } = spooled!;
+      await db.sql.transaction(async (tx) => {
+        await insertRows(tx, INSERT_ROW, [envelope], (e, bind) => rowOf(id, e, size, EMPTY, bind));
+        for (let seq = 0, position = 0; position < size; seq++) {
+          const { bytesRead, buffer } = await file.read({ buffer: Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size - position)), position });
+          if (bytesRead === 0) throw new Error(`the spool file ended at ${position} of ${size} bytes`);
+          await tx.query(`insert into inbound_raw_chunks (raw_message_id, seq, data) values ($1, $2, $3)`, [id, seq, buffer.subarray(0, bytesRead)]);
+          position += bytesRead;
+        }
+      });
+      return [id];
+    },
+    { maxGroup: 1, maxInFlight: SPOOLED_AT_ONCE },
+  );
+
+  return {
+    store: (message) => insert({ id: newUuid(), message }),
+    storeSpooled: (envelope, file, size) => insertSpooled({ id: newUuid(), envelope, file, size }),
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+interface Spooled {
+  readonly id: string;
+  readonly envelope: ReceivedEnvelope;
+  readonly file: FileHandle;
+  readonly size: number;
 }

@@ -33,13 +33,13 @@ export function startInboundSweeper(
     const staleBefore = new Date(Date.now() - options.staleAfterMs);
     let after: { receivedAt: Date; id: string } | null = null;
     while (!stopped) {
-      const rows: { id: string; received_at: Date }[] = await db.sql.query(
-        `select id, received_at from inbound_raw_messages
+      const rows: { id: string; received_at: Date; size: number }[] = await db.sql.query(
+        `select id, received_at, size from inbound_raw_messages
           where status = 'pending' and received_at <= $1 and ($2::timestamptz is null or (received_at, id) > ($2, $3::uuid))
           order by received_at, id limit ${PAGE}`,
         [staleBefore, after?.receivedAt ?? null, after?.id ?? null],
       );
-      for (const row of rows) if (!processor.submit(row.id)) return;
+      for (const row of rows) if (!processor.submit(row.id, row.size)) return;
       if (rows.length < PAGE) return;
       const last = rows.at(-1)!;
       after = { receivedAt: last.received_at, id: last.id };

@@ -28,7 +28,7 @@ export function scopeOf(method: DescMethod): string {
  * interceptor chain, so it maps its errors with the error boundary's own function: a rejected request is answered
  * in its face's protocol without a byte of its body read.
  */
-export type AuthenticateRequest = (apiKey: string | null, values: ContextValues, method: DescMethod) => Promise<void>;
+export type AuthenticateRequest = (apiKey: string | null, values: ContextValues, method: DescMethod | undefined) => Promise<void>;
 
 export function authenticateRequest(authenticator: Authenticator, log: Logger): AuthenticateRequest {
   return async (apiKey, values, method) => {
@@ -36,7 +36,8 @@ export function authenticateRequest(authenticator: Authenticator, log: Logger): 
     try {
       principal = await authenticator.authenticate(apiKey, values.get(kPeerAddress));
     } catch (e) {
-      throw toConnectError(e, log, `${method.parent.typeName}/${method.name}`);
+      // No method yet on /mcp, whose body (naming the tool) is read only after.
+      throw toConnectError(e, log, method ? `${method.parent.typeName}/${method.name}` : "mcp");
     }
     values.set(kPrincipal, principal);
   };

@@ -1,18 +1,31 @@
-// The SMTP hooks of receiving: recipient admission at RCPT, and at DATA the size and structure limits checked as
-// the message streams in, then the raw message committed before the 250. Domain outcomes become SMTP replies here.
+// The SMTP hooks of receiving: a transaction refused at MAIL FROM while processing is too far behind, recipient
+// admission at RCPT, and at DATA the size and structure limits checked as the message streams in (its bytes kept
+// within the receive budget or spooled, see raw-body.ts), then the raw message committed before the 250. Domain
+// outcomes become SMTP replies here.
+import type { FileHandle } from "node:fs/promises";
 import type { SMTPServerDataStream, SMTPServerEnvelope, SMTPServerSession } from "smtp-server";
 import type { AdmitRecipient, AdmittedRecipient } from "../inbound/admission.js";
-import type { ReceivedMessage, SessionFacts } from "../inbound/receive.js";
+import type { RawBodies, RawBody } from "../inbound/raw-body.js";
+import type { ReceivedEnvelope, ReceivedMessage, SessionFacts } from "../inbound/receive.js";
 import { MessageStructureCheck, type LimitViolation, type MessageLimits } from "./message-limits.js";
 import { SmtpError } from "./smtp-error.js";
 import type { SmtpHooks } from "./smtp-server.js";
 
 export interface InboundHooksDeps {
   readonly admit: AdmitRecipient;
-  /** Commits the raw message; resolves with its id. */
+  /** Where DATA is kept while it streams in. */
+  readonly bodies: RawBodies;
+  /** Commits a raw message held in memory; resolves with its id. */
   readonly store: (message: ReceivedMessage) => Promise<string>;
-  /** Called with the id of each committed message, after the commit. */
-  readonly accepted: (rawId: string, message: ReceivedMessage) => void;
+  /** Commits a raw message from its spool file; resolves with its id. */
+  readonly storeSpooled: (envelope: ReceivedEnvelope, file: FileHandle, size: number) => Promise<string>;
+  /**
+   * Called with each committed message, after the commit and before the 250; with its bytes when they are in
+   * memory, which the callee may take (they are not used here afterwards).
+   */
+  readonly accepted: (rawId: string, size: number, message?: ReceivedMessage) => void;
+  /** Whether accepted mail waits for processing beyond its bound: new transactions are refused until it drains. */
+  readonly overloaded: () => boolean;
   readonly limits: MessageLimits & { readonly maxMessageBytes: number; readonly maxRecipients: number };
 }
 
@@ -30,6 +43,11 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
   };
 
   return {
+    async mailFrom() {
+      // Refused before the sender transmits anything: a 10 MB DATA is not read only to be refused.
+      if (deps.overloaded()) throw new SmtpError(451, "4.3.1", "too much mail waiting to be processed here, try again later");
+    },
+
     async rcptTo(recipient, session) {
       const admitted = admittedOf(session.envelope);
       const address = recipient.toLowerCase();
@@ -56,44 +74,62 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
     },
 
     async data(stream, session) {
-      const raw = await readWithinLimits(stream, limits);
-      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-      const message = {
-        mailFrom: mailFrom.slice(0, MAX_STORED_NAME),
-        recipients: [...admittedOf(session.envelope).values()],
-        session: sessionFacts(session),
-        raw,
-      };
-      const rawId = await deps.store(message);
-      deps.accepted(rawId, message);
-      return `2.0.0 Ok: queued as ${rawId}`;
+      const body = await readWithinLimits(stream, limits, deps.bodies);
+      try {
+        const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
+        const envelope: ReceivedEnvelope = {
+          mailFrom: mailFrom.slice(0, MAX_STORED_NAME),
+          recipients: [...admittedOf(session.envelope).values()],
+          session: sessionFacts(session),
+        };
+        let rawId: string;
+        if (body.kind === "memory") {
+          const message = { ...envelope, raw: body.bytes };
+          rawId = await deps.store(message);
+          deps.accepted(rawId, body.size, message);
+        } else {
+          rawId = await deps.storeSpooled(envelope, body.file, body.size);
+          deps.accepted(rawId, body.size);
+        }
+        return `2.0.0 Ok: queued as ${rawId}`;
+      } finally {
+        await body.dispose();
+      }
     },
   };
 }
 
-/** Reads the message, keeping nothing once it is over the size limit (the rest is drained, as SMTP requires). */
-async function readWithinLimits(stream: SMTPServerDataStream, limits: InboundHooksDeps["limits"]): Promise<Buffer> {
+/** Reads the message, keeping nothing once it is over a limit (the rest is drained, as SMTP requires). */
+async function readWithinLimits(stream: SMTPServerDataStream, limits: InboundHooksDeps["limits"], bodies: RawBodies): Promise<RawBody> {
   const structure = new MessageStructureCheck(limits);
-  let chunks: Buffer[] = [];
+  const writer = bodies.start();
+  let kept = true;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (stream.sizeExceeded) {
-        chunks = [];
-        continue;
+      if (kept && stream.sizeExceeded) {
+        kept = false;
+        await writer.discard();
       }
-      chunks.push(chunk);
+      if (!kept) continue;
       structure.write(chunk);
+      await writer.write(chunk);
     }
   } catch {
     // The client went away mid-message: nobody is left to read a reply, and nothing was stored.
+    await writer.discard();
     throw new SmtpError(451, "4.4.2", "connection lost during DATA");
   }
   if (stream.sizeExceeded) {
     throw new SmtpError(552, "5.3.4", `message exceeds the maximum size of ${limits.maxMessageBytes} bytes`);
   }
   const violation = structure.finish();
-  if (violation) throw violationReply(violation, limits);
-  return Buffer.concat(chunks);
+  if (violation) {
+    await writer.discard();
+    throw violationReply(violation, limits);
+  }
+  return writer.finish().catch(() => {
+    throw new SmtpError(451, "4.3.1", "insufficient system storage, try again later");
+  });
 }
 
 function violationReply(violation: LimitViolation, limits: MessageLimits): SmtpError {

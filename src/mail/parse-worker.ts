@@ -67,11 +67,21 @@ parentPort!.on("message", (job: ParseWorkerJob) => {
   const work: Promise<ParsedEmail | DerivedText> =
     job.kind === "message" ? parse(Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength)) : textFromHtml(job.html);
   work.then(
-    (value) => parentPort!.postMessage({ ok: true, value } satisfies ParseWorkerResult<ParsedEmail | DerivedText>),
+    // Attachments are moved to the parent, not copied: a large one would otherwise be held twice.
+    (value) => parentPort!.postMessage({ ok: true, value } satisfies ParseWorkerResult<ParsedEmail | DerivedText>, transferable(value)),
     (e: unknown) =>
       parentPort!.postMessage({ ok: false, error: e instanceof Error ? e.message : String(e) } satisfies ParseWorkerResult<never>),
   );
 });
+
+/** The buffers of a result's attachments that own their memory whole (small ones share Node's pool: copied). */
+function transferable(value: ParsedEmail | DerivedText): ArrayBuffer[] {
+  if (!("attachments" in value)) return [];
+  return value.attachments
+    .map((a) => a.content)
+    .filter((c) => c.byteOffset === 0 && c.byteLength === c.buffer.byteLength && c.buffer instanceof ArrayBuffer)
+    .map((c) => c.buffer as ArrayBuffer);
+}
 
 // Loaded and ready: from here on, a parse's time budget is the parse's alone.
 parentPort!.postMessage("ready");

@@ -1,6 +1,9 @@
 // The SMTP listener: smtp-server configured for receiving only (no AUTH, no relaying), STARTTLS with our
-// certificate, the session limits, and the one adapter that turns async hooks into smtp-server's callbacks.
+// certificate, the session limits, the per-client limits a real MTA keeps (connections per client address, refused
+// recipients per session, each refusal past a few answered slowly), and the one adapter that turns async hooks into
+// smtp-server's callbacks.
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 import type { Logger } from "../logger.js";
 import { localError, SmtpError } from "./smtp-error.js";
@@ -8,6 +11,8 @@ import type { TlsCertificate } from "./tls-certificate.js";
 
 /** The receiving logic. A hook refuses by throwing SmtpError; any other error is answered 451 and logged. */
 export interface SmtpHooks {
+  /** MAIL FROM: resolves when a transaction may start. */
+  mailFrom(address: string, session: SMTPServerSession): Promise<void>;
   /** RCPT TO: resolves when the recipient is admitted. */
   rcptTo(recipient: string, session: SMTPServerSession): Promise<void>;
   /** DATA: consumes the message and resolves with the text of the 250 reply once it is durable. */
@@ -19,6 +24,13 @@ export interface SmtpServerOptions {
   readonly hostname: string;
   readonly tls: TlsCertificate;
   readonly maxConnections: number;
+  /** Concurrent connections from one client address. */
+  readonly maxConnectionsPerClient: number;
+  /** Refused recipients (5xx) in one session; the one that reaches it ends the session with 421. */
+  readonly maxRefusedRecipients: number;
+  /** Refusals after this many in a session wait refusalDelayMs before they are answered. */
+  readonly refusalDelayAfter: number;
+  readonly refusalDelayMs: number;
   readonly idleTimeoutMs: number;
   readonly sessionTimeoutMs: number;
   /** Advertised with SIZE; a message over it is flagged on its stream (the data hook refuses it). */
@@ -47,6 +59,11 @@ export async function startSmtpServer(
 ): Promise<RunningSmtpServer> {
   const { log } = options;
   const deadlines = new Map<string, NodeJS.Timeout>();
+  /** Open sessions per client address, and the address each counted session was counted under. */
+  const perClient = new Map<string, number>();
+  const countedUnder = new Map<string, string>();
+  /** Refused recipients per session. */
+  const refusals = new Map<string, number>();
 
   /** The one adapter between async hooks and smtp-server's callbacks. */
   function settle<R>(work: Promise<R>, done: (err: Error | null, value?: R) => void, hook: string): void {
@@ -76,6 +93,13 @@ export async function startSmtpServer(
     disableReverseLookup: true,
     logger: false,
     onConnect(session, callback) {
+      const client = session.remoteAddress;
+      const open = perClient.get(client) ?? 0;
+      if (open >= options.maxConnectionsPerClient) {
+        return callback(new SmtpError(421, "4.7.0", "too many connections from your address, try again later"));
+      }
+      perClient.set(client, open + 1);
+      countedUnder.set(session.id, client);
       const timer = setTimeout(() => endSession(session.id), options.sessionTimeoutMs);
       timer.unref();
       deadlines.set(session.id, timer);
@@ -84,14 +108,44 @@ export async function startSmtpServer(
     onClose(session) {
       clearTimeout(deadlines.get(session.id));
       deadlines.delete(session.id);
+      refusals.delete(session.id);
+      const client = countedUnder.get(session.id);
+      if (client === undefined) return;
+      countedUnder.delete(session.id);
+      const open = perClient.get(client)! - 1;
+      if (open === 0) perClient.delete(client);
+      else perClient.set(client, open);
+    },
+    onMailFrom(address, session, callback) {
+      settle(hooks.mailFrom(address.address, session), callback, "mailFrom");
     },
     onRcptTo(address, session, callback) {
-      settle(hooks.rcptTo(address.address, session), callback, "rcptTo");
+      settle(counted(hooks.rcptTo(address.address, session), session.id), callback, "rcptTo");
     },
     onData(stream, session, callback) {
       settle(hooks.data(stream, session), callback, "data");
     },
   });
+
+  /**
+   * Counts a refused recipient against the session (Postfix's smtpd_soft/hard_error_limit for RCPT): past a few,
+   * each refusal waits before it is answered, and the one that reaches the limit ends the session, so probing for
+   * addresses is slow and bounded per connection (and connections per client address are bounded too).
+   */
+  async function counted(admission: Promise<void>, sessionId: string): Promise<void> {
+    try {
+      await admission;
+    } catch (e) {
+      if (!(e instanceof SmtpError) || e.responseCode < 500) throw e;
+      const refused = (refusals.get(sessionId) ?? 0) + 1;
+      refusals.set(sessionId, refused);
+      if (refused >= options.maxRefusedRecipients) {
+        throw new SmtpError(421, "4.7.0", "too many refused recipients, closing connection");
+      }
+      if (refused > options.refusalDelayAfter) await sleep(options.refusalDelayMs);
+      throw e;
+    }
+  }
 
   /** The idle timeout alone lets a client that trickles bytes hold a connection forever. */
   function endSession(id: string): void {

@@ -40,18 +40,21 @@ export async function claimIdempotencyKey(
   claim: { route: SendRoute; key: string; requestHash: string; result: IdempotentResult; at: Date },
 ): Promise<IdempotentResult | null> {
   const lockName = `idempotency/${tx.organizationId}/${claim.route}/${claim.key}`;
-  const [lock] = await tx.query<{ locked: boolean }>("select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked", [lockName]);
-  if (!lock?.locked) {
+  // The insert reads the lock's row, so it runs only after (and only if) the lock was taken: one round trip.
+  const [claimed] = await tx.query<{ locked: boolean; inserted: boolean }>(
+    `with lock as (select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked),
+          ins as (
+            insert into idempotency_records (id, organization_id, route, key, request_hash, status, submission_id, message_id, created_at)
+            select $2, $3, $4, $5, $6, 'completed', $7, $8, $9 from lock where locked
+            on conflict (organization_id, route, key) do nothing
+            returning id)
+     select (select locked from lock) as locked, exists (select 1 from ins) as inserted`,
+    [lockName, newUuid(), tx.organizationId, claim.route, claim.key, claim.requestHash, claim.result.submissionId, claim.result.messageId, claim.at],
+  );
+  if (!claimed?.locked) {
     throw new Conflict("idempotency_request_in_progress", "a request with this idempotency key is still being accepted; retry shortly");
   }
-  const inserted = await tx.query<{ id: string }>(
-    `insert into idempotency_records (id, organization_id, route, key, request_hash, status, submission_id, message_id, created_at)
-     values ($1, $2, $3, $4, $5, 'completed', $6, $7, $8)
-     on conflict (organization_id, route, key) do nothing
-     returning id`,
-    [newUuid(), tx.organizationId, claim.route, claim.key, claim.requestHash, claim.result.submissionId, claim.result.messageId, claim.at],
-  );
-  if (inserted.length > 0) return null;
+  if (claimed.inserted) return null;
   const [existing] = await tx.query<{ request_hash: string; submission_id: string; message_id: string | null }>(
     "select request_hash, submission_id, message_id from idempotency_records where organization_id = $1 and route = $2 and key = $3",
     [tx.organizationId, claim.route, claim.key],

@@ -1,11 +1,11 @@
 // Outbound acceptance: inbox send, reply and /v1/send. Each validates once (addresses, recipient policy, size),
-// composes the message, then in one transaction holds the sending inbox (a delete waits for the send), claims the
-// idempotency key, stores the mailbox message (not for /v1/send), the submission with its composed bytes and its
-// recipients, and counts the send against the organization's limits. Only after the commit does the delivery
-// workflow start (not awaited by the answer); a start that fails is healed by a retry with the same key and by the
-// reconciler, so a committed submission is never stranded. The transaction is plain SQL with bound parameters
-// (TenantStore.sqlTransaction): through the ORM the composed message travelled inlined as hex in the statement
-// text, the largest CPU cost of acceptance (bench:outbound's profile).
+// refuses while delivery is backlogged, composes the message, then in one transaction holds the sending inbox (a
+// delete waits for the send), claims the idempotency key, stores the mailbox message (not for /v1/send), the
+// submission with its composed bytes and its recipients (the rows of src/db/tables), and counts the send against
+// the organization's limits. After the commit the delivery workers are told (DeliveryQueue.announce); no Temporal
+// call holds up the answer. The transaction is plain SQL with bound parameters (TenantStore.sqlTransaction):
+// through the ORM the composed message travelled inlined as hex in the statement text, the largest CPU cost of
+// acceptance (bench:outbound's profile).
 import type { Principal } from "../auth/principal.js";
 import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
 import { Message, Submission, SubmissionRecipient, Thread } from "../db/entities/index.js";
@@ -13,6 +13,9 @@ import type { InboxRow } from "../db/entities/inbox.js";
 import type { MessageRow, StoredAddress } from "../db/entities/message.js";
 import type { SubmissionRow } from "../db/entities/submission.js";
 import type { SubmissionRecipientRow } from "../db/entities/submission-recipient.js";
+import { insertTogether, type InsertPart } from "../db/tables/columns.js";
+import { messageRowOf, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
+import { recipientRowOf, submissionRowOf, submissionsInsert, type RecipientInsert, type SubmissionInsert } from "../db/tables/submissions.js";
 import type { TenantSqlTx, TenantStore } from "../db/tenant-store.js";
 import { Gone, InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
 import { newId, newUuid } from "../ids.js";
@@ -22,7 +25,7 @@ import type { Logger } from "../logger.js";
 import { parseOutboundAddress, parseRecipients, type OutboundAddress } from "./addresses.js";
 import { composeMime } from "./compose.js";
 import { claimIdempotencyKey, requestHash, type IdempotentResult, type SendRoute } from "./idempotency.js";
-import type { DeliveryStarter } from "./ports.js";
+import type { DeliveryQueue } from "./ports.js";
 import { countSend } from "./send-limits.js";
 
 export interface AddressInput {
@@ -83,7 +86,7 @@ export interface OutboundDeps {
   readonly messageContentBytes: number;
   readonly inboxes: Inboxes;
   readonly domains: OutboundDomains;
-  readonly deliveries: DeliveryStarter;
+  readonly deliveries: DeliveryQueue;
   readonly log: Logger;
 }
 
@@ -112,6 +115,13 @@ interface Draft {
   readonly references: readonly string[];
   /** The thread a reply joins; null starts a new one (send) or none (/v1/send). */
   readonly thread: { readonly id: string } | null;
+}
+
+/** The rows a send inserts. */
+interface AcceptedRows {
+  readonly message: MessageInsert | null;
+  readonly submission: SubmissionInsert;
+  readonly recipients: readonly RecipientInsert[];
 }
 
 export type Outbound = ReturnType<typeof createOutbound>;
@@ -196,20 +206,6 @@ export function createOutbound(deps: OutboundDeps) {
   }
 
   /**
-   * Starts the delivery workflow without holding up the answer: the submission is committed, so a start that is
-   * slow or fails changes nothing the caller is told, and the reconciler (or a retry with the same key) starts it
-   * once Temporal answers. A workflow start is a round trip to the Temporal frontend and its persistence, the
-   * slowest step of acceptance by far (bench:outbound).
-   */
-  function startDelivery(view: SubmissionView, organizationId: string): void {
-    deps.deliveries
-      .start({ submissionId: view.submission.id, organizationId, inboxId: view.submission.inboxId ?? null })
-      .catch((e: unknown) =>
-        deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: view.submission.id, error: e }),
-      );
-  }
-
-  /**
    * A send whose inbox or thread is gone, found before or inside its transaction: when the key was claimed by an
    * earlier request, its result went with them (410), else the 404 stands.
    */
@@ -236,15 +232,58 @@ export function createOutbound(deps: OutboundDeps) {
     if ((earlier.messageId !== null && !message) || !submission) {
       throw new Gone("idempotency_result_expired", "the message sent with this idempotency key was deleted; the key cannot be reused");
     }
-    if (submission.submission.status === "pending") startDelivery(submission, store.organizationId);
+    // Still pending: announced again, in case the first announcement was lost (the reconciler would find it too).
+    if (submission.submission.status === "pending") deps.deliveries.announce(earlier.submissionId);
     return { message, submission, replayed: true };
   }
 
   async function accept(store: TenantStore, draft: Draft): Promise<SendResult> {
     requireBody(draft);
+    deps.deliveries.requireCapacity();
+    const rows = await composeRows(store.organizationId, draft);
+    await refuseSuppressed(store, draft.to);
+    const outcome = await store.sqlTransaction(async (tx): Promise<{ earlier: IdempotentResult } | { created: true }> => {
+      if (draft.inbox) await holdInbox(tx, draft.inbox.id);
+      const earlier = await claimIdempotencyKey(tx, {
+        route: draft.route,
+        key: draft.idempotencyKey,
+        requestHash: requestHash({
+          target: draft.target,
+          to: draft.to,
+          replyTo: draft.replyTo,
+          subject: draft.subject,
+          text: draft.text,
+          html: draft.html,
+          metadata: draft.metadata,
+        }),
+        result: { submissionId: rows.submission.id, messageId: rows.message?.id ?? null },
+        at: rows.submission.createdAt,
+      });
+      if (earlier) return { earlier };
+      // A reply updates its thread first (under its row lock); a send's new thread goes in with the rows.
+      if (rows.message && draft.thread) await joinThread(tx, rows.message.threadId, draft, rows.message.createdAt);
+      const thread = rows.message && !draft.thread ? [threadInsert(tx.organizationId, rows.message.threadId, draft, rows.message.createdAt)] : [];
+      await insertTogether(tx, [...thread, ...messagesInsert(rows.message ? [rows.message] : []), ...submissionsInsert([rows.submission], rows.recipients)]);
+      await countSend(tx, rows.recipients.length, rows.submission.createdAt);
+      return { created: true };
+    });
+    if ("earlier" in outcome) return replay(store, outcome.earlier);
+    deps.deliveries.announce(rows.submission.id);
+    return {
+      message: rows.message ? messageRowOf(rows.message) : null,
+      submission: { submission: submissionRowOf(rows.submission), recipients: rows.recipients.map(recipientRowOf) },
+      replayed: false,
+    };
+  }
+
+  /**
+   * Everything a send stores, decided before its transaction: the composed message (one Message-ID, the
+   * submission's id at the sender's domain) within messageContentBytes, the mailbox message (not for /v1/send) and
+   * the submission with its recipients, all pending.
+   */
+  async function composeRows(organizationId: string, draft: Draft): Promise<AcceptedRows> {
     const now = new Date();
     const submissionId = newUuid();
-    const messageId = draft.inbox ? newId("msg") : null;
     const internetMessageId = `<${submissionId}@${draft.from.domain}>`;
     const mime = await composeMime({
       messageId: internetMessageId,
@@ -261,43 +300,20 @@ export function createOutbound(deps: OutboundDeps) {
     if (mime.length > deps.messageContentBytes) {
       throw new TooLarge("message_too_large", `the composed message is ${mime.length} bytes; platformLimits.messageContentBytes is ${deps.messageContentBytes}`);
     }
-    await refuseSuppressed(store, draft.to);
-
-    const outcome = await store.sqlTransaction(async (tx): Promise<{ earlier: IdempotentResult } | { created: SendResult }> => {
-      if (draft.inbox) await holdInbox(tx, draft.inbox.id);
-      const earlier = await claimIdempotencyKey(tx, {
-        route: draft.route,
-        key: draft.idempotencyKey,
-        requestHash: requestHash({
-          target: draft.target,
-          to: draft.to,
-          replyTo: draft.replyTo,
-          subject: draft.subject,
-          text: draft.text,
-          html: draft.html,
-          metadata: draft.metadata,
-        }),
-        result: { submissionId, messageId },
-        at: now,
-      });
-      if (earlier) return { earlier };
-      const org = tx.organizationId;
-      const from: StoredAddress = stored(draft.from);
-      const to = draft.to.map(stored);
-      let message: MessageRow | null = null;
-      if (draft.inbox && messageId) {
-        const threadId = draft.thread ? await joinThread(tx, draft.thread.id, draft, now) : await startThread(tx, draft, now);
-        const row = {
-          id: messageId,
-          organization: org,
+    const from = stored(draft.from);
+    const message: MessageInsert | null = draft.inbox
+      ? {
+          id: newId("msg"),
+          organizationId,
           inboxId: draft.inbox.id,
-          threadId,
+          // A reply joins its thread; a send starts one.
+          threadId: draft.thread?.id ?? newId("thr"),
           direction: "outbound",
           internetMessageId,
           inReplyTo: draft.inReplyTo ?? null,
-          references: [...draft.references],
+          references: draft.references,
           from,
-          to,
+          to: draft.to.map(stored),
           replyTo: draft.replyTo ? stored(draft.replyTo) : null,
           subject: draft.subject,
           text: draft.text ?? "",
@@ -312,60 +328,29 @@ export function createOutbound(deps: OutboundDeps) {
           parseProblem: null,
           createdAt: now,
           updatedAt: now,
-        };
-        await tx.query(
-          `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
-             "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
-             attachments_scan_state, raw_id, parse_problem, created_at, updated_at)
-           values ($1, $2, $3, $4, 'outbound', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'submitted', $15, null, null, null, null, null, $16, $16)`,
-          [
-            messageId,
-            org,
-            draft.inbox.id,
-            threadId,
-            internetMessageId,
-            row.inReplyTo,
-            row.references,
-            JSON.stringify(from),
-            JSON.stringify(to),
-            row.replyTo === null ? null : JSON.stringify(row.replyTo),
-            row.subject,
-            row.text,
-            row.html,
-            JSON.stringify(row.metadata),
-            submissionId,
-            now,
-          ],
-        );
-        // The inserted values are the row (organization as its id): what the mappers read.
-        message = row as unknown as MessageRow;
-      }
-      const submission = {
-        id: submissionId,
-        organization: org,
-        inboxId: draft.inbox?.id ?? null,
-        messageId,
-        from,
-        subject: draft.subject,
-        metadata: draft.metadata,
-        internetMessageId,
-        mime,
-        status: "pending",
-        queueId: null,
-        response: null,
-        failureCode: null,
-        createdAt: now,
-        updatedAt: now,
-      };
-      await tx.query(
-        `insert into submissions (id, organization_id, inbox_id, message_id, "from", subject, metadata, internet_message_id, mime,
-           status, queue_id, response, failure_code, created_at, updated_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', null, null, null, $10, $10)`,
-        [submissionId, org, submission.inboxId, messageId, JSON.stringify(from), draft.subject, JSON.stringify(draft.metadata), internetMessageId, mime, now],
-      );
-      const recipients = draft.to.map((r, position) => ({
+        }
+      : null;
+    const submission: SubmissionInsert = {
+      id: submissionId,
+      organizationId,
+      inboxId: draft.inbox?.id ?? null,
+      messageId: message?.id ?? null,
+      from,
+      subject: draft.subject,
+      metadata: draft.metadata,
+      internetMessageId,
+      mime,
+      status: "pending",
+      queueId: null,
+      response: null,
+      failureCode: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const recipients = draft.to.map(
+      (r, position): RecipientInsert => ({
         id: newUuid(),
-        organization: org,
+        organizationId,
         submissionId,
         position,
         email: r.email,
@@ -377,35 +362,9 @@ export function createOutbound(deps: OutboundDeps) {
         attempts: 0,
         deliveredAt: null,
         updatedAt: now,
-      }));
-      // One statement for every recipient: the columns as arrays, unnested into rows.
-      await tx.query(
-        `insert into submission_recipients (id, organization_id, submission_id, position, email, name, domain, status, attempts, updated_at)
-         select r.id, $1, $2, r.position, r.email, r.name, r.domain, 'pending', 0, $3
-           from unnest($4::uuid[], $5::int[], $6::text[], $7::text[], $8::text[]) as r(id, position, email, name, domain)`,
-        [
-          org,
-          submissionId,
-          now,
-          recipients.map((r) => r.id),
-          recipients.map((r) => r.position),
-          recipients.map((r) => r.email),
-          recipients.map((r) => r.name),
-          recipients.map((r) => r.domain),
-        ],
-      );
-      await countSend(tx, draft.to.length, now);
-      return {
-        created: {
-          message,
-          submission: { submission: submission as unknown as SubmissionRow, recipients: recipients as unknown as SubmissionRecipientRow[] },
-          replayed: false,
-        },
-      };
-    });
-    if ("earlier" in outcome) return replay(store, outcome.earlier);
-    startDelivery(outcome.created.submission, store.organizationId);
-    return outcome.created;
+      }),
+    );
+    return { message, submission, recipients };
   }
 
   function requireBody(draft: Draft): void {
@@ -549,18 +508,16 @@ async function holdInbox(tx: TenantSqlTx, inboxId: string): Promise<void> {
   if (rows.length === 0) throw new NotFound("inbox");
 }
 
-async function startThread(tx: TenantSqlTx, draft: Draft, at: Date): Promise<string> {
-  const id = newId("thr");
-  await tx.query(
+/** The new thread of a send, inserted with its message. */
+function threadInsert(organizationId: string, id: string, draft: Draft, at: Date): InsertPart {
+  const participants = mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]);
+  return (bind) =>
     `insert into threads (id, organization_id, inbox_id, subject, participants, message_count, last_message_at, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, 1, $6, $6, $6)`,
-    [id, tx.organizationId, draft.inbox!.id, draft.subject, mergeParticipants([], [draft.from.email, ...draft.to.map((t) => t.email)]), at],
-  );
-  return id;
+     values (${bind(id)}, ${bind(organizationId)}, ${bind(draft.inbox!.id)}, ${bind(draft.subject)}, ${bind(participants)}, 1, ${bind(at)}, ${bind(at)}, ${bind(at)})`;
 }
 
 /** Adds the message to the thread's summary under a row lock (concurrent replies and inbound mail both count). */
-async function joinThread(tx: TenantSqlTx, threadId: string, draft: Draft, at: Date): Promise<string> {
+async function joinThread(tx: TenantSqlTx, threadId: string, draft: Draft, at: Date): Promise<void> {
   const [row] = await tx.query<{ participants: string[] }>(
     "select participants from threads where id = $1 and organization_id = $2 for update",
     [threadId, tx.organizationId],
@@ -571,5 +528,4 @@ async function joinThread(tx: TenantSqlTx, threadId: string, draft: Draft, at: D
        participants = $4, updated_at = $3 where id = $1 and organization_id = $2`,
     [threadId, tx.organizationId, at, mergeParticipants(row.participants, [draft.from.email, ...draft.to.map((t) => t.email)])],
   );
-  return threadId;
 }

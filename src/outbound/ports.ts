@@ -1,6 +1,9 @@
-// What outbound acceptance needs from Temporal, as an interface the composition root fills in.
+// What outbound acceptance needs from delivery, as an interface the composition root fills in.
 
-/** Starts the delivery workflow of a committed submission (`deliver/<submissionId>`); idempotent. */
-export interface DeliveryStarter {
-  start(submission: { readonly submissionId: string; readonly organizationId: string; readonly inboxId: string | null }): Promise<void>;
+/** The delivery queue as acceptance sees it (src/outbound/delivery/queue.ts). */
+export interface DeliveryQueue {
+  /** Throws 503 delivery_backlog (with Retry-After) while delivery is further behind than its configured limit. */
+  requireCapacity(): void;
+  /** A submission committed: the delivery workers claim it and start its workflow. Never throws, never waits. */
+  announce(submissionId: string): void;
 }

@@ -136,13 +136,14 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function sendError(res: ServerResponse, error: HttpError): void {
+/** Answers with the JSON face's {error, message} body and status (and Retry-After). */
+export function sendError(res: ServerResponse, error: HttpError): void {
   if (res.headersSent) return void res.destroy();
   if (error.retryAfterSeconds > 0) res.setHeader("Retry-After", String(error.retryAfterSeconds));
   sendJson(res, error.status, error.body);
 }
 
-function headerValue(req: IncomingMessage, name: string): string | undefined {
+export function headerValue(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(", ") : v;
 }

@@ -159,9 +159,14 @@ export function readRequest<T extends Message>(route: Route, parts: RestRequestP
     const value = parts.headers(header);
     if (value !== undefined) json[field.jsonName] = value;
   }
-  checkJson(route.method.input, json, "");
+  return readMessage<T>(route.method.input, json);
+}
+
+/** Reads a request message from one JSON object of all its fields (the MCP tools' arguments), refusing anything unknown. */
+export function readMessage<T extends Message>(desc: DescMessage, json: JsonObject): T {
+  checkJson(desc, json, "");
   try {
-    return fromJson(route.method.input, json, { ignoreUnknownFields: false }) as T;
+    return fromJson(desc, json, { ignoreUnknownFields: false }) as T;
   } catch (e) {
     throw new RestInputError(describeJsonError(e));
   }

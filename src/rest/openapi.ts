@@ -1,8 +1,8 @@
 // The OpenAPI 3.1 description of the /v1 JSON face, built from the same route table and descriptors the gateway
 // serves. Response schemas mirror json.ts (nulls, omitted fields, timestamps); request schemas carry the
 // buf.validate rules and those of options.proto (text and names, formats, JSON object bounds, null for a field with
-// presence), so generated clients and fuzzers accept what the service accepts. The generated descriptors hold no
-// source comments, so texts are derived from the contract.
+// presence), so generated clients and fuzzers accept what the service accepts. Descriptions are the contract's
+// comments (gen/mailbox/v1/docs.ts). The same builder writes the MCP tools' schemas (messageSchema).
 import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import {
   field as fieldRules,
@@ -17,6 +17,7 @@ import {
 } from "../../gen/buf/validate/validate_pb.js";
 import { field as fieldRule, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
 import { NAME_PATTERN, TEXT_PATTERN } from "../text-rule.js";
+import { docOf } from "./docs.js";
 import { hasPresence } from "./json.js";
 import type { Route } from "./routes.js";
 
@@ -50,6 +51,7 @@ export interface JsonSchema {
   anyOf?: JsonSchema[];
   allOf?: JsonSchema[];
   not?: JsonSchema;
+  $defs?: Record<string, JsonSchema>;
 }
 
 export interface Header {
@@ -61,6 +63,7 @@ export interface Header {
 export interface Parameter {
   name: string;
   in: "path" | "query" | "header";
+  description?: string;
   required: boolean;
   schema: JsonSchema;
 }
@@ -199,7 +202,7 @@ const TIMESTAMP: JsonSchema = {
 };
 
 export function buildOpenApi(routes: readonly Route[]): OpenApiDocument {
-  const schemas = new SchemaBuilder();
+  const schemas = new SchemaBuilder("#/components/schemas/");
   const paths: Record<string, Record<string, Operation>> = {};
   const operationIds = new Set<string>();
   for (const route of routes) {
@@ -252,41 +255,33 @@ function operationOf(route: Route, schemas: SchemaBuilder): Operation {
 
 function descriptionOf(route: Route): string {
   const { method } = route;
-  const parts = [`The ${method.parent.typeName}/${method.name} RPC.`];
+  const parts = [docOf(method) || `The ${method.parent.typeName}/${method.name} RPC.`];
   parts.push(route.scope === "" ? "Any valid API key may call it." : `Needs the API key scope ${route.scope}.`);
   if (route.unimplemented) parts.push("Not implemented yet: answers 501 not_implemented.");
   return parts.join(" ");
 }
 
 function parametersOf(route: Route, schemas: SchemaBuilder): Parameter[] {
-  return [
-    ...route.pathFields.map((f): Parameter => ({
-      name: f.jsonName,
-      in: "path",
-      required: true,
-      schema: schemas.value(f, "request"),
-    })),
-    ...route.headerFields.map(({ header, field }): Parameter => ({
-      name: header,
-      in: "header",
-      required: requiredInRequest(field),
+  const parameter = (field: DescField, name: string, where: Parameter["in"]): Parameter => {
+    const description = docOf(field);
+    return {
+      name,
+      in: where,
+      ...(description === "" ? {} : { description }),
+      required: where === "path" || requiredInRequest(field),
       schema: schemas.value(field, "request"),
-    })),
-    ...route.queryFields.map((f): Parameter => ({
-      name: f.jsonName,
-      in: "query",
-      required: requiredInRequest(f),
-      schema: schemas.value(f, "request"),
-    })),
+    };
+  };
+  return [
+    ...route.pathFields.map((f) => parameter(f, f.jsonName, "path")),
+    ...route.headerFields.map(({ header, field }) => parameter(field, header, "header")),
+    ...route.queryFields.map((f) => parameter(f, f.jsonName, "query")),
   ];
 }
 
 function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | undefined {
   if (route.body === undefined) return undefined;
-  const schema =
-    route.body === "*"
-      ? { ...schemas.requestObject(route.bodyFields), ...presenceAlternatives(route.method.input, route.bodyFields) }
-      : schemas.value(route.bodyFields[0]!, "request");
+  const schema = route.body === "*" ? schemas.requestMessage(route.method.input, route.bodyFields) : schemas.value(route.bodyFields[0]!, "request");
   // Message-level CEL rules are also described in words (has() alternatives are the only ones with a schema).
   const rules = getOption(route.method.input, messageRules).cel.map((r) => r.message).filter((m) => m !== "");
   return {
@@ -355,12 +350,26 @@ function errorResponses(): Record<string, Response> {
 }
 
 /** Which side of the wire a schema describes: requests carry buf.validate rules, responses json.ts's nulls. */
-type Face = "request" | "response";
+export type Face = "request" | "response";
+
+/**
+ * The JSON Schema of a message as the JSON face reads it (request) or writes it (response), self-contained: the
+ * messages it contains are under $defs. The MCP tools' input and output schemas; the OpenAPI document's come from
+ * the same builder.
+ */
+export function messageSchema(desc: DescMessage, face: Face): JsonSchema {
+  const builder = new SchemaBuilder("#/$defs/");
+  const root = face === "request" ? builder.requestMessage(desc, desc.fields) : builder.responseObject(desc);
+  return Object.keys(builder.schemas).length === 0 ? root : { ...root, $defs: builder.schemas };
+}
 
 class SchemaBuilder {
   readonly schemas: Record<string, JsonSchema> = {};
   /** Component name → the message and face it describes, to refuse two messages with one short name. */
   private readonly owners = new Map<string, string>([["Error", "the error body"]]);
+
+  /** @param refBase where the components live: #/components/schemas/ in OpenAPI, #/$defs/ in a standalone schema. */
+  constructor(private readonly refBase: string) {}
 
   /** A $ref to the component schema of a message, built on first use. */
   ref(desc: DescMessage, face: Face): JsonSchema {
@@ -370,19 +379,24 @@ class SchemaBuilder {
     if (existing === undefined) {
       // Registered before building, so a message that contains itself refers to the component.
       this.owners.set(name, owner);
-      this.schemas[name] = face === "response" ? this.responseObject(desc) : this.requestObject(desc.fields);
+      this.schemas[name] = face === "response" ? this.responseObject(desc) : this.requestMessage(desc, desc.fields);
     } else if (existing !== owner) {
       throw new Error(`OpenAPI schema name ${name} would describe both ${existing} and ${owner}`);
     }
-    return { $ref: `#/components/schemas/${name}` };
+    return { $ref: `${this.refBase}${name}` };
+  }
+
+  /** A request message whose properties are `fields` (all of them, or those of a body), with its has() alternatives. */
+  requestMessage(desc: DescMessage, fields: readonly DescField[]): JsonSchema {
+    return { ...this.requestObject(fields), ...presenceAlternatives(desc, fields) };
   }
 
   /** An object whose properties are request fields: required and constrained by their rules; null where json.ts reads it. */
-  requestObject(fields: readonly DescField[]): JsonSchema {
+  private requestObject(fields: readonly DescField[]): JsonSchema {
     const properties: Record<string, JsonSchema> = {};
     for (const field of fields) {
       const value = this.value(field, "request");
-      properties[field.jsonName] = hasPresence(field) && !requiredInRequest(field) ? orNull(value) : value;
+      properties[field.jsonName] = described(field, hasPresence(field) && !requiredInRequest(field) ? orNull(value) : value);
     }
     const required = fields.filter(requiredInRequest).map((f) => f.jsonName);
     return { type: "object", properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
@@ -418,9 +432,9 @@ class SchemaBuilder {
 
   /** A free-form JSON object of a request, within its bounds, whose strings and keys are text. */
   private jsonObject(rule: JsonObjectRule | undefined): JsonSchema {
+    const ref = { $ref: `${this.refBase}${JSON_VALUE}` };
     if (!this.owners.has(JSON_VALUE)) {
       this.owners.set(JSON_VALUE, "any JSON value of a request");
-      const ref = { $ref: `#/components/schemas/${JSON_VALUE}` };
       this.schemas[JSON_VALUE] = {
         description: "Any JSON value whose strings and object keys are text.",
         anyOf: [
@@ -437,18 +451,18 @@ class SchemaBuilder {
       ...(rule?.maxJsonBytes ? { description: `At most ${rule.maxJsonBytes} bytes as compact UTF-8 JSON.` } : {}),
       ...(rule?.maxKeys ? { maxProperties: rule.maxKeys } : {}),
       propertyNames: patternsOf(keyPatterns),
-      additionalProperties: { $ref: `#/components/schemas/${JSON_VALUE}` },
+      additionalProperties: ref,
     };
   }
 
-  private responseObject(desc: DescMessage): JsonSchema {
+  responseObject(desc: DescMessage): JsonSchema {
     const properties: Record<string, JsonSchema> = {};
     const required: string[] = [];
     for (const field of desc.fields) {
       const rule = getOption(field, fieldRule);
       const omittable = hasPresence(field) && rule.omitWhenUnset;
       const value = this.value(field, "response");
-      properties[field.jsonName] = hasPresence(field) && !omittable ? orNull(value) : value;
+      properties[field.jsonName] = described(field, hasPresence(field) && !omittable ? orNull(value) : value);
       // json.ts writes every field, except unset omit_when_unset ones and present_with ones without their sibling.
       if (!omittable && rule.presentWith === "") required.push(field.jsonName);
     }
@@ -475,6 +489,13 @@ class SchemaBuilder {
 
 function unsupported(field: DescField): never {
   throw new Error(`OpenAPI: no schema for ${field.parent.typeName}.${field.name} (${field.fieldKind})`);
+}
+
+/** A property's schema with its field's comment in front of any description of its own. */
+function described(field: DescField, schema: JsonSchema): JsonSchema {
+  const doc = docOf(field);
+  if (doc === "") return schema;
+  return { ...schema, description: schema.description === undefined ? doc : `${doc} ${schema.description}` };
 }
 
 function orNull(schema: JsonSchema): JsonSchema {

@@ -10,7 +10,7 @@ import type { DomainVerificationStarter } from "../domains/domains.js";
 import type { webhookDelivery } from "../../workflows/webhook-delivery.js";
 import type { WebhookRetryStarter, WebhookSettings } from "../webhooks/deliveries.js";
 import type { delivery } from "../../workflows/delivery.js";
-import type { DeliveryStarter } from "../outbound/ports.js";
+import type { DeliveryStarter } from "../outbound/delivery/queue.js";
 
 export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
 export const inboxKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.inboxId, SearchAttributeType.KEYWORD);
@@ -127,18 +127,21 @@ export function deliveryWorkflowId(submissionId: string): string {
 /**
  * Starts a submission's delivery. A run in progress is reused; an id whose run has closed is refused by Temporal
  * (REJECT_DUPLICATE), which means the submission was delivered (or given up) already: that start is done too.
+ * `eager` asks the server to hand the first workflow task back to this client's own worker (the client must be on
+ * the connection of a worker polling `taskQueue`): no dispatch through the task queue.
  */
-export function createDeliveryStarter(client: Client, taskQueue: string): DeliveryStarter {
+export function createDeliveryStarter(client: Client, taskQueue: string, options: { eager?: boolean } = {}): DeliveryStarter {
   return {
-    async start({ submissionId, organizationId, inboxId }) {
+    async start({ submissionId, organizationId, inboxId, queued }) {
       try {
         await withStartDeadline(client, () =>
           client.workflow.start<typeof delivery>("delivery", {
             workflowId: deliveryWorkflowId(submissionId),
             taskQueue,
-            args: [{ submissionId, organizationId, inboxId }],
+            args: [{ submissionId, organizationId, inboxId, ...(queued ? { queued } : {}) }],
             workflowIdConflictPolicy: "USE_EXISTING",
             workflowIdReusePolicy: "REJECT_DUPLICATE",
+            ...(options.eager ? { requestEagerStart: true } : {}),
             typedSearchAttributes: [
               { key: organizationKey, value: organizationId },
               ...(inboxId ? [{ key: inboxKey, value: inboxId }] : []),

@@ -8,6 +8,7 @@ import type { WebhookAttemptResult } from "../../workflows/webhook-delivery.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { groupCommit } from "../db/group-commit.js";
+import type { Reconciler } from "../temporal/reconciler.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
 import { inboxIdOf } from "./events.js";
@@ -151,23 +152,28 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings) 
 }
 
 /**
- * Starts retries for deliveries that lost theirs: never attempted (the process died between the commit and the
- * dispatch), overdue for a retry (the workflow start failed), or left delivering past the lease (the process died
+ * Deliveries that lost their retries: never attempted (the process died between the commit and the dispatch),
+ * overdue for a retry (the workflow start failed), or left delivering past the lease (the process died
  * mid-attempt). Starts are idempotent by workflow id, so a delivery whose workflow runs is left be.
  */
-export async function reconcileWebhookDeliveries(db: Database, retries: WebhookRetryStarter, settings: WebhookSettings): Promise<number> {
-  const now = Date.now();
-  const lost = await db.fork().find(
-    WebhookDelivery,
-    {
-      $or: [
-        { status: "pending", attempts: 0, createdAt: { $lt: new Date(now - ORPHAN_GRACE_MS) } },
-        { status: "pending", attempts: { $gt: 0 }, lastAttemptAt: { $lt: new Date(now - settings.retryMaxMs - ORPHAN_GRACE_MS) } },
-        { status: "delivering", lastAttemptAt: { $lt: new Date(now - deliveryLeaseMs(settings)) } },
-      ],
+export function webhookDeliveryReconciler(db: Database, retries: WebhookRetryStarter, settings: WebhookSettings): Reconciler<DeliveryRef> {
+  return {
+    name: "webhook delivery",
+    async stranded() {
+      const now = Date.now();
+      const lost = await db.fork().find(
+        WebhookDelivery,
+        {
+          $or: [
+            { status: "pending", attempts: 0, createdAt: { $lt: new Date(now - ORPHAN_GRACE_MS) } },
+            { status: "pending", attempts: { $gt: 0 }, lastAttemptAt: { $lt: new Date(now - settings.retryMaxMs - ORPHAN_GRACE_MS) } },
+            { status: "delivering", lastAttemptAt: { $lt: new Date(now - deliveryLeaseMs(settings)) } },
+          ],
+        },
+        { orderBy: { createdAt: "asc" }, limit: RECONCILE_BATCH },
+      );
+      return lost.map(refOf);
     },
-    { orderBy: { createdAt: "asc" }, limit: RECONCILE_BATCH },
-  );
-  for (const row of lost) await retries.start(refOf(row));
-  return lost.length;
+    start: (delivery) => retries.start(delivery),
+  };
 }

@@ -4,11 +4,14 @@
 // in memory for a free one (bounded in number and time) and is claimed then. Only a delivery that needs retries, or
 // that waited too long, gets a Temporal workflow. Whatever dies in between, the reconciler starts what was lost: a
 // row never attempted a minute after its commit, and a claimed row left delivering once its lease ends.
+import type { Client } from "@temporalio/client";
+import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
 import { newId, newUuid } from "../ids.js";
 import type { MessageReceivedEvent, MessageReceivedOutbox } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
-import type { ClaimedAttempt, DeliveryRef, WebhookDeliverer, WebhookRetryStarter } from "./deliveries.js";
+import { createWebhookRetryStarter } from "../temporal/client.js";
+import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
 import { MESSAGE_RECEIVED, messageReceivedBody } from "./events.js";
 
 /** Prompt attempts running at once per process. */
@@ -39,6 +42,21 @@ export interface WebhookOutboxDeps {
   readonly log: Logger;
   /** Prompt attempts at once (PROMPT_ATTEMPTS unless a test asks for fewer). */
   readonly promptAttempts?: number;
+}
+
+/** The webhook outbox of a configuration: prompt first attempts from this process, retries in Temporal. */
+export function createConfiguredOutbox(
+  config: Pick<Config, "webhooks" | "temporalTaskQueue">,
+  db: Database,
+  temporal: Client,
+  log: Logger,
+): WebhookOutbox {
+  return createWebhookOutbox({
+    db,
+    deliverer: createWebhookDeliverer(db, config.webhooks),
+    retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
+    log,
+  });
 }
 
 export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {

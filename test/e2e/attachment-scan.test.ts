@@ -5,7 +5,8 @@ import { afterEach, beforeAll, describe, expect, inject, test } from "vitest";
 import { Attachment, Message } from "../../src/db/entities/index.js";
 import { findFreePort } from "../../src/runtime/free-port.js";
 import { attachmentScanWorkflowId, createAttachmentScanStarter } from "../../src/scanning/attachment-scan-starter.js";
-import { reconcileAttachmentScans } from "../../src/scanning/attachment-scan-reconciler.js";
+import { attachmentScanReconciler } from "../../src/scanning/attachment-scan-reconciler.js";
+import { reconcile } from "../../src/temporal/reconciler.js";
 import { EICAR } from "../../src/scanning/builtin.js";
 import { createClamdScanner, parseClamdAddress } from "../../src/scanning/clamd.js";
 import { inboxKey, organizationKey } from "../../src/temporal/client.js";
@@ -172,7 +173,7 @@ describe("starting scans", () => {
     // Other test files share the database: record the reconciler's starts (oldest first, so this old message is among
     // them), then start only this tenant's for real.
     const started: { messageId: string; organizationId: string; inboxId: string }[] = [];
-    await reconcileAttachmentScans(app.db, { start: async (m) => void started.push(m) }, new Date(Date.now() - 60_000));
+    await reconcile(attachmentScanReconciler(app.db, { start: async (m) => void started.push(m) }));
     const ours = started.filter((m) => m.organizationId === tenant.organizationId);
     expect(ours).toEqual([{ messageId: lost.messageId, organizationId: tenant.organizationId, inboxId }]);
     expect(started.map((m) => m.messageId)).not.toContain(young.messageId);

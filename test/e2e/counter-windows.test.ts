@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { openDatabase, type Database } from "../../src/db/database.js";
-import { pruneCounterWindows } from "../../src/temporal/reconciler.js";
+import { MAX_PRUNE_BATCHES, pruneCounterWindows } from "../../src/temporal/reconciler.js";
 
 let db: Database;
 beforeAll(async () => {
@@ -38,7 +38,15 @@ test("prunes request and send windows that ended, in bounded batches, and keeps 
     ],
   );
 
-  const pruned = await pruneCounterWindows(db, { now: new Date(now), batchSize: 3 });
+  // Other test files share this database and leave windows of their own: a round may end at its bound of batches
+  // before it reaches these, so rounds run until one finds nothing left, each within its bound.
+  let pruned = 0;
+  for (let round = 0; round < 1000; round++) {
+    const n = await pruneCounterWindows(db, { now: new Date(now), batchSize: 3 });
+    expect(n).toBeLessThanOrEqual(2 * 3 * MAX_PRUNE_BATCHES);
+    pruned += n;
+    if (n === 0) break;
+  }
   expect(pruned).toBeGreaterThanOrEqual(10 + 10 + 3);
 
   const requestWindows = await db.sql.query<{ start: string }>(

@@ -6,14 +6,13 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { Message } from "../../src/db/entities/index.js";
 import { findFreePort } from "../../src/runtime/free-port.js";
 import { eventually, startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";
-import { recordingPorts } from "../support/inbound-ports.js";
 
 let app: TestApp;
 
 beforeAll(async () => {
   // The worker's route to the managed domain is BIND_HOST:SMTP_PORT, so the smtp role needs a known port.
   app = await startTestApp({ SMTP_PORT: String(await findFreePort()) });
-  await app.startSmtp(recordingPorts());
+  await app.startSmtp();
   await app.startWorker();
 });
 afterAll(async () => {

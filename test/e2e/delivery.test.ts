@@ -4,7 +4,8 @@
 import { dkimVerify } from "mailauth";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { managedDkimRecord } from "../../src/outbound/delivery/managed-dkim.js";
-import { reconcileDeliveries } from "../../src/outbound/delivery/reconciler.js";
+import { deliveryReconciler } from "../../src/outbound/delivery/reconciler.js";
+import { reconcile } from "../../src/temporal/reconciler.js";
 import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
 import { insertSubmission, submissionState, type SubmissionState } from "../support/outbound-fixtures.js";
 import { eventually, startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";
@@ -194,13 +195,13 @@ test("the reconciler starts the delivery of a submission stranded as pending", a
   const starter = createDeliveryStarter(app.temporal, app.config.temporalTaskQueue);
   const started: string[] = [];
   // Only this test's tenant: the database is shared with other test files and their task queues.
-  const count = await reconcileDeliveries(app.db, {
+  const count = await reconcile(deliveryReconciler(app.db, {
     start: async (x) => {
       if (x.organizationId !== tenant.organizationId) return;
       started.push(x.submissionId);
       await starter.start(x);
     },
-  });
+  }));
   expect(count).toBeGreaterThanOrEqual(1);
   expect(started).toEqual([s.submissionId]);
   const state = await until(s.submissionId, (x) => x.status === "delivered");

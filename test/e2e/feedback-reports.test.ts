@@ -12,13 +12,12 @@ import { seedSubmission, seedSuppression } from "../support/delivery-rows.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { feedbackReport, publishDkimKey, publishSpf, type DkimSigner, type FeedbackReportOptions } from "../support/feedback-report.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
+import { webhookEndpoint } from "../support/inbound-ports.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 
 let app: TestApp;
 let dns: TestDnsServer;
 let smtp: SmtpRole;
-let ports: RecordingPorts;
 let feedbackAddress: string;
 
 /** FEEDBACK_LOOP_SENDERS of this app: a loop's domain (and its subdomains) and one loop address. */
@@ -27,9 +26,14 @@ const LOOP_ADDRESS = "staff@webmail.example";
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  app = await startTestApp({ DNS_SERVERS: dns.serverList, DNS_TIMEOUT_MS: "500", FEEDBACK_LOOP_SENDERS: `${LOOP_DOMAIN},${LOOP_ADDRESS}` });
-  ports = recordingPorts();
-  smtp = await app.startSmtp(ports);
+  // Endpoints at 127.0.0.1 are allowed, so a test can give a tenant one that nothing should ever be sent to.
+  app = await startTestApp({
+    DNS_SERVERS: dns.serverList,
+    DNS_TIMEOUT_MS: "500",
+    FEEDBACK_LOOP_SENDERS: `${LOOP_DOMAIN},${LOOP_ADDRESS}`,
+    WEBHOOK_ALLOW_HOSTS: "127.0.0.1",
+  });
+  smtp = await app.startSmtp();
   feedbackAddress = app.config.feedbackAddress;
 });
 afterAll(async () => {
@@ -92,6 +96,7 @@ describe("feedback reports to the feedback address", () => {
     const provider = mailboxProvider();
     const recipient = `${uniqueName("reader")}@${provider.domain}`;
     const { tenant, submissionId, messageId } = await sentTo([recipient, `${uniqueName("other")}@example.com`]);
+    await webhookEndpoint(tenant, "https://127.0.0.1/never-called");
     const rawId = await send(report({ messageId, rcptTo: recipient.toUpperCase() }), provider.reporter);
 
     const complaints = await eventually(async () => {
@@ -119,7 +124,7 @@ describe("feedback reports to the feedback address", () => {
     // The report is not mail for anyone: not stored in an inbox, no event, and its raw message is gone.
     await processed(rawId);
     expect(await app.db.fork().count(Message, { rawId })).toBe(0);
-    expect(ports.enqueued.filter((e) => e.organizationId === tenant.organizationId)).toEqual([]);
+    expect(await app.db.sql.query(`select id from webhook_deliveries where organization_id = $1`, [tenant.organizationId])).toEqual([]);
   });
 
   test("a report in headers-only form that names no recipient is about the submission's only recipient", async () => {

@@ -60,6 +60,8 @@ function startProcessor(options: { ports?: RecordingPorts; logs?: string[] } = {
     log: options.logs ? createLogger("warn", (line) => options.logs!.push(line)) : createLogger("error"),
     hostname: "mx.agents.test",
     concurrency: 8,
+    memoryBytes: app.config.inbound.processingMemoryBytes,
+    maxQueued: app.config.inbound.maxBacklogMessages,
   });
   processors.push(processor);
   return { processor, ports, parsedCount: () => parsed };
@@ -126,7 +128,7 @@ async function blockStoring(started: ReturnType<typeof startProcessor>) {
   const hold = await holdInbox(blocked);
   const blocker = await receive([blocked], { messageId: messageId() });
   const before = started.parsedCount();
-  started.processor.submit(blocker.rawId, blocker.received);
+  started.processor.submit(blocker.rawId, blocker.received.raw.length, blocker.received);
   await eventually(async () => (started.parsedCount() > before ? true : undefined));
   return hold;
 }
@@ -144,7 +146,7 @@ async function waitParsed(started: ReturnType<typeof startProcessor>, count: num
 async function submitWhileStoringHeld(started: ReturnType<typeof startProcessor>, messages: readonly Received[]) {
   const hold = await blockStoring(started);
   const parsedBefore = started.parsedCount();
-  for (const r of messages) started.processor.submit(r.rawId, r.received);
+  for (const r of messages) started.processor.submit(r.rawId, r.received.raw.length, r.received);
   await waitParsed(started, parsedBefore + messages.length);
   return hold;
 }
@@ -220,10 +222,10 @@ test("a message stored alone at low load is not held back, and a batch of one co
   const started = startProcessor();
   const inbox = await createInbox();
   const one = await receive([inbox], { messageId: messageId() });
-  started.processor.submit(one.rawId, one.received);
+  started.processor.submit(one.rawId, one.received.raw.length, one.received);
   await waitStored([one.rawId]);
   const two = await receive([inbox], { messageId: messageId() });
-  started.processor.submit(two.rawId);
+  started.processor.submit(two.rawId, two.received.raw.length);
   await waitStored([two.rawId]);
   const stored = await storedIn(inbox);
   expect(stored).toHaveLength(2);
@@ -331,9 +333,9 @@ test("two processors racing over the same raw messages store each once, with con
     previous = id;
   }
   for (const r of received) {
-    first.processor.submit(r.rawId, r.received);
+    first.processor.submit(r.rawId, r.received.raw.length, r.received);
     // The second has ids only, like a sweeper that found the rows pending.
-    second.processor.submit(r.rawId);
+    second.processor.submit(r.rawId, r.received.raw.length);
   }
   await waitStored(received.map((r) => r.rawId));
   // Parses still under way in one of them find the rows gone or claimed and store nothing.

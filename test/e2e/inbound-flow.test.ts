@@ -4,16 +4,11 @@
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
-import { createLogger } from "../../src/logger.js";
-import { createAttachmentScanStarter } from "../../src/scanning/attachment-scan-starter.js";
-import { createConfiguredOutbox } from "../../src/main.js";
-import type { WebhookOutbox } from "../../src/webhooks/outbox.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type HttpsReceiver } from "../support/https-receiver.js";
 
 let receiver: HttpsReceiver;
 let app: TestApp;
-let outbox: WebhookOutbox;
 let smtp: SmtpRole;
 let worker: { stop(): Promise<void> };
 
@@ -21,11 +16,9 @@ beforeAll(async () => {
   receiver = await startHttpsReceiver();
   app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: receiver.host });
   worker = await app.startWorker();
-  outbox = createConfiguredOutbox(app.config, app.db, app.temporal, createLogger("error"));
-  smtp = await app.startSmtp({ outbox, scans: createAttachmentScanStarter(app.temporal, app.config.temporalTaskQueue) });
+  smtp = await app.startSmtp();
 });
 afterAll(async () => {
-  await outbox?.drain();
   await worker?.stop();
   await app?.stop();
   await receiver?.close();

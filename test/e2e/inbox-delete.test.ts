@@ -5,7 +5,7 @@ import { Attachment, Inbox, InboundRawMessage, Message, Thread } from "../../src
 import { newUuid } from "../../src/ids.js";
 import { storeInbound } from "../support/mail-fixtures.js";
 import { inboxPurgeWorkflowId } from "../../src/temporal/client.js";
-import { reconcilePurges } from "../../src/temporal/reconciler.js";
+import { purgeReconciler, reconcile } from "../../src/temporal/reconciler.js";
 import { createInboxPurgeStarter } from "../../src/temporal/client.js";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
@@ -60,7 +60,7 @@ test("the reconciler starts the purge of an inbox whose workflow start was lost"
 
   const worker = await app.startWorker();
   try {
-    const started = await reconcilePurges(app.db, createInboxPurgeStarter(app.temporal, app.config.temporalTaskQueue, 10));
+    const started = await reconcile(purgeReconciler(app.db, createInboxPurgeStarter(app.temporal, app.config.temporalTaskQueue, 10)));
     expect(started).toBeGreaterThanOrEqual(1);
     await eventually(async () => ((await app.db.fork().findOneOrFail(Inbox, id)).status === "deleted" ? true : undefined));
   } finally {

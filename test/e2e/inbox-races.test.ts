@@ -3,6 +3,7 @@
 // send committed outlives the purge of its inbox.
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { openDatabase, type Database } from "../../src/db/database.js";
+import { SEND_WINDOW_SHARDS } from "../../src/outbound/send-limits.js";
 import { inboxPurgeWorkflowId } from "../../src/temporal/client.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 
@@ -58,7 +59,7 @@ async function inboxStatus(inboxId: string): Promise<string> {
 }
 
 /**
- * Holds the organization's send counter rows of today (and tomorrow, should the day turn) in a transaction of its
+ * Holds the organization's send counter rows of today (and tomorrow, should the day turn; every shard) in a transaction of its
  * own, so every send of the organization stops just before its commit, its rows written but not committed, as a
  * slow send would.
  */
@@ -72,10 +73,10 @@ async function holdSendCounter(organizationId: string): Promise<{ pid: number; r
       .transaction(async (tx) => {
         pid = (await tx.query<{ pid: number }>("select pg_backend_pid() as pid"))[0]!.pid;
         await tx.query(
-          `insert into send_windows (organization_id, kind, window_start, messages, recipients)
-           select $1, 'day', to_timestamp(d), 0, 0 from unnest(array[$2::int8, $2::int8 + 86400]) as d
+          `insert into send_windows (organization_id, kind, window_start, shard, messages, recipients)
+           select $1, 'day', to_timestamp(d), shard, 0, 0 from unnest(array[$2::int8, $2::int8 + 86400]) as d, generate_series(0, $3 - 1) as shard
            on conflict do nothing`,
-          [organizationId, day],
+          [organizationId, day, SEND_WINDOW_SHARDS],
         );
         await tx.query("select 1 from send_windows where organization_id = $1 and kind = 'day' for update", [organizationId]);
         resolve();

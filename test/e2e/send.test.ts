@@ -1,7 +1,7 @@
 // Outbound acceptance through the JSON API: send, reply and /v1/send answer 202 with the stored message and its
 // submission; idempotency, strict addresses and every sending policy answer their documented errors. Delivery
-// itself (the deliver/<submissionId> workflow) is tested in delivery*.test.ts; here no worker runs, so accepted
-// submissions stay pending and their workflows wait in Temporal.
+// itself (the deliver/<submissionId> workflow) is tested in delivery*.test.ts; here a worker runs only where a test
+// starts one, so accepted submissions stay pending until then (and are deferred after: nothing listens on port 9).
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Message, Submission, SubmissionRecipient, Suppression } from "../../src/db/entities/index.js";
@@ -40,12 +40,9 @@ describe("send from an inbox", () => {
   test("answers 202 with the stored outbound message, its pending submission and its thread", async () => {
     const tenant = await app.createTenant();
     const inbox = await inboxOf(tenant);
-    const res = await send(tenant, inbox.id, {
-      ...basic,
-      html: "<p>Hi Alice</p>",
-      replyTo: { email: "desk@example.com" },
-      metadata: { ticket: "T-1", priority: 2 },
-    });
+    const k = key();
+    const body = { ...basic, html: "<p>Hi Alice</p>", replyTo: { email: "desk@example.com" }, metadata: { ticket: "T-1", priority: 2 } };
+    const res = await send(tenant, inbox.id, body, k);
     expect(res.status).toBe(202);
     const { message, submission, replayed } = res.body;
     expect(replayed).toBe(false);
@@ -95,9 +92,20 @@ describe("send from an inbox", () => {
     expect(mime).toMatch(/^To: Alice <alice@example\.com>$/m);
     expect(mime).toMatch(/^Reply-To: desk@example\.com$/m);
 
-    // The workflow starts after the answer: findable by its business key shortly after.
-    const workflow = await eventually(() => app.temporal.workflow.getHandle(deliveryWorkflowId(submission.id)).describe().catch(() => undefined));
-    expect(workflow.type).toBe("delivery");
+    // No worker runs: the submission waits, pending, and no workflow was started by the answer.
+    expect((await tenant.request("GET", `/v1/submissions/${submission.id}`)).body.status).toBe("pending");
+    expect(await app.temporal.workflow.getHandle(deliveryWorkflowId(submission.id)).describe().catch(() => undefined)).toBeUndefined();
+    // A worker's delivery queue claims it (queued) and starts its workflow, findable by its business key. The
+    // announcement went out before any worker listened; a retry of the send announces a pending submission again.
+    const worker = await app.startWorker();
+    try {
+      expect((await send(tenant, inbox.id, body, k)).body.replayed).toBe(true);
+      const workflow = await eventually(() => app.temporal.workflow.getHandle(deliveryWorkflowId(submission.id)).describe().catch(() => undefined));
+      expect(workflow.type).toBe("delivery");
+      expect((await tenant.request("GET", `/v1/submissions/${submission.id}`)).body.queueId).toMatch(/^[0-9A-F]{32}$/);
+    } finally {
+      await worker.stop();
+    }
   });
 
   test("refuses recipients that are not {email, name?} objects or not one plain address", async () => {
@@ -164,6 +172,7 @@ describe("idempotency", () => {
     const tenant = await app.createTenant();
     const inbox = await inboxOf(tenant);
     const k = key();
+    const worker = await app.startWorker();
     const results = await Promise.all(Array.from({ length: 12 }, () => send(tenant, inbox.id, basic, k)));
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 202).length).toBeGreaterThanOrEqual(1);
@@ -177,7 +186,7 @@ describe("idempotency", () => {
     const ids = new Set(results.filter((r) => r.status === 202).map((r) => r.body.submission.id));
     expect(ids.size).toBe(1);
     const handle = app.temporal.workflow.getHandle(deliveryWorkflowId([...ids][0]));
-    await eventually(() => handle.describe().catch(() => undefined));
+    await eventually(() => handle.describe().catch(() => undefined)).finally(() => worker.stop());
     // Runs of that id, open or closed (visibility lags a little behind the start).
     const runs = await eventually(async () => {
       let n = 0;

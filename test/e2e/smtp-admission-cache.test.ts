@@ -5,7 +5,6 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { updateOrganization } from "../../src/admin/organizations.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { recordingPorts } from "../support/inbound-ports.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 
 /** Far inside the minute an admission is cached for while listening, and generous on a loaded machine. */
@@ -17,8 +16,7 @@ let tenant: Tenant;
 
 beforeAll(async () => {
   app = await startTestApp();
-  const ports = recordingPorts();
-  smtp = await app.startSmtp({ outbox: ports.outbox, scans: ports.scans });
+  smtp = await app.startSmtp();
   tenant = await app.createTenant({ managedLimit: 20 });
 });
 afterAll(() => app?.stop());

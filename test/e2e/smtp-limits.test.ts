@@ -5,7 +5,6 @@ import { updateOrganization } from "../../src/admin/organizations.js";
 import { CustomerDomain, InboundRawMessage, Message } from "../../src/db/entities/index.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { recordingPorts } from "../support/inbound-ports.js";
 import { RawSmtpClient, sendRaw, transaction } from "../support/smtp-client.js";
 
 const LIMITS = {
@@ -22,8 +21,7 @@ let tenant: Tenant;
 
 beforeAll(async () => {
   app = await startTestApp(LIMITS);
-  const ports = recordingPorts();
-  smtp = await app.startSmtp({ outbox: ports.outbox, scans: ports.scans });
+  smtp = await app.startSmtp();
   tenant = await app.createTenant({ managedLimit: 100 });
 });
 afterAll(() => app?.stop());

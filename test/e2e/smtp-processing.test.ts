@@ -6,21 +6,21 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { InboundRawMessage, Message } from "../../src/db/entities/index.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
+import { eventsOf, webhookEndpoint } from "../support/inbound-ports.js";
 
 const FIXTURES = new URL("../fixtures/", import.meta.url);
 
 let app: TestApp;
 let smtp: SmtpRole;
-let ports: RecordingPorts;
 let tenant: Tenant;
 
 beforeAll(async () => {
   // A small heap per parser worker: making text of a large HTML body does not fit in it.
-  app = await startTestApp({ INBOUND_PARSE_MEMORY_MB: "24" });
-  ports = recordingPorts();
-  smtp = await app.startSmtp(ports);
+  // Endpoints at 127.0.0.1 are allowed: events are written for them (their attempts fail, which is not tested here).
+  app = await startTestApp({ INBOUND_PARSE_MEMORY_MB: "24", WEBHOOK_ALLOW_HOSTS: "127.0.0.1" });
+  smtp = await app.startSmtp();
   tenant = await app.createTenant({ managedLimit: 50 });
+  await webhookEndpoint(tenant, "https://127.0.0.1/processing-events");
 });
 afterAll(() => app?.stop());
 
@@ -78,7 +78,7 @@ test("a message that blows the parse memory budget is stored from what parsed, m
   expect(kept).toMatchObject({ status: "failed", error: stored.parseProblem });
   expect(Buffer.from(kept.raw).equals(raw)).toBe(true);
   // The message is announced like any other.
-  expect(ports.enqueued).toContainEqual(expect.objectContaining({ messageId: stored.id, inboxId: inbox.id }));
+  expect(await eventsOf(app, stored.id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ inboxId: inbox.id }) })]);
 
   // The server is unharmed: the next message is processed completely.
   const next = await createInbox();

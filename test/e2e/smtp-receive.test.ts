@@ -7,21 +7,25 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Attachment, InboundRawMessage, Message, Thread } from "../../src/db/entities/index.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
+import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
+import { eventsOf, scanStarted, webhookEndpoint } from "../support/inbound-ports.js";
 import { sendRaw } from "../support/smtp-client.js";
 
 const run = promisify(execFile);
 
+let receiver: HttpsReceiver;
 let app: TestApp;
 let smtp: SmtpRole;
-let ports: RecordingPorts;
 
 beforeAll(async () => {
-  app = await startTestApp();
-  ports = recordingPorts();
-  smtp = await app.startSmtp({ outbox: ports.outbox, scans: ports.scans });
+  receiver = await startHttpsReceiver();
+  app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: receiver.host });
+  smtp = await app.startSmtp();
 });
-afterAll(() => app?.stop());
+afterAll(async () => {
+  await app?.stop();
+  await receiver?.close();
+});
 
 async function createInbox(tenant: Tenant): Promise<{ id: string; address: string }> {
   const res = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("agent"), displayName: "Agent" } });
@@ -45,6 +49,8 @@ describe("receiving", () => {
   test("stores a message sent by nodemailer over STARTTLS with every field of the spec's Message", async () => {
     const tenant = await app.createTenant();
     const inbox = await createInbox(tenant);
+    const endpoint = receiver.endpoint();
+    const hook = await webhookEndpoint(tenant, endpoint.url);
     const info = await nodemailerTransport().sendMail({
       envelope: { from: "alice@example.org", to: [inbox.address] },
       from: { name: "Alice Example", address: "alice@example.org" },
@@ -99,16 +105,18 @@ describe("receiving", () => {
       participants: ["alice@example.org", inbox.address, "bob@example.org"],
       messageCount: 1,
     });
-    // Processed completely: the raw message is gone, and the event was enqueued inside the storing transaction.
+    // Processed completely: the raw message is gone, the event is written, and its first attempt went out from the
+    // smtp process at once.
     expect(await app.db.fork().count(InboundRawMessage, { id: message!.rawId! })).toBe(0);
-    expect(ports.enqueued).toContainEqual({
-      organizationId: tenant.organizationId,
-      inboxId: inbox.id,
-      threadId: message!.threadId,
-      messageId: message!.id,
-      inTransaction: true,
-    });
-    expect(ports.dispatched).toContainEqual([`delivery-of-${message!.id}`]);
+    expect(await eventsOf(app, message!.id)).toEqual([
+      {
+        endpointId: hook.id,
+        eventType: "message.received",
+        data: { messageId: message!.id, inboxId: inbox.id, threadId: message!.threadId },
+      },
+    ]);
+    const [request] = await endpoint.waitFor(1);
+    expect(JSON.parse(request!.body).data.messageId).toBe(message!.id);
   });
 
   test("receives from Python's smtplib, a second independent client, in cleartext and over STARTTLS", async () => {
@@ -202,8 +210,7 @@ for secure in (False, True):
     ]);
     expect(Buffer.from(attachments[1]!.content).toString()).toBe("plain notes");
     expect(message!.attachmentsScanState).toBe("unscanned");
-    await eventually(async () => (ports.scansStarted.some((s) => s.messageId === message!.id) ? true : undefined));
-    expect(ports.scansStarted).toContainEqual({ messageId: message!.id, organizationId: tenant.organizationId, inboxId: inbox.id });
+    expect(await scanStarted(app, message!.id)).toEqual([{ messageId: message!.id, organizationId: tenant.organizationId, inboxId: inbox.id }]);
   });
 });
 

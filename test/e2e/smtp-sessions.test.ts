@@ -3,7 +3,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { startTestApp, type TestApp } from "../support/harness.js";
-import { recordingPorts } from "../support/inbound-ports.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 
 let app: TestApp;
@@ -11,7 +10,7 @@ let smtp: SmtpRole;
 
 beforeAll(async () => {
   app = await startTestApp({ SMTP_IDLE_TIMEOUT_MS: "1000", SMTP_SESSION_TIMEOUT_MS: "2500", SMTP_MAX_CONNECTIONS: "2" });
-  smtp = await app.startSmtp(recordingPorts());
+  smtp = await app.startSmtp();
 });
 afterAll(() => app?.stop());
 

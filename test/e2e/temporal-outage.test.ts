@@ -5,7 +5,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { Client, Connection, WorkflowNotFoundError } from "@temporalio/client";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ApiServer } from "../../src/api-server.js";
-import { reconcileDomainVerifications } from "../../src/domains/verification-reconciler.js";
+import { domainVerificationReconciler } from "../../src/domains/verification-reconciler.js";
 import { createLogger } from "../../src/logger.js";
 import { startApi } from "../../src/main.js";
 import {
@@ -14,7 +14,7 @@ import {
   domainVerificationWorkflowId,
   inboxPurgeWorkflowId,
 } from "../../src/temporal/client.js";
-import { reconcilePurges } from "../../src/temporal/reconciler.js";
+import { purgeReconciler, reconcile } from "../../src/temporal/reconciler.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 
@@ -135,7 +135,7 @@ describe.each([
     const worker = await app.startWorker();
     try {
       const purges = only(inboxId, createInboxPurgeStarter(app.temporal, app.config.temporalTaskQueue, 10));
-      await reconcilePurges(app.db, purges);
+      await reconcile(purgeReconciler(app.db, purges));
       expect(purges.started).toEqual([inboxId]);
       await app.temporal.workflow.getHandle(inboxPurgeWorkflowId(inboxId)).result();
       const [row] = await app.db.sql.query<{ status: string }>("select status from inboxes where id = $1", [inboxId]);
@@ -158,10 +158,10 @@ describe.each([
     try {
       const workflows = only(domain.id, createDomainVerificationStarter(app.temporal, app.config.temporalTaskQueue));
       // Within its refresh age a domain needs no workflow yet: the reconciler leaves it.
-      await reconcileDomainVerifications(app.db, workflows, 60 * 60_000);
+      await reconcile(domainVerificationReconciler(app.db, workflows, 60 * 60_000));
       expect(workflows.started).toEqual([]);
       // A round once its check is overdue (the refresh age and then the reconciler's margin have passed).
-      await reconcileDomainVerifications(app.db, workflows, REFRESH_MS, new Date(Date.now() + REFRESH_MS + 2 * 60_000));
+      await reconcile(domainVerificationReconciler(app.db, workflows, REFRESH_MS, () => new Date(Date.now() + REFRESH_MS + 2 * 60_000)));
       expect(workflows.started).toEqual([domain.id]);
       expect((await app.temporal.workflow.getHandle(domainVerificationWorkflowId(domain.id)).describe()).status.name).toBe("RUNNING");
       // The workflow re-checks the records on its own from now on.

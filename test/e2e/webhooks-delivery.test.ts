@@ -8,9 +8,9 @@ import { newId } from "../../src/ids.js";
 import type { MessageReceivedEvent } from "../../src/inbound/ports.js";
 import { createLogger } from "../../src/logger.js";
 import { createWebhookRetryStarter, webhookDeliveryWorkflowId } from "../../src/temporal/client.js";
-import { createWebhookDeliverer, ENDPOINT_DELETED, reconcileWebhookDeliveries } from "../../src/webhooks/deliveries.js";
-import { createConfiguredOutbox } from "../../src/main.js";
-import { createWebhookOutbox, type EnqueuedDelivery, type WebhookOutbox } from "../../src/webhooks/outbox.js";
+import { reconcile } from "../../src/temporal/reconciler.js";
+import { createWebhookDeliverer, ENDPOINT_DELETED, webhookDeliveryReconciler } from "../../src/webhooks/deliveries.js";
+import { createConfiguredOutbox, createWebhookOutbox, type EnqueuedDelivery, type WebhookOutbox } from "../../src/webhooks/outbox.js";
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type Answer, type HttpsReceiver } from "../support/https-receiver.js";
@@ -316,7 +316,7 @@ describe("crash safety", () => {
       .fork()
       .nativeUpdate(WebhookDelivery, { id: deliveryIds[0] }, { status: "pending", attempts: 0, lastAttemptAt: null, createdAt: new Date(Date.now() - 5 * 60_000) });
 
-    expect(await reconcileWebhookDeliveries(app.db, retries(), app.config.webhooks)).toBeGreaterThanOrEqual(1);
+    expect(await reconcile(webhookDeliveryReconciler(app.db, retries(), app.config.webhooks))).toBeGreaterThanOrEqual(1);
     const [req] = await target.waitFor(1);
     expect(verifySignature(hook.secret, req!)).toBe(true);
     const row = await settled(deliveryIds[0]!);
@@ -333,7 +333,7 @@ describe("crash safety", () => {
     const claimedAndAbandoned = { status: "delivering", attempts: 1, lastAttemptAt: longAgo, createdAt: longAgo };
     await app.db.fork().nativeUpdate(WebhookDelivery, { id: deliveryIds[0] }, claimedAndAbandoned);
 
-    expect(await reconcileWebhookDeliveries(app.db, retries(), app.config.webhooks)).toBeGreaterThanOrEqual(1);
+    expect(await reconcile(webhookDeliveryReconciler(app.db, retries(), app.config.webhooks))).toBeGreaterThanOrEqual(1);
     await target.waitFor(1);
     const row = await settled(deliveryIds[0]!);
     expect([row.status, row.attempts]).toEqual(["delivered", 2]);

@@ -1,8 +1,9 @@
 // Outbound rows written straight into the database, for tests of what is read from them (metrics, suppressions,
 // complaints, feedback reports) without sending anything.
 import { randomUUID } from "node:crypto";
-import { Complaint, Submission, SubmissionRecipient, Suppression } from "../../src/db/entities/index.js";
+import { Complaint, Suppression } from "../../src/db/entities/index.js";
 import type { Database } from "../../src/db/database.js";
+import { insertSubmissions } from "../../src/db/tables/submissions.js";
 
 export interface SeededRecipient {
   readonly email?: string;
@@ -17,46 +18,51 @@ export async function seedSubmission(
   organizationId: string,
   options: { createdAt?: Date; internetMessageId?: string; recipients: readonly SeededRecipient[] },
 ): Promise<{ id: string; internetMessageId: string }> {
-  const em = db.fork();
   const id = randomUUID();
   const createdAt = options.createdAt ?? new Date();
   const internetMessageId = options.internetMessageId ?? `<${randomUUID()}@agents.test>`;
-  em.create(Submission, {
-    id,
-    organization: organizationId,
-    inboxId: null,
-    messageId: null,
-    from: { email: "sender@agents.test" },
-    subject: "seeded",
-    metadata: {},
-    internetMessageId,
-    mime: Buffer.from("Subject: seeded\r\n\r\nseeded\r\n"),
-    status: "pending",
-    queueId: null,
-    response: null,
-    failureCode: null,
-    createdAt,
-    updatedAt: createdAt,
-  });
-  options.recipients.forEach((r, position) => {
-    const email = r.email ?? `r${position}-${randomUUID().slice(0, 8)}@example.com`;
-    em.create(SubmissionRecipient, {
-      id: randomUUID(),
-      organization: organizationId,
-      submissionId: id,
-      position,
-      email,
-      name: null,
-      domain: email.slice(email.lastIndexOf("@") + 1),
-      status: r.status,
-      response: null,
-      failureCode: null,
-      attempts: 1,
-      deliveredAt: r.latencyMs === undefined ? null : new Date(createdAt.getTime() + r.latencyMs),
-      updatedAt: createdAt,
-    });
-  });
-  await em.flush();
+  await db.sql.transaction((tx) =>
+    insertSubmissions(
+      tx,
+      [
+        {
+          id,
+          organizationId,
+          inboxId: null,
+          messageId: null,
+          from: { email: "sender@agents.test" },
+          subject: "seeded",
+          metadata: {},
+          internetMessageId,
+          mime: Buffer.from("Subject: seeded\r\n\r\nseeded\r\n"),
+          status: "pending",
+          queueId: null,
+          response: null,
+          failureCode: null,
+          createdAt,
+          updatedAt: createdAt,
+        },
+      ],
+      options.recipients.map((r, position) => {
+        const email = r.email ?? `r${position}-${randomUUID().slice(0, 8)}@example.com`;
+        return {
+          id: randomUUID(),
+          organizationId,
+          submissionId: id,
+          position,
+          email,
+          name: null,
+          domain: email.slice(email.lastIndexOf("@") + 1),
+          status: r.status,
+          response: null,
+          failureCode: null,
+          attempts: 1,
+          deliveredAt: r.latencyMs === undefined ? null : new Date(createdAt.getTime() + r.latencyMs),
+          updatedAt: createdAt,
+        };
+      }),
+    ),
+  );
   return { id, internetMessageId };
 }
 

@@ -8,7 +8,6 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createClient, type Client as RpcClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import type { Client } from "@temporalio/client";
-import type { Worker } from "@temporalio/worker";
 import { inject } from "vitest";
 import { issueKey, type KeyRestrictions } from "../../src/admin/api-keys.js";
 import { createOrganization, type OrganizationLimits } from "../../src/admin/organizations.js";
@@ -16,11 +15,10 @@ import type { ApiServer } from "../../src/api-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { createLogger } from "../../src/logger.js";
-import { createConfiguredWorker, startApi } from "../../src/main.js";
+import { runConfiguredWorker, startApi, type RunningWorker } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
 import { createConfiguredResolver } from "../../src/dns/servers.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "../../src/domains/setup.js";
-import type { AttachmentScanStarter, MessageReceivedOutbox } from "../../src/inbound/ports.js";
 import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 
@@ -30,10 +28,16 @@ export interface TestApp {
   readonly db: Database;
   readonly temporal: Client;
   createTenant(options?: TenantOptions): Promise<Tenant>;
-  /** Starts a worker on this app's task queue (tests that need one start it themselves). */
+  /**
+   * Starts a worker on this app's task queue, with the delivery queue's dispatcher (tests that need one start it
+   * themselves).
+   */
   startWorker(): Promise<{ stop(): Promise<void> }>;
-  /** Starts the smtp role in-process on a free port (stopped with the app), with the ports it reports to. */
-  startSmtp(ports: { outbox: MessageReceivedOutbox; scans: AttachmentScanStarter; sweeper?: SweeperOptions }): Promise<SmtpRole>;
+  /**
+   * Starts the smtp role in this process on a free port (stopped with the app). Its processing thread reports as in
+   * production, to this app's webhook endpoints and scan workflows: tests observe the database and Temporal.
+   */
+  startSmtp(options?: { sweeper?: SweeperOptions }): Promise<SmtpRole>;
   stop(): Promise<void>;
 }
 
@@ -68,6 +72,13 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(5).toString("hex")}`;
 }
 
+/**
+ * The sweeper of a test's smtp role leaves other test files' pending rows alone: the database is shared by the whole
+ * run, and adopting another file's backlog (a crash test's, the memory test's 9 MB messages) would count against this
+ * role's limits and make tests depend on each other. Tests of the sweeper pass options of their own.
+ */
+const TEST_SWEEPER: SweeperOptions = { intervalMs: 60_000, staleAfterMs: 24 * 3_600_000 };
+
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const config = loadConfig({
     DATABASE_URL: inject("databaseUrl"),
@@ -87,8 +98,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const log = createLogger(config.logLevel);
   const api: ApiServer = await startApi(config, db, temporal, log);
   const baseUrl = `http://127.0.0.1:${api.port}`;
-  const workers: Worker[] = [];
-  const runs: Promise<void>[] = [];
+  const workers: RunningWorker[] = [];
   const smtpRoles: SmtpRole[] = [];
 
   async function request(key: string, method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) {
@@ -136,27 +146,27 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       };
     },
     async startWorker() {
-      const worker = await createConfiguredWorker(config, db, config.temporalAddress!, { code: inject("workflowBundleCode") });
+      const worker = await runConfiguredWorker(config, db, config.temporalAddress!, { workflowBundle: { code: inject("workflowBundleCode") } });
       workers.push(worker);
-      const running = worker.run();
-      runs.push(running);
-      return {
-        async stop() {
-          worker.shutdown();
-          await running;
-        },
-      };
+      return { stop: worker.stop };
     },
-    async startSmtp(ports) {
+    async startSmtp(options = {}) {
       const domains = createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config)));
-      const role = await startSmtpRole({ config, db, log, domains, ...ports });
+      const role = await startSmtpRole({
+        config,
+        db,
+        log,
+        domains,
+        databaseUrl: config.databaseUrl!,
+        temporalAddress: config.temporalAddress!,
+        sweeper: options.sweeper ?? TEST_SWEEPER,
+      });
       smtpRoles.push(role);
       return role;
     },
     async stop() {
       await Promise.all(smtpRoles.map((r) => r.stop()));
-      for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
-      await Promise.all(runs);
+      await Promise.all(workers.map((w) => w.stop()));
       await api.close();
       await temporal.connection.close();
       await db.close();

@@ -1,10 +1,13 @@
-// Committed submissions for delivery tests, written as acceptance writes them (submission `pending` with the
-// composed, unsigned MIME; recipients `pending`; queueId null), so delivery is tested on its own. Optionally with
-// the outbound mailbox message (delivery status `submitted`) that delivery mirrors its status onto.
+// Committed submissions for delivery tests, written as acceptance writes them (through the tables' own inserts,
+// src/db/tables: submission `pending` with the composed, unsigned MIME; recipients `pending`; queueId null), so
+// delivery is tested on its own. Optionally with the outbound mailbox message (delivery status `submitted`) that
+// delivery mirrors its status onto.
 import { randomBytes, randomUUID } from "node:crypto";
 import MailComposer from "nodemailer/lib/mail-composer";
 import { IsolationLevel } from "@mikro-orm/core";
 import type { Database } from "../../src/db/database.js";
+import { insertMessages } from "../../src/db/tables/messages.js";
+import { insertSubmissions } from "../../src/db/tables/submissions.js";
 import { newId } from "../../src/ids.js";
 
 export interface Address {
@@ -56,28 +59,74 @@ export async function insertSubmission(db: Database, f: SubmissionFixture): Prom
   const messageId = f.withMessage ? newId("msg") : null;
   const recipientIds = f.to.map(() => randomUUID());
 
-  await db.fork().transactional(async (em) => {
+  await db.sql.transaction(async (tx) => {
     if (messageId) {
-      await em.execute(
-        `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, "references", "from", "to",
-                               subject, text, metadata, delivery_status, submission_id, created_at, updated_at)
-         values (?, ?, ?, ?, 'outbound', ?, '{}', ?::jsonb, ?::jsonb, ?, ?, '{}'::jsonb, 'submitted', ?, ?, ?)`,
-        [messageId, f.organizationId, inboxId, newId("thr"), internetMessageId, JSON.stringify(f.from), JSON.stringify(f.to), subject, f.text ?? "", submissionId, createdAt, createdAt],
-      );
+      await insertMessages(tx, [
+        {
+          id: messageId,
+          organizationId: f.organizationId,
+          inboxId: inboxId!,
+          threadId: newId("thr"),
+          direction: "outbound",
+          internetMessageId,
+          inReplyTo: null,
+          references: [],
+          from: f.from,
+          to: f.to,
+          replyTo: null,
+          subject,
+          text: f.text ?? "",
+          html: null,
+          metadata: {},
+          deliveryStatus: "submitted",
+          submissionId,
+          failureCode: null,
+          inboundSecurity: null,
+          attachmentsScanState: null,
+          rawId: null,
+          parseProblem: null,
+          createdAt,
+          updatedAt: createdAt,
+        },
+      ]);
     }
-    await em.execute(
-      `insert into submissions (id, organization_id, inbox_id, message_id, "from", subject, metadata, internet_message_id, mime,
-                                status, queue_id, response, failure_code, created_at, updated_at)
-       values (?, ?, ?, ?, ?::jsonb, ?, '{}'::jsonb, ?, ?, 'pending', null, null, null, ?, ?)`,
-      [submissionId, f.organizationId, inboxId, messageId, JSON.stringify(f.from), subject, internetMessageId, mime, createdAt, createdAt],
+    await insertSubmissions(
+      tx,
+      [
+        {
+          id: submissionId,
+          organizationId: f.organizationId,
+          inboxId,
+          messageId,
+          from: f.from,
+          subject,
+          metadata: {},
+          internetMessageId,
+          mime,
+          status: "pending",
+          queueId: null,
+          response: null,
+          failureCode: null,
+          createdAt,
+          updatedAt: createdAt,
+        },
+      ],
+      f.to.map((to, position) => ({
+        id: recipientIds[position]!,
+        organizationId: f.organizationId,
+        submissionId,
+        position,
+        email: to.email,
+        name: to.name ?? null,
+        domain: to.email.slice(to.email.lastIndexOf("@") + 1).toLowerCase(),
+        status: "pending",
+        response: null,
+        failureCode: null,
+        attempts: 0,
+        deliveredAt: null,
+        updatedAt: createdAt,
+      })),
     );
-    for (const [position, to] of f.to.entries()) {
-      await em.execute(
-        `insert into submission_recipients (id, organization_id, submission_id, position, email, name, domain, status, attempts, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?)`,
-        [recipientIds[position], f.organizationId, submissionId, position, to.email, to.name ?? null, to.email.slice(to.email.lastIndexOf("@") + 1).toLowerCase(), createdAt],
-      );
-    }
   });
   return { submissionId, messageId, internetMessageId, mime, recipientIds };
 }

@@ -16,6 +16,8 @@ export class RawSmtpClient {
   private replies: (SmtpReply | null)[] = [];
   private ended = false;
   readonly closed: Promise<void>;
+  /** How long reply() waits by default; a load test under a busy machine waits longer. */
+  replyTimeoutMs = 15_000;
   private markClosed!: () => void;
 
   private constructor(socket: net.Socket) {
@@ -24,9 +26,9 @@ export class RawSmtpClient {
     this.listen(socket);
   }
 
-  /** Connects and reads the greeting. */
-  static async connect(port: number, host = "127.0.0.1"): Promise<{ client: RawSmtpClient; greeting: SmtpReply | null }> {
-    const socket = net.connect(port, host);
+  /** Connects (from `localAddress`, say another 127.x.y.z, when given) and reads the greeting. */
+  static async connect(port: number, host = "127.0.0.1", localAddress?: string): Promise<{ client: RawSmtpClient; greeting: SmtpReply | null }> {
+    const socket = net.connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
     const client = new RawSmtpClient(socket);
     return { client, greeting: await client.reply() };
@@ -43,7 +45,7 @@ export class RawSmtpClient {
   }
 
   /** The next reply, or null once the connection is closed. */
-  reply(timeoutMs = 15_000): Promise<SmtpReply | null> {
+  reply(timeoutMs = this.replyTimeoutMs): Promise<SmtpReply | null> {
     const ready = this.replies.shift();
     if (ready !== undefined) return Promise.resolve(ready);
     if (this.ended) return Promise.resolve(null);
@@ -109,8 +111,8 @@ export class RawSmtpClient {
 export interface Transaction {
   readonly from: string;
   readonly to: readonly string[];
-  /** The message as sent after DATA, without the terminating "." line (no dot-stuffing is done). */
-  readonly data: string | Buffer;
+  /** The message as sent after DATA, without the terminating "." line (no dot-stuffing is done); pieces are sent in turn. */
+  readonly data: string | Buffer | readonly Buffer[];
 }
 
 export interface TransactionReplies {
@@ -128,8 +130,10 @@ export async function transaction(client: RawSmtpClient, t: Transaction): Promis
   for (const to of t.to) rcpt.push(await client.command(`RCPT TO:<${to}>`));
   const data = await client.command("DATA");
   if (data?.code !== 354) return { mail, rcpt, data, message: null };
-  client.write(t.data);
-  client.write(t.data.toString("latin1").endsWith("\r\n") ? ".\r\n" : "\r\n.\r\n");
+  const pieces = typeof t.data === "string" || Buffer.isBuffer(t.data) ? [t.data] : t.data;
+  for (const piece of pieces) client.write(piece);
+  const last = pieces.at(-1) ?? "";
+  client.write((typeof last === "string" ? last : last.subarray(-2).toString("latin1")).endsWith("\r\n") ? ".\r\n" : "\r\n.\r\n");
   return { mail, rcpt, data, message: await client.reply() };
 }
 

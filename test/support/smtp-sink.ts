@@ -6,7 +6,8 @@
 //   policy…           550 5.7.1 (a refusal that is not a bounce)
 //   anything else     250
 // holdData(n, ms) holds the reply to the next n DATA commands for ms (a peer that is slow to answer), after the
-// transaction has been recorded.
+// transaction has been recorded (releaseData answers them at once). `connections` counts the connections accepted
+// and open.
 import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerAddress } from "smtp-server";
 
@@ -28,8 +29,12 @@ export interface SmtpSink {
   recover(address: string): void;
   /** Holds the reply to the next `count` DATA transfers for `ms`. */
   holdData(count: number, ms: number): void;
+  /** Answers every DATA transfer held now. */
+  releaseData(): void;
   /** Transactions that carried mail for this address. */
   copiesFor(address: string): SinkTransaction[];
+  /** Connections accepted so far, and open now. */
+  readonly connections: { readonly accepted: number; readonly open: number };
   stop(): Promise<void>;
 }
 
@@ -42,6 +47,8 @@ export async function startSmtpSink(host = "127.0.0.1"): Promise<SmtpSink> {
   const rcpts: { address: string; code: number }[] = [];
   const recovered = new Set<string>();
   let hold = { count: 0, ms: 0 };
+  const connections = { accepted: 0, open: 0 };
+  const held = new Set<() => void>();
 
   const replyFor = (address: string): { code: number; message: string } => {
     const local = address.slice(0, address.lastIndexOf("@")).toLowerCase();
@@ -56,6 +63,14 @@ export async function startSmtpSink(host = "127.0.0.1"): Promise<SmtpSink> {
     authOptional: true,
     disabledCommands: ["AUTH"],
     banner: "sink ESMTP",
+    onConnect(_session, callback) {
+      connections.accepted++;
+      connections.open++;
+      callback();
+    },
+    onClose() {
+      connections.open--;
+    },
     onRcptTo(address: SMTPServerAddress, _session, callback) {
       const reply = replyFor(address.address);
       rcpts.push({ address: address.address, code: reply.code });
@@ -77,7 +92,13 @@ export async function startSmtpSink(host = "127.0.0.1"): Promise<SmtpSink> {
         const reply = () => callback(null, `2.0.0 Ok: queued as SINK${n}`);
         if (hold.count > 0) {
           hold.count--;
-          setTimeout(reply, hold.ms).unref();
+          const release = () => {
+            if (!held.delete(release)) return;
+            clearTimeout(timer);
+            reply();
+          };
+          const timer = setTimeout(release, hold.ms).unref();
+          held.add(release);
         } else reply();
       });
     },
@@ -97,7 +118,11 @@ export async function startSmtpSink(host = "127.0.0.1"): Promise<SmtpSink> {
     holdData(count, ms) {
       hold = { count, ms };
     },
+    releaseData() {
+      for (const release of [...held]) release();
+    },
     copiesFor: (address) => transactions.filter((t) => t.to.some((r) => r.toLowerCase() === address.toLowerCase())),
+    connections,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

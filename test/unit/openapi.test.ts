@@ -10,16 +10,21 @@ import { NAME_PATTERN, TEXT_PATTERN } from "../../src/text-rule.js";
 const routes = buildRouteTable(CONTRACT_SERVICES);
 const doc = buildOpenApi(routes);
 
+/** A copy without descriptions (the contract's comments), for the tests of schemas' shapes. */
+function bare<T>(x: T): T {
+  return JSON.parse(JSON.stringify(x, (key, value: unknown) => (key === "description" && typeof value === "string" ? undefined : value))) as T;
+}
+
 function operation(verb: string, path: string): Operation {
   const op = doc.paths[path]?.[verb];
   if (!op) throw new Error(`no ${verb} ${path}`);
-  return op;
+  return bare(op);
 }
 
 function schema(name: string): JsonSchema {
   const s = doc.components.schemas[name];
   if (!s) throw new Error(`no schema ${name}`);
-  return s;
+  return bare(s);
 }
 
 function parameter(op: Operation, name: string): Parameter {
@@ -66,6 +71,17 @@ describe("the OpenAPI document", () => {
       const [, kind, name] = /#\/components\/(\w+)\/(\w+)/.exec(ref)!;
       expect(doc.components[kind as "schemas" | "responses"], ref).toHaveProperty(name!);
     }
+  });
+
+  it("describes operations, parameters and properties with the contract's comments", () => {
+    const reply = doc.paths["/v1/threads/{threadId}/replies"]!.post!;
+    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\.$/);
+    expect(reply.parameters.find((p) => p.name === "threadId")?.description).toBe("The thread id.");
+    const body = reply.requestBody!.content["application/json"]!.schema;
+    expect(body.properties?.targetMessageId?.description).toBe("The message being replied to; required.");
+    expect(doc.components.schemas.Inbox?.properties?.domainId?.description).toMatch(/domain/);
+    // Comments are joined from the source's wrapped lines.
+    expect(reply.description).not.toContain("\n");
   });
 
   it("writes Inbox.domainId as a required nullable string", () => {
@@ -134,7 +150,7 @@ describe("the OpenAPI document", () => {
     });
     const reply = operation("post", "/v1/threads/{threadId}/replies").requestBody;
     expect(reply?.content["application/json"]?.schema.required).toEqual(["targetMessageId"]);
-    expect(reply?.description).toContain("text or html is required");
+    expect(doc.paths["/v1/threads/{threadId}/replies"]?.post?.requestBody?.description).toContain("text or html is required");
   });
 
   it("documents 201 for a new webhook and 200 for an exact replay, with the same schema", () => {
@@ -145,7 +161,7 @@ describe("the OpenAPI document", () => {
   });
 
   it("documents 204 without content for DELETE /v1/inboxes/{inboxId}", () => {
-    const { responses } = operation("delete", "/v1/inboxes/{inboxId}");
+    const { responses } = doc.paths["/v1/inboxes/{inboxId}"]!.delete!;
     expect(responses[204]).toEqual({ description: "No content." });
     expect(responses[200]).toBeUndefined();
   });
@@ -290,9 +306,11 @@ describe("the OpenAPI document", () => {
 
   it("describes metadata as a bounded JSON object of text, and webhook URLs as https URIs", () => {
     const send = operation("post", "/v1/send").requestBody!.content["application/json"]!.schema;
+    expect(doc.paths["/v1/send"]?.post?.requestBody?.content["application/json"]?.schema.properties?.metadata?.description).toMatch(
+      /^Free-form metadata .* At most 16384 bytes as compact UTF-8 JSON\.$/,
+    );
     expect(send.properties?.metadata).toEqual({
       type: ["object", "null"],
-      description: "At most 16384 bytes as compact UTF-8 JSON.",
       maxProperties: 50,
       propertyNames: { pattern: "^[A-Za-z0-9_.:-]{1,64}$" },
       additionalProperties: { $ref: "#/components/schemas/JsonValue" },

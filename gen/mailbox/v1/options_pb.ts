@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiiAEKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIIsoBCglGaWVsZFJ1bGUSDgoGaGVhZGVyGAEgASgJEhcKD29taXRfd2hlbl91bnNldBgCIAEoCBIUCgxwcmVzZW50X3dpdGgYAyABKAkSGQoRZG93bmxvYWRfZmlsZW5hbWUYBCABKAgSDAoEbmFtZRgFIAEoCBIOCgZmb3JtYXQYBiABKAkSLwoLanNvbl9vYmplY3QYByABKAsyGi5tYWlsYm94LnYxLkpzb25PYmplY3RSdWxlEhQKDHVuaXF1ZV9pdGVtcxgIIAEoCCJPCg5Kc29uT2JqZWN0UnVsZRIQCghtYXhfa2V5cxgBIAEoDRITCgtrZXlfcGF0dGVybhgCIAEoCRIWCg5tYXhfanNvbl9ieXRlcxgDIAEoDTpQCgZtZXRob2QSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi0hwMgASgLMhYubWFpbGJveC52MS5NZXRob2RSdWxlUgZtZXRob2Q6TAoFZmllbGQSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLSHAyABKAsyFS5tYWlsYm94LnYxLkZpZWxkUnVsZVIFZmllbGRiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiogIKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIEhYKCXJlYWRfb25seRgGIAEoCEgAiAEBEhgKC2Rlc3RydWN0aXZlGAcgASgISAGIAQESFwoKaWRlbXBvdGVudBgIIAEoCEgCiAEBEiAKGHJldHVybnNfZXh0ZXJuYWxfY29udGVudBgJIAEoCEIMCgpfcmVhZF9vbmx5Qg4KDF9kZXN0cnVjdGl2ZUINCgtfaWRlbXBvdGVudCLKAQoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJEhkKEWRvd25sb2FkX2ZpbGVuYW1lGAQgASgIEgwKBG5hbWUYBSABKAgSDgoGZm9ybWF0GAYgASgJEi8KC2pzb25fb2JqZWN0GAcgASgLMhoubWFpbGJveC52MS5Kc29uT2JqZWN0UnVsZRIUCgx1bmlxdWVfaXRlbXMYCCABKAgiTwoOSnNvbk9iamVjdFJ1bGUSEAoIbWF4X2tleXMYASABKA0SEwoLa2V5X3BhdHRlcm4YAiABKAkSFgoObWF4X2pzb25fYnl0ZXMYAyABKA06UAoGbWV0aG9kEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIWLm1haWxib3gudjEuTWV0aG9kUnVsZVIGbWV0aG9kOkwKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi0hwMgASgLMhUubWFpbGJveC52MS5GaWVsZFJ1bGVSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -56,6 +56,38 @@ export type MethodRule = Message<"mailbox.v1.MethodRule"> & {
    * @generated from field: bool carries_message_content = 5;
    */
   carriesMessageContent: boolean;
+
+  /**
+   * The behaviour of the RPC for clients that call it on a model's behalf (MCP tool annotations). Every RPC sets
+   * all three; unset, a client assumes the worst (not read-only, destructive, not idempotent).
+   * Whether the RPC changes nothing (readOnlyHint).
+   *
+   * @generated from field: optional bool read_only = 6;
+   */
+  readOnly?: boolean | undefined;
+
+  /**
+   * Whether a write may destroy or overwrite data rather than only add to it (destructiveHint).
+   *
+   * @generated from field: optional bool destructive = 7;
+   */
+  destructive?: boolean | undefined;
+
+  /**
+   * Whether repeating a write with the same arguments has no further effect (idempotentHint). A send with the same
+   * idempotency key is idempotent.
+   *
+   * @generated from field: optional bool idempotent = 8;
+   */
+  idempotent?: boolean | undefined;
+
+  /**
+   * Whether the response carries mail content from outside senders (subjects, bodies, addresses, attachments),
+   * which a model must read as data, never as instructions. The MCP tool's description says so.
+   *
+   * @generated from field: bool returns_external_content = 9;
+   */
+  returnsExternalContent: boolean;
 };
 
 /**

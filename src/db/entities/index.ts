@@ -4,6 +4,7 @@ import { Complaint } from "./complaint.js";
 import { CustomerDomain } from "./customer-domain.js";
 import { Inbox } from "./inbox.js";
 import { IdempotencyRecord } from "./idempotency-record.js";
+import { InboundRawChunk } from "./inbound-raw-chunk.js";
 import { InboundRawMessage } from "./inbound-raw-message.js";
 import { Message } from "./message.js";
 import { Organization } from "./organization.js";
@@ -23,6 +24,7 @@ export {
   CustomerDomain,
   IdempotencyRecord,
   Inbox,
+  InboundRawChunk,
   InboundRawMessage,
   Message,
   Organization,
@@ -41,6 +43,7 @@ export const entities = [
   Inbox,
   RequestWindow,
   InboundRawMessage,
+  InboundRawChunk,
   Thread,
   Message,
   Attachment,

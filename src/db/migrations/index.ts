@@ -6,6 +6,9 @@ import { Migration20261121235811_scan_backlog } from "./Migration20261121235811_
 import { Migration20261122015500_submission_lookups } from "./Migration20261122015500_submission_lookups.js";
 import { Migration20261122061000_admission_notify } from "./Migration20261122061000_admission_notify.js";
 import { Migration20261123193000_complaint_once } from "./Migration20261123193000_complaint_once.js";
+import { Migration20261124100000_send_window_shards } from "./Migration20261124100000_send_window_shards.js";
+
+import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -15,4 +18,6 @@ export const migrations = [
   Migration20261122015500_submission_lookups,
   Migration20261122061000_admission_notify,
   Migration20261123193000_complaint_once,
+  Migration20261124090000_inbound_raw_chunks,
+  Migration20261124100000_send_window_shards,
 ];

@@ -9,17 +9,23 @@ import type { DnsResolver } from "../../dns/resolver.js";
 import type { DkimSigningKey } from "../../domains/signing-keys.js";
 import type { Logger } from "../../logger.js";
 import type { AddressPolicy } from "../../net/address-policy.js";
+import type { DomainAttemptResult } from "../../../workflows/delivery.js";
 import type { DeliveryOperations } from "../../temporal/activities/delivery.js";
 import { classifyTransportFailure, type DeliveryVerdict } from "../classify-smtp-result.js";
 import type { SmtpRoute } from "../smtp-routes.js";
 import { connectHostOf, nextHops } from "./next-hop.js";
-import { attemptSmtp } from "./smtp-attempt.js";
+import { attemptSmtp, createSmtpConnections, type SmtpConnections } from "./smtp-attempt.js";
 import { createDeliveryStore, type DeliveryStore, type RecipientOutcome } from "./store.js";
 
 /** How often a running attempt tells Temporal it is alive (well within the workflow's heartbeat timeout). */
 const HEARTBEAT_INTERVAL_MS = 2_000;
 /** No next host is tried after this long, so an attempt ends well within its activity timeout (30 min). */
 const ATTEMPT_BUDGET_MS = 15 * 60_000;
+/**
+ * A first attempt (a local activity, inside the workflow task) ends after this long wherever it is, its recipients
+ * deferred, so it never outlives its activity timeout and runs twice at once; retries are regular activities.
+ */
+export const FIRST_ATTEMPT_BUDGET_MS = 60_000;
 
 export const QUEUE_LIFETIME_EXCEEDED = "queue_lifetime_exceeded";
 
@@ -35,6 +41,7 @@ export interface DeliverySettings {
   /** Our EHLO name. */
   readonly ehloName: string;
   readonly timeoutMs: number;
+  readonly connectionIdleMs: number;
   readonly retryInitialMs: number;
   readonly retryMaxMs: number;
   readonly queueLifetimeMs: number;
@@ -50,6 +57,10 @@ export interface DeliveryDeps {
   readonly customerDkimKeys: { dkimKeyFor(organizationId: string, domain: string): Promise<DkimSigningKey | undefined> };
   readonly log?: Logger;
   readonly store?: DeliveryStore;
+  /** Kept connections per next hop; one set per process (made here when omitted; idle ones close by themselves). */
+  readonly connections?: SmtpConnections;
+  /** Told when a first attempt of a submission has ended in this process (the delivery queue's capacity). */
+  readonly firstAttemptEnded?: (submissionId: string) => void;
 }
 
 /** The delivery settings of a configuration; `mxPort` is 25 outside tests. */
@@ -65,6 +76,7 @@ export function deliverySettingsOf(
     addressPolicy: { allowHosts: config.delivery.allowHosts },
     ehloName: config.smtp.hostname,
     timeoutMs: config.delivery.timeoutMs,
+    connectionIdleMs: config.delivery.connectionIdleMs,
     retryInitialMs: config.delivery.retryInitialMs,
     retryMaxMs: config.delivery.retryMaxMs,
     queueLifetimeMs: config.delivery.queueLifetimeMs,
@@ -74,6 +86,8 @@ export function deliverySettingsOf(
 export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations {
   const store = deps.store ?? createDeliveryStore(deps.db);
   const { settings } = deps;
+  const connections =
+    deps.connections ?? createSmtpConnections({ ehloName: settings.ehloName, timeoutMs: settings.timeoutMs, idleMs: settings.connectionIdleMs });
 
   const signingKey = async (organizationId: string, fromEmail: string): Promise<DkimSigningKey | undefined> => {
     const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();
@@ -83,6 +97,52 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
     if (!key) deps.log?.warn("no DKIM key for the sender domain, sending unsigned", { organizationId, domain });
     return key;
   };
+
+  /** One attempt to one domain: route, connect, send, record each recipient's outcome. */
+  async function attempt(submissionId: string, domain: string, heartbeat: () => void, signal: AbortSignal): Promise<DomainAttemptResult> {
+    const input = await store.attemptInput(submissionId, domain);
+    if (!input || input.recipients.length === 0) return { remaining: 0 };
+    const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
+    let verdicts: ReadonlyMap<string, DeliveryVerdict>;
+    let fromSmtp = true;
+    try {
+      const hops = await nextHops(domain, { ...settings, resolver: deps.resolver });
+      if (hops.kind === "failure") {
+        const verdict = classifyTransportFailure(hops.failure);
+        verdicts = new Map(input.recipients.map((r) => [r.email, verdict]));
+        fromSmtp = false;
+      } else {
+        const result = await attemptSmtp(
+          {
+            hops: hops.hops,
+            ehloName: settings.ehloName,
+            timeoutMs: settings.timeoutMs,
+            from: input.fromEmail,
+            recipients: input.recipients.map((r) => r.email),
+            mime: input.mime,
+            dkim: await signingKey(input.organizationId, input.fromEmail),
+            deadline: Date.now() + ATTEMPT_BUDGET_MS,
+            signal,
+          },
+          connections,
+        );
+        verdicts = result.verdicts;
+      }
+    } finally {
+      clearInterval(timer);
+    }
+    const outcomes: RecipientOutcome[] = [];
+    const suppress: { id: string; email: string; detail: string }[] = [];
+    for (const r of input.recipients) {
+      const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
+      const outcome = outcomeOf(verdict, fromSmtp);
+      outcomes.push({ id: r.id, ...outcome });
+      if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
+    }
+    await store.record(submissionId, outcomes, suppress);
+    deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });
+    return { remaining: outcomes.filter((o) => o.status === "deferred").length };
+  }
 
   return {
     async queueSubmission(submissionId) {
@@ -96,45 +156,12 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
       };
     },
 
-    async attemptDomain(submissionId, domain, heartbeat) {
-      const input = await store.attemptInput(submissionId, domain);
-      if (!input || input.recipients.length === 0) return { remaining: 0 };
-      const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
-      let verdicts: ReadonlyMap<string, DeliveryVerdict>;
-      let fromSmtp = true;
+    async attemptDomain(submissionId, domain, { heartbeat, signal, first }) {
       try {
-        const hops = await nextHops(domain, { ...settings, resolver: deps.resolver });
-        if (hops.kind === "failure") {
-          const verdict = classifyTransportFailure(hops.failure);
-          verdicts = new Map(input.recipients.map((r) => [r.email, verdict]));
-          fromSmtp = false;
-        } else {
-          const result = await attemptSmtp({
-            hops: hops.hops,
-            ehloName: settings.ehloName,
-            timeoutMs: settings.timeoutMs,
-            from: input.fromEmail,
-            recipients: input.recipients.map((r) => r.email),
-            mime: input.mime,
-            dkim: await signingKey(input.organizationId, input.fromEmail),
-            deadline: Date.now() + ATTEMPT_BUDGET_MS,
-          });
-          verdicts = result.verdicts;
-        }
+        return await attempt(submissionId, domain, heartbeat, first ? AbortSignal.any([signal, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]) : signal);
       } finally {
-        clearInterval(timer);
+        if (first) deps.firstAttemptEnded?.(submissionId);
       }
-      const outcomes: RecipientOutcome[] = [];
-      const suppress: { id: string; email: string; detail: string }[] = [];
-      for (const r of input.recipients) {
-        const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
-        const outcome = outcomeOf(verdict, fromSmtp);
-        outcomes.push({ id: r.id, ...outcome });
-        if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
-      }
-      await store.record(submissionId, outcomes, suppress);
-      deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });
-      return { remaining: outcomes.filter((o) => o.status === "deferred").length };
     },
 
     async expireDomain(submissionId, domain) {

@@ -1,27 +1,35 @@
-// Starts the delivery of submissions that no workflow has picked up: committed, then the process died or Temporal
-// was unreachable before the start. Starts are idempotent by workflow id (deliver/<submissionId>), so a delivery
-// that is running, or that queued the submission a moment ago, is left be.
-import type { Client } from "@temporalio/client";
+// Submissions whose delivery may have no workflow: still pending 30 s after their commit (the announcement was lost,
+// or no worker listened), or claimed (queued) two minutes ago and never attempted (the claiming worker died
+// before its start). Starts are idempotent by workflow id (deliver/<submissionId>), so a delivery that is running
+// is left be.
 import type { Database } from "../../db/database.js";
-import type { Logger } from "../../logger.js";
-import { createDeliveryStarter } from "../../temporal/client.js";
-import { startReconciler } from "../../temporal/reconciler.js";
-import type { DeliveryStarter } from "../ports.js";
-import { strandedSubmissions } from "./store.js";
+import type { Reconciler } from "../../temporal/reconciler.js";
+import type { DeliveryStarter } from "./queue.js";
 
-/** A submission still pending this long after its commit has lost its start (a start takes milliseconds). */
+/** A submission still pending this long after its commit has lost its announcement (a claim takes milliseconds). */
 export const STRANDED_AFTER_MS = 30_000;
+/** A claimed submission not attempted this long after its claim has lost its start (a first attempt ends in 60 s). */
+export const UNSTARTED_AFTER_MS = 120_000;
 /** Starts per round; the next round takes the rest. */
 const BATCH = 500;
 
-export async function reconcileDeliveries(db: Database, starter: DeliveryStarter, strandedAfterMs = STRANDED_AFTER_MS): Promise<number> {
-  const stranded = await strandedSubmissions(db, strandedAfterMs, BATCH);
-  for (const submission of stranded) await starter.start(submission);
-  return stranded.length;
-}
+type StrandedSubmission = { submissionId: string; organizationId: string; inboxId: string | null };
 
-/** The worker role's reconciler: every minute, starts the deliveries of submissions stranded as pending. */
-export function startDeliveryReconciler(db: Database, temporal: Client, taskQueue: string, log: Logger): { stop(): Promise<void> } {
-  const starter = createDeliveryStarter(temporal, taskQueue);
-  return startReconciler("delivery", () => reconcileDeliveries(db, starter), log);
+export function deliveryReconciler(db: Database, starter: DeliveryStarter): Reconciler<StrandedSubmission> {
+  return {
+    name: "delivery",
+    async stranded() {
+      const rows = await db.sql.query<{ id: string; organization_id: string; inbox_id: string | null }>(
+        `select id, organization_id, inbox_id from submissions s
+          where (status = 'pending' and created_at < now() - make_interval(secs => $1))
+             or (status = 'queued' and created_at < now() - make_interval(secs => $2) and updated_at < now() - make_interval(secs => $2)
+                 and not exists (select 1 from submission_recipients r where r.submission_id = s.id and r.attempts > 0))
+          order by created_at limit $3`,
+        [STRANDED_AFTER_MS / 1000, UNSTARTED_AFTER_MS / 1000, BATCH],
+      );
+      return rows.map((r) => ({ submissionId: r.id, organizationId: r.organization_id, inboxId: r.inbox_id }));
+    },
+    // Without `queued` the workflow queues the submission itself (a claimed one is queued already).
+    start: (submission) => starter.start(submission),
+  };
 }

@@ -1,8 +1,9 @@
-// The delivery state in PostgreSQL, in plain SQL on the driver's pool (hot, small statements). Every change to recipients recomputes the
-// submission's aggregate and mirrors it onto the mailbox message in the same transaction, under a row lock on the
-// submission, so parallel domains of one submission never write a stale aggregate. Recipients that are final
-// (delivered, bounced, failed) are never changed again: a repeated activity cannot undo or resend them.
-import { randomUUID } from "node:crypto";
+// The delivery state in PostgreSQL, in plain SQL on the driver's pool (hot, small statements). Every change to
+// recipients recomputes the submission's aggregate and mirrors it onto the mailbox message in the same transaction,
+// under a row lock on the submission, so parallel domains of one submission never write a stale aggregate.
+// Recipients that are final (delivered, bounced, failed) are never changed again: a repeated activity cannot undo
+// or resend them. The statements per message are few on purpose (bench:outbound counted them): a claim queues many
+// submissions in one statement, an attempt reads its input in one, and records its outcome in three.
 import type { Database, SqlTx } from "../../db/database.js";
 import { aggregateStatus, messageDeliveryStatus, queueIdOf, type SubmissionStatus } from "./aggregate.js";
 
@@ -36,7 +37,22 @@ export interface QueuedState {
   readonly domains: string[];
 }
 
+/** A submission the delivery queue claimed (pending → queued), with what its workflow needs to start. */
+export interface ClaimedSubmission {
+  readonly submissionId: string;
+  readonly organizationId: string;
+  readonly inboxId: string | null;
+  readonly createdAt: Date;
+  /** Its recipients' domains, in order. */
+  readonly domains: string[];
+}
+
 export interface DeliveryStore {
+  /**
+   * pending → queued for those of the submissions that are still pending (queueId set), their recipients and
+   * mailbox messages, in one statement; answers the ones it queued.
+   */
+  claim(submissionIds: readonly string[]): Promise<ClaimedSubmission[]>;
   /** pending → queued for the submission (queueId set) and its pending recipients; lists the open domains. */
   queue(submissionId: string): Promise<QueuedState>;
   /** The attempt's input, or undefined when the submission is gone. Recipients: the domain's open ones. */
@@ -64,28 +80,63 @@ export function createDeliveryStore(db: Database): DeliveryStore {
     return rows[0];
   };
 
-  /** Recomputes the aggregate from the recipients and writes it to the submission and its mailbox message. */
+  /** Writes the aggregate of the recipients' states to the submission and its mailbox message, in one statement. */
+  const writeAggregate = async (
+    tx: SqlTx,
+    submission: Locked,
+    recipients: readonly { status: string; failure_code: string | null }[],
+    lastResponse: string | null,
+    lastFailureCode: string | null,
+  ) => {
+    const status: SubmissionStatus = aggregateStatus(recipients.map((r) => r.status));
+    const failureCode = status === "failed" ? (lastFailureCode ?? recipients.find((r) => r.failure_code)?.failure_code ?? null) : null;
+    await tx.query(
+      `with s as (update submissions set status = $1, response = coalesce($2, response), failure_code = $3, updated_at = now() where id = $4)
+       update messages set delivery_status = $5, failure_code = $3, updated_at = now() where id = $6`,
+      [status, lastResponse, failureCode, submission.id, messageDeliveryStatus(status), submission.message_id],
+    );
+  };
+
+  /** Recomputes the aggregate from the recipients as they are now and writes it. */
   const reaggregate = async (tx: SqlTx, submission: Locked, lastResponse: string | null, lastFailureCode: string | null) => {
     const recipients = await tx.query<{ status: string; failure_code: string | null }>(
       `select status, failure_code from submission_recipients where submission_id = $1 order by position`,
       [submission.id],
     );
-    const status: SubmissionStatus = aggregateStatus(recipients.map((r) => r.status));
-    const failureCode = status === "failed" ? (lastFailureCode ?? recipients.find((r) => r.failure_code)?.failure_code ?? null) : null;
-    await tx.query(
-      `update submissions set status = $1, response = coalesce($2, response), failure_code = $3, updated_at = now() where id = $4`,
-      [status, lastResponse, failureCode, submission.id],
-    );
-    if (submission.message_id !== null) {
-      await tx.query(`update messages set delivery_status = $1, failure_code = $2, updated_at = now() where id = $3`, [
-        messageDeliveryStatus(status),
-        failureCode,
-        submission.message_id,
-      ]);
-    }
+    await writeAggregate(tx, submission, recipients, lastResponse, lastFailureCode);
   };
 
   return {
+    async claim(submissionIds) {
+      if (submissionIds.length === 0) return [];
+      // A pending submission has only pending recipients, so its aggregate becomes queued, as its message's status.
+      const rows = await db.sql.query<{ id: string; organization_id: string; inbox_id: string | null; created_at_ms: number; domains: string[] }>(
+        `with s as (
+           update submissions s set status = 'queued', queue_id = coalesce(s.queue_id, v.queue_id), updated_at = now()
+             from unnest($1::uuid[], $2::text[]) as v(id, queue_id)
+            where s.id = v.id and s.status = 'pending'
+           returning s.id, s.organization_id, s.inbox_id, s.message_id, s.created_at),
+         r as (
+           update submission_recipients r set status = 'queued', updated_at = now()
+             from s where r.submission_id = s.id and r.status = 'pending'
+           returning r.submission_id, r.domain),
+         m as (
+           update messages m set delivery_status = 'queued', updated_at = now()
+             from s where m.id = s.message_id and m.delivery_status = 'submitted')
+         select s.id, s.organization_id, s.inbox_id, (extract(epoch from s.created_at) * 1000)::float8 as created_at_ms,
+                coalesce((select array_agg(distinct r.domain order by r.domain) from r where r.submission_id = s.id), '{}') as domains
+           from s`,
+        [submissionIds, submissionIds.map(queueIdOf)],
+      );
+      return rows.map((r) => ({
+        submissionId: r.id,
+        organizationId: r.organization_id,
+        inboxId: r.inbox_id,
+        createdAt: new Date(Number(r.created_at_ms)),
+        domains: r.domains,
+      }));
+    },
+
     async queue(submissionId) {
       return db.sql.transaction(async (tx) => {
         const submission = await lock(tx, submissionId);
@@ -105,17 +156,16 @@ export function createDeliveryStore(db: Database): DeliveryStore {
     },
 
     async attemptInput(submissionId, domain) {
-      const rows = await db.sql.query<{ organization_id: string; from_email: string; mime: Buffer }>(
-        `select organization_id, "from"->>'email' as from_email, mime from submissions where id = $1`,
-        [submissionId],
+      const rows = await db.sql.query<{ organization_id: string; from_email: string; mime: Buffer; recipients: OpenRecipient[] }>(
+        `select organization_id, "from"->>'email' as from_email, mime,
+                coalesce((select json_agg(json_build_object('id', r.id, 'email', r.email) order by r.position) from submission_recipients r
+                           where r.submission_id = s.id and r.domain = $2 and r.status in ${OPEN}), '[]') as recipients
+           from submissions s where id = $1`,
+        [submissionId, domain],
       );
       const row = rows[0];
       if (!row) return undefined;
-      const recipients = await db.sql.query<OpenRecipient>(
-        `select id, email from submission_recipients where submission_id = $1 and domain = $2 and status in ${OPEN} order by position`,
-        [submissionId, domain],
-      );
-      return { submissionId, organizationId: row.organization_id, fromEmail: row.from_email, mime: Buffer.from(row.mime), recipients };
+      return { submissionId, organizationId: row.organization_id, fromEmail: row.from_email, mime: Buffer.from(row.mime), recipients: row.recipients };
     },
 
     async record(submissionId, outcomes, suppress) {
@@ -123,29 +173,46 @@ export function createDeliveryStore(db: Database): DeliveryStore {
       await db.sql.transaction(async (tx) => {
         const submission = await lock(tx, submissionId);
         if (!submission) return;
-        const applied: RecipientOutcome[] = [];
-        for (const o of outcomes) {
-          const updated = await tx.query<{ id: string }>(
-            `update submission_recipients
-                set status = $1, response = $2, failure_code = $3, attempts = attempts + 1,
-                    delivered_at = case when $4 = 'delivered' then now() else delivered_at end, updated_at = now()
-              where id = $5 and submission_id = $6 and status in ${OPEN} returning id`,
-            [o.status, o.response, o.failureCode, o.status, o.id, submissionId],
-          );
-          if (updated.length > 0) applied.push(o);
-        }
+        // Only open recipients change; the hard bounces among them are suppressed; every recipient's state after
+        // the change comes back for the aggregate. One statement, read after the lock (a fresh snapshot).
+        const bounced = new Map(suppress.map((x) => [x.id, x]));
+        const rows = await tx.query<{ id: string; status: string; failure_code: string | null; applied: boolean }>(
+          `with v as (
+             select * from unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+               as v(id, status, response, failure_code, suppress_email, suppress_detail)),
+           applied as (
+             update submission_recipients r
+                set status = v.status, response = v.response, failure_code = v.failure_code, attempts = r.attempts + 1,
+                    delivered_at = case when v.status = 'delivered' then now() else r.delivered_at end, updated_at = now()
+               from v where r.id = v.id and r.submission_id = $1 and r.status in ${OPEN}
+             returning r.id),
+           suppressed as (
+             insert into suppressions (id, organization_id, email, reason, detail, created_at)
+             select gen_random_uuid(), $8, v.suppress_email, 'hard_bounce', v.suppress_detail, now()
+               from v join applied a on a.id = v.id where v.suppress_email is not null
+             on conflict (organization_id, email) do nothing)
+           select r.id, coalesce(v.status, r.status) as status, case when a.id is null then r.failure_code else v.failure_code end as failure_code,
+                  a.id is not null as applied
+             from submission_recipients r left join applied a on a.id = r.id left join v on v.id = a.id
+            where r.submission_id = $1 order by r.position`,
+          [
+            submissionId,
+            outcomes.map((o) => o.id),
+            outcomes.map((o) => o.status),
+            outcomes.map((o) => o.response),
+            outcomes.map((o) => o.failureCode),
+            outcomes.map((o) => bounced.get(o.id)?.email.toLowerCase() ?? null),
+            outcomes.map((o) => bounced.get(o.id)?.detail ?? null),
+            submission.organization_id,
+          ],
+        );
+        const applied = new Set(rows.filter((r) => r.applied).map((r) => r.id));
         // Every recipient was final already (a repeated attempt): nothing changes.
-        if (applied.length === 0) return;
-        for (const s of suppress.filter((x) => applied.some((o) => o.id === x.id))) {
-          await tx.query(
-            `insert into suppressions (id, organization_id, email, reason, detail, created_at)
-             values ($1, $2, $3, 'hard_bounce', $4, now()) on conflict (organization_id, email) do nothing`,
-            [randomUUID(), submission.organization_id, s.email.toLowerCase(), s.detail],
-          );
-        }
-        const last = applied[applied.length - 1]!;
-        const lastFailure = [...applied].reverse().find((o) => o.status === "failed" || o.status === "bounced");
-        await reaggregate(tx, submission, last.response, lastFailure?.failureCode ?? null);
+        if (applied.size === 0) return;
+        const done = outcomes.filter((o) => applied.has(o.id));
+        const last = done[done.length - 1]!;
+        const lastFailure = [...done].reverse().find((o) => o.status === "failed" || o.status === "bounced");
+        await writeAggregate(tx, submission, rows, last.response, lastFailure?.failureCode ?? null);
       });
     },
 
@@ -163,19 +230,4 @@ export function createDeliveryStore(db: Database): DeliveryStore {
       });
     },
   };
-}
-
-/** Submissions committed at least `olderThanMs` ago that no delivery has picked up (still pending). */
-export async function strandedSubmissions(
-  db: Database,
-  olderThanMs: number,
-  limit: number,
-): Promise<{ submissionId: string; organizationId: string; inboxId: string | null }[]> {
-  const rows = await db.sql.query<{ id: string; organization_id: string; inbox_id: string | null }>(
-    `select id, organization_id, inbox_id from submissions
-      where status = 'pending' and created_at < now() - make_interval(secs => $1)
-      order by created_at limit $2`,
-    [olderThanMs / 1000, limit],
-  );
-  return rows.map((r) => ({ submissionId: r.id, organizationId: r.organization_id, inboxId: r.inbox_id }));
 }

@@ -1,0 +1,77 @@
+// The `messages` table's columns and row mapping, for every path that writes messages: outbound acceptance,
+// inbound processing (which can insert its batches through insertMessages) and the test fixtures.
+import type { SqlTx } from "../database.js";
+import type { MessageRow, StoredAddress, StoredInboundSecurity } from "../entities/message.js";
+import { insertAll, insertPart, json, type Columns, type InsertPart } from "./columns.js";
+
+/** A message as inserted: every column. */
+export interface MessageInsert {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly threadId: string;
+  readonly direction: "inbound" | "outbound";
+  readonly internetMessageId: string;
+  readonly inReplyTo: string | null;
+  readonly references: readonly string[];
+  readonly from: StoredAddress;
+  readonly to: readonly StoredAddress[];
+  readonly replyTo: StoredAddress | null;
+  readonly subject: string;
+  readonly text: string;
+  readonly html: string | null;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  /** received (inbound); submitted (outbound), then its submission's aggregate. */
+  readonly deliveryStatus: string;
+  readonly submissionId: string | null;
+  readonly failureCode: string | null;
+  readonly inboundSecurity: StoredInboundSecurity | null;
+  readonly attachmentsScanState: string | null;
+  readonly rawId: string | null;
+  readonly parseProblem: string | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+const COLUMNS: Columns<MessageInsert> = [
+  ["id", (m) => m.id],
+  ["organization_id", (m) => m.organizationId],
+  ["inbox_id", (m) => m.inboxId],
+  ["thread_id", (m) => m.threadId],
+  ["direction", (m) => m.direction],
+  ["internet_message_id", (m) => m.internetMessageId],
+  ["in_reply_to", (m) => m.inReplyTo],
+  ["references", (m) => [...m.references]],
+  ["from", (m) => json(m.from)],
+  ["to", (m) => json(m.to)],
+  ["reply_to", (m) => json(m.replyTo)],
+  ["subject", (m) => m.subject],
+  ["text", (m) => m.text],
+  ["html", (m) => m.html],
+  ["metadata", (m) => json(m.metadata)],
+  ["delivery_status", (m) => m.deliveryStatus],
+  ["submission_id", (m) => m.submissionId],
+  ["failure_code", (m) => m.failureCode],
+  ["inbound_security", (m) => json(m.inboundSecurity)],
+  ["attachments_scan_state", (m) => m.attachmentsScanState],
+  ["raw_id", (m) => m.rawId],
+  ["parse_problem", (m) => m.parseProblem],
+  ["created_at", (m) => m.createdAt],
+  ["updated_at", (m) => m.updatedAt],
+];
+
+/** Inserts the messages in one statement (more only past the parameter limit). */
+export function insertMessages(tx: SqlTx, messages: readonly MessageInsert[]): Promise<void> {
+  return insertAll(tx, "messages", COLUMNS, messages);
+}
+
+/** The messages' INSERT as a part of a statement (insertTogether). */
+export function messagesInsert(messages: readonly MessageInsert[]): InsertPart[] {
+  return insertPart("messages", COLUMNS, messages);
+}
+
+/** An inserted message as the entity's row, which the API's mappers read (the organization as its id). */
+export function messageRowOf(m: MessageInsert): MessageRow {
+  const { organizationId, ...rest } = m;
+  return { ...rest, references: [...m.references], to: [...m.to], metadata: { ...m.metadata }, organization: organizationId } as unknown as MessageRow;
+}

@@ -1,0 +1,101 @@
+// The `submissions` and `submission_recipients` tables' columns and row mapping, for every path that writes them:
+// outbound acceptance and the test fixtures. Delivery changes only their state columns (src/outbound/delivery).
+import type { SqlTx } from "../database.js";
+import type { StoredAddress } from "../entities/message.js";
+import type { SubmissionRow } from "../entities/submission.js";
+import type { SubmissionRecipientRow } from "../entities/submission-recipient.js";
+import { insertPart, insertTogether, json, type Columns, type InsertPart } from "./columns.js";
+
+/** A submission as inserted: every column. */
+export interface SubmissionInsert {
+  readonly id: string;
+  readonly organizationId: string;
+  /** The sending inbox and its stored message; null for /v1/send. */
+  readonly inboxId: string | null;
+  readonly messageId: string | null;
+  readonly from: StoredAddress;
+  readonly subject: string;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly internetMessageId: string;
+  /** The composed message every attempt sends. */
+  readonly mime: Buffer;
+  readonly status: string;
+  readonly queueId: string | null;
+  readonly response: string | null;
+  readonly failureCode: string | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** A recipient as inserted: every column. */
+export interface RecipientInsert {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly submissionId: string;
+  /** 0-based, in the order given. */
+  readonly position: number;
+  readonly email: string;
+  readonly name: string | null;
+  readonly domain: string;
+  readonly status: string;
+  readonly response: string | null;
+  readonly failureCode: string | null;
+  readonly attempts: number;
+  readonly deliveredAt: Date | null;
+  readonly updatedAt: Date;
+}
+
+const SUBMISSION_COLUMNS: Columns<SubmissionInsert> = [
+  ["id", (s) => s.id],
+  ["organization_id", (s) => s.organizationId],
+  ["inbox_id", (s) => s.inboxId],
+  ["message_id", (s) => s.messageId],
+  ["from", (s) => json(s.from)],
+  ["subject", (s) => s.subject],
+  ["metadata", (s) => json(s.metadata)],
+  ["internet_message_id", (s) => s.internetMessageId],
+  ["mime", (s) => s.mime],
+  ["status", (s) => s.status],
+  ["queue_id", (s) => s.queueId],
+  ["response", (s) => s.response],
+  ["failure_code", (s) => s.failureCode],
+  ["created_at", (s) => s.createdAt],
+  ["updated_at", (s) => s.updatedAt],
+];
+
+const RECIPIENT_COLUMNS: Columns<RecipientInsert> = [
+  ["id", (r) => r.id],
+  ["organization_id", (r) => r.organizationId],
+  ["submission_id", (r) => r.submissionId],
+  ["position", (r) => r.position],
+  ["email", (r) => r.email],
+  ["name", (r) => r.name],
+  ["domain", (r) => r.domain],
+  ["status", (r) => r.status],
+  ["response", (r) => r.response],
+  ["failure_code", (r) => r.failureCode],
+  ["attempts", (r) => r.attempts],
+  ["delivered_at", (r) => r.deliveredAt],
+  ["updated_at", (r) => r.updatedAt],
+];
+
+/** The INSERTs of submissions and their recipients as parts of a statement (insertTogether). */
+export function submissionsInsert(submissions: readonly SubmissionInsert[], recipients: readonly RecipientInsert[]): InsertPart[] {
+  return [...insertPart("submissions", SUBMISSION_COLUMNS, submissions), ...insertPart("submission_recipients", RECIPIENT_COLUMNS, recipients)];
+}
+
+/** Inserts submissions and their recipients in one statement. */
+export function insertSubmissions(tx: SqlTx, submissions: readonly SubmissionInsert[], recipients: readonly RecipientInsert[]): Promise<void> {
+  return insertTogether(tx, submissionsInsert(submissions, recipients));
+}
+
+/** An inserted submission as the entity's row, which the API's mappers read (the organization as its id). */
+export function submissionRowOf(s: SubmissionInsert): SubmissionRow {
+  const { organizationId, ...rest } = s;
+  return { ...rest, metadata: { ...s.metadata }, organization: organizationId } as unknown as SubmissionRow;
+}
+
+export function recipientRowOf(r: RecipientInsert): SubmissionRecipientRow {
+  const { organizationId, ...rest } = r;
+  return { ...rest, organization: organizationId } as unknown as SubmissionRecipientRow;
+}

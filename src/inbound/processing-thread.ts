@@ -1,0 +1,85 @@
+// The processing thread (started by processing.ts): the inbound processor with its parser threads, the webhook
+// outbox, the attachment scan starter and the sweeper, each built here from the configuration, on a database pool
+// and a Temporal client of the thread's own. Submissions come in as messages; the backlog goes out as reports.
+import { parentPort, workerData } from "node:worker_threads";
+import { openDatabase } from "../db/database.js";
+import { createLogger } from "../logger.js";
+import { createEmailParser } from "../mail/parse.js";
+import { createConfiguredFeedbackReports } from "../outbound/feedback-reports.js";
+import { createAttachmentScanStarter } from "../scanning/attachment-scan-starter.js";
+import { connectTemporal } from "../temporal/client.js";
+import { createConfiguredOutbox } from "../webhooks/outbox.js";
+import type { FromProcessing, ProcessingLoad, ProcessingThreadSettings, ToProcessing } from "./processing.js";
+import { createInboundProcessor } from "./processor.js";
+import { startInboundSweeper } from "./sweeper.js";
+
+/** Messages in processing per parser thread: the rest of processing waits on the database, not on a parser. */
+const PROCESSING_PER_PARSER = 4;
+/** Connections of the thread's pool: reads, two store transactions, outbox claims and the sweeper. */
+const POOL_SIZE = 8;
+/** How often the backlog is reported, when it changed. */
+const REPORT_EVERY_MS = 50;
+
+const port = parentPort!;
+const post = (message: FromProcessing) => port.postMessage(message);
+const { config, databaseUrl, temporalAddress, sweeper: sweeperOptions } = workerData as ProcessingThreadSettings;
+const log = createLogger(config.logLevel);
+const db = await openDatabase(databaseUrl, { poolMax: POOL_SIZE });
+const temporal = await connectTemporal(temporalAddress, config.temporalNamespace);
+const parser = createEmailParser({
+  timeoutMs: config.inbound.parseTimeoutMs,
+  memoryMb: config.inbound.parseMemoryMb,
+  workers: config.inbound.concurrency,
+  maxHeaderBytes: config.smtp.maxHeaderBytes,
+  maxMimeParts: config.smtp.maxMimeParts,
+});
+const outbox = createConfiguredOutbox(config, db, temporal, log);
+const processor = createInboundProcessor({
+  db,
+  parser,
+  outbox,
+  scans: createAttachmentScanStarter(temporal, config.temporalTaskQueue),
+  log,
+  hostname: config.smtp.hostname,
+  concurrency: config.inbound.concurrency * PROCESSING_PER_PARSER,
+  memoryBytes: config.inbound.processingMemoryBytes,
+  maxQueued: config.inbound.maxBacklogMessages,
+  feedbackReports: createConfiguredFeedbackReports(config, db, log),
+});
+const sweeper = startInboundSweeper(db, processor, log, sweeperOptions);
+
+let reported: ProcessingLoad = { taken: 0, takenBytes: 0, messages: 0, bytes: 0 };
+let taken = 0;
+let takenBytes = 0;
+const reporter = setInterval(() => {
+  const { messages, bytes } = processor.backlog();
+  if (taken === reported.taken && messages === reported.messages && bytes === reported.bytes) return;
+  reported = { taken, takenBytes, messages, bytes };
+  post({ type: "load", ...reported });
+}, REPORT_EVERY_MS);
+
+port.on("message", (message: ToProcessing) => {
+  if (message.type === "stop") {
+    void stop();
+    return;
+  }
+  taken++;
+  takenBytes += message.size;
+  const { received } = message;
+  // The bytes arrive as a plain Uint8Array (structured clone drops the Buffer prototype).
+  const raw = received && Buffer.from(received.raw.buffer, received.raw.byteOffset, received.raw.byteLength);
+  processor.submit(message.rawId, message.size, received && raw && { ...received, raw });
+});
+
+async function stop(): Promise<void> {
+  clearInterval(reporter);
+  await sweeper.stop();
+  await processor.stop();
+  await parser.close();
+  await outbox.drain();
+  await temporal.connection.close();
+  await db.close();
+  post({ type: "stopped" });
+}
+
+post({ type: "ready" });

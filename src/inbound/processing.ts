@@ -1,0 +1,166 @@
+// Processing runs in a worker thread of its own, so the SMTP event loop only receives and commits (commit 1):
+// parsing, storing (commit 2), the webhook outbox and scan starts never delay a reply. The thread builds its own
+// database pool, Temporal client, outbox and scan starter from the configuration (processing-thread.ts); this side
+// hands it each committed message and learns its backlog, which refuses new transactions while it is over its
+// bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES).
+//
+// Nothing is lost in between: a message is committed before it is handed over, so whatever the thread did not take
+// (its queue full, the thread restarting after a crash) stays pending in PostgreSQL for the sweeper.
+import { Worker } from "node:worker_threads";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { ReceivedMessage } from "./receive.js";
+import type { SweeperOptions } from "./sweeper.js";
+
+/** What the thread is started with (structured-cloned: plain data only). */
+export interface ProcessingThreadSettings {
+  readonly config: Config;
+  readonly databaseUrl: string;
+  readonly temporalAddress: string;
+  readonly sweeper: SweeperOptions;
+}
+
+/** A committed message handed to the thread: its bytes too when they were in memory (moved, not shared). */
+export interface Submission {
+  readonly rawId: string;
+  readonly size: number;
+  readonly received?: ReceivedMessage;
+}
+
+export type ToProcessing = ({ readonly type: "submit" } & Submission) | { readonly type: "stop" };
+
+export interface ProcessingLoad {
+  /** Submissions the thread has read, and their bytes: what was sent after them is not in the figures yet. */
+  readonly taken: number;
+  readonly takenBytes: number;
+  /** Its backlog: messages queued or in hand, and their raw bytes. */
+  readonly messages: number;
+  readonly bytes: number;
+}
+
+export type FromProcessing = { readonly type: "ready" } | ({ readonly type: "load" } & ProcessingLoad) | { readonly type: "stopped" };
+
+export interface Processing {
+  /** Hands a committed message over; its bytes, when given, are copied once and not used by the thread's caller. */
+  submit(rawId: string, size: number, received?: ReceivedMessage): void;
+  /** Whether the backlog is at or over its bound. */
+  overloaded(): boolean;
+  /** Stops the thread once what it holds in hand is stored; queued ids stay pending for the sweeper. */
+  stop(): Promise<void>;
+}
+
+export interface ProcessingOptions extends ProcessingThreadSettings {
+  readonly log: Logger;
+}
+
+/** The thread's entry: it registers tsx in the thread (loader hooks are per thread), then loads processing-thread.ts. */
+const ENTRY = new URL("./processing-thread.js", import.meta.url);
+/** Wait before a crashed thread is started again. */
+const RESTART_AFTER_MS = 1000;
+const NO_LOAD: ProcessingLoad = { taken: 0, takenBytes: 0, messages: 0, bytes: 0 };
+
+export async function startProcessing(options: ProcessingOptions): Promise<Processing> {
+  const { log } = options;
+  const { maxBacklogMessages, maxBacklogBytes } = options.config.inbound;
+  const settings: ProcessingThreadSettings = {
+    config: options.config,
+    databaseUrl: options.databaseUrl,
+    temporalAddress: options.temporalAddress,
+    sweeper: options.sweeper,
+  };
+  let thread: Worker | null = null;
+  let load = NO_LOAD;
+  let sent = 0;
+  let sentBytes = 0;
+  let stopping = false;
+  let restart: NodeJS.Timeout | undefined;
+
+  /** A started thread, once it reports ready; rejects when it fails to start. */
+  function spawn(): Promise<Worker> {
+    const worker = new Worker(ENTRY, { workerData: settings });
+    return new Promise((resolve, reject) => {
+      const failed = (e: Error) => {
+        worker.off("message", ready).off("exit", exited);
+        void worker.terminate();
+        reject(e);
+      };
+      const exited = (code: number) => failed(new Error(`the processing thread exited with ${code} while starting`));
+      const ready = (message: FromProcessing) => {
+        if (message.type !== "ready") return;
+        worker.off("message", ready).off("error", failed).off("exit", exited);
+        resolve(worker);
+      };
+      worker.on("message", ready).once("error", failed).once("exit", exited);
+    });
+  }
+
+  function adopt(worker: Worker): void {
+    thread = worker;
+    sent = 0;
+    sentBytes = 0;
+    load = NO_LOAD;
+    worker.on("message", (message: FromProcessing) => {
+      if (message.type === "load") load = message;
+    });
+    worker.on("error", (error) => log.error("the processing thread failed", { error }));
+    worker.once("exit", (code) => {
+      if (thread === worker) thread = null;
+      if (stopping) return;
+      // What it held is pending in the database: the new thread's sweeper finds it.
+      log.error("the processing thread exited; starting it again", { code });
+      restartLater();
+    });
+  }
+
+  function restartLater(): void {
+    restart = setTimeout(() => {
+      spawn().then(
+        (next) => (stopping ? void next.terminate() : adopt(next)),
+        (error: unknown) => {
+          log.error("the processing thread did not start again", { error });
+          if (!stopping) restartLater();
+        },
+      );
+    }, RESTART_AFTER_MS);
+  }
+
+  adopt(await spawn());
+
+  return {
+    submit(rawId, size, received) {
+      if (!thread) return;
+      try {
+        if (received) {
+          // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
+          const raw = new Uint8Array(received.raw);
+          thread.postMessage({ type: "submit", rawId, size, received: { ...received, raw: raw as Buffer } } satisfies ToProcessing, [raw.buffer]);
+        } else {
+          thread.postMessage({ type: "submit", rawId, size } satisfies ToProcessing);
+        }
+        sent++;
+        sentBytes += size;
+      } catch (error) {
+        // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes it.
+        log.warn("handing a message to processing failed; the sweeper takes it", { rawId, error });
+      }
+    },
+    overloaded() {
+      const messages = load.messages + (sent - load.taken);
+      const bytes = load.bytes + (sentBytes - load.takenBytes);
+      return messages >= maxBacklogMessages || bytes >= maxBacklogBytes;
+    },
+    async stop() {
+      stopping = true;
+      clearTimeout(restart);
+      const worker = thread;
+      if (!worker) return;
+      const stopped = new Promise<void>((resolve) => {
+        worker.on("message", (message: FromProcessing) => message.type === "stopped" && resolve());
+        worker.once("exit", () => resolve());
+      });
+      worker.postMessage({ type: "stop" } satisfies ToProcessing);
+      await stopped;
+      await worker.terminate();
+    },
+  };
+}

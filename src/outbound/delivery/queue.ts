@@ -1,0 +1,306 @@
+// The delivery queue: committed submissions wait in PostgreSQL (status pending) until a worker claims them and
+// starts their deliver/<submissionId> workflows. Both sides talk through PostgreSQL notifications:
+//
+// - Acceptance (the api role) announces each committed submission (SUBMISSIONS_ANNOUNCED, grouped) and makes no
+//   Temporal call: the start is a worker's job, so it can be an eager start (the server hands the workflow's first
+//   task straight back to the starting worker: no task dispatch, ~35 ms less per message on the dev server).
+// - The worker's dispatcher keeps the announced ids in order and claims them in batches (pending → queued, one
+//   statement; src/outbound/delivery/store.ts) while fewer than DELIVERY_CONCURRENCY first attempts of its own run,
+//   then starts their workflows on its own connection with requestEagerStart. What it cannot take yet waits as
+//   pending, oldest first; once a second it reports how many wait, how long the oldest has waited and how fast it
+//   claims (DELIVERY_BACKLOG_REPORTED).
+// - Acceptance estimates how long a submission accepted now would wait for its first attempt — those waiting ahead
+//   of it over the workers' claim rate, and at least the age of the oldest — and refuses sends (503
+//   delivery_backlog, Retry-After) while that is past half of DELIVERY_BACKLOG_MAX_S (the other half covers the
+//   reports' age and the sends in flight), so that what it accepted starts within the limit. The age of the oldest
+//   alone was not enough: offered twice as fast as delivered, the newest waited twice as long (bench:outbound).
+//
+// Announcements carry the task queue, so a worker claims only work meant for its queue (and tests sharing one
+// database keep to their own). A lost announcement (no worker listening, a dropped connection) leaves the
+// submission pending: the delivery reconciler starts it (src/outbound/delivery/reconciler.ts).
+import { randomBytes } from "node:crypto";
+import type { Database } from "../../db/database.js";
+import { groupCommit } from "../../db/group-commit.js";
+import { Unavailable } from "../../errors.js";
+import type { Logger } from "../../logger.js";
+import type { QueuedSubmission } from "../../../workflows/delivery.js";
+import type { DeliveryQueue } from "../ports.js";
+import { FIRST_ATTEMPT_BUDGET_MS } from "./deliverer.js";
+import type { ClaimedSubmission, DeliveryStore } from "./store.js";
+
+export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
+export const DELIVERY_BACKLOG_REPORTED = "delivery_backlog_reported";
+
+/** Starts a submission's delivery workflow (deliver/<submissionId>); idempotent. */
+export interface DeliveryStarter {
+  start(submission: {
+    readonly submissionId: string;
+    readonly organizationId: string;
+    readonly inboxId: string | null;
+    /** What the claim queued; absent, the workflow queues the submission itself. */
+    readonly queued?: QueuedSubmission;
+  }): Promise<void>;
+}
+
+/** Ids per notification: a payload stays well under PostgreSQL's 8,000 bytes. */
+const IDS_PER_NOTIFICATION = 150;
+/** Claimed per statement at most. */
+const CLAIM_BATCH = 100;
+/** How often a dispatcher with waiting submissions reports its backlog. */
+const REPORT_INTERVAL_MS = 1_000;
+/** A report older than this is no longer believed (its worker stopped, or stopped reporting a backlog). */
+const REPORT_FRESH_MS = 3_000;
+/** The claim rate is measured over this window. */
+const RATE_WINDOW_MS = 5_000;
+/** Waiting ids looked up per report; beyond them, every waiting id is counted as pending. */
+const REPORT_LOOKUP = 5_000;
+/** Ids waiting in memory at most; beyond, announcements are dropped and the reconciler finds them pending. */
+const MAX_WAITING = 100_000;
+/**
+ * A first attempt not reported ended by then frees its slot anyway: its workflow task went to another worker (no
+ * eager slot here), or it failed before its attempt. A first attempt ends within FIRST_ATTEMPT_BUDGET_MS.
+ */
+const IN_FLIGHT_TTL_MS = FIRST_ATTEMPT_BUDGET_MS + 10_000;
+/** How long a starting dispatcher waits for its LISTEN before it goes on without. */
+const LISTEN_WAIT_MS = 5_000;
+/** A claim that failed (the database) is tried again after this long. */
+const CLAIM_RETRY_MS = 1_000;
+
+function announcement(taskQueue: string, ids: readonly string[]): string {
+  return `${taskQueue}\t${ids.join(",")}`;
+}
+
+/** Acceptance's side: announcements after commit, and the backlog check before a send. */
+export function createDeliveryQueue(deps: { db: Database; taskQueue: string; backlogMaxMs: number; log: Logger }): DeliveryQueue & { close(): Promise<void> } {
+  const announce = groupCommit<string, void>(
+    async (ids) => {
+      const payloads: string[] = [];
+      for (let i = 0; i < ids.length; i += IDS_PER_NOTIFICATION) payloads.push(announcement(deps.taskQueue, ids.slice(i, i + IDS_PER_NOTIFICATION)));
+      await deps.db.sql.query("select pg_notify($1, p) from unnest($2::text[]) as p", [SUBMISSIONS_ANNOUNCED, payloads]);
+      return ids.map(() => undefined);
+    },
+    { maxGroup: 1000, maxInFlight: 1 },
+  );
+
+  // The latest report of each worker of this task queue.
+  const reports = new Map<string, BacklogReport & { at: number }>();
+  const listener = deps.db.sql.listen(DELIVERY_BACKLOG_REPORTED, {
+    notified(payload) {
+      const [queue, worker, pending, oldestMs, claimsPerS] = payload.split("\t");
+      if (queue !== deps.taskQueue || !worker) return;
+      reports.set(worker, { pending: Number(pending) || 0, oldestMs: Number(oldestMs) || 0, claimsPerS: Number(claimsPerS) || 0, at: Date.now() });
+    },
+    listening: () => undefined,
+    // Without reports nothing is refused: a worker that cannot report is no reason to stop accepting.
+    lost: () => reports.clear(),
+  });
+
+  return {
+    requireCapacity() {
+      const now = Date.now();
+      for (const [worker, r] of reports) if (now - r.at > REPORT_FRESH_MS) reports.delete(worker);
+      const backlogMs = expectedWaitMs([...reports.values()]);
+      if (backlogMs > deps.backlogMaxMs / 2) {
+        throw new Unavailable(
+          "delivery_backlog",
+          `delivery is ${Math.round(backlogMs / 1000)} s behind (DELIVERY_BACKLOG_MAX_S is ${deps.backlogMaxMs / 1000}): retry later`,
+          backlogMs / 1000,
+        );
+      }
+    },
+    announce(submissionId) {
+      announce(submissionId).catch((e: unknown) =>
+        deps.log.warn("submission not announced; the delivery reconciler will start it", { submissionId, error: e }),
+      );
+    },
+    close: () => listener.close(),
+  };
+}
+
+/** What a worker reports: the submissions it sees waiting, the oldest one's wait, and the rate it claims them. */
+export interface BacklogReport {
+  readonly pending: number;
+  readonly oldestMs: number;
+  readonly claimsPerS: number;
+}
+
+/**
+ * How long a submission accepted now would wait: every worker sees every announcement (so the most pending any
+ * reports), and they claim together (the sum of their rates); never less than the oldest has waited already.
+ */
+export function expectedWaitMs(reports: readonly BacklogReport[]): number {
+  let pending = 0;
+  let oldestMs = 0;
+  let claimsPerS = 0;
+  for (const r of reports) {
+    pending = Math.max(pending, r.pending);
+    oldestMs = Math.max(oldestMs, r.oldestMs);
+    claimsPerS += r.claimsPerS;
+  }
+  if (pending === 0) return 0;
+  return Math.max(oldestMs, claimsPerS > 0 ? (pending / claimsPerS) * 1000 : oldestMs);
+}
+
+export interface DispatcherDeps {
+  readonly db: Database;
+  readonly store: DeliveryStore;
+  readonly taskQueue: string;
+  /** First attempts of this worker in flight at most (DELIVERY_CONCURRENCY). */
+  readonly capacity: number;
+  /** The retry schedule handed to each workflow (from the worker's configuration). */
+  readonly schedule: Pick<QueuedSubmission, "retryInitialMs" | "retryMaxMs" | "queueLifetimeMs">;
+  readonly log: Logger;
+}
+
+export interface DeliveryDispatcher {
+  /** A first attempt of a submission ended in this process: its slot is free. */
+  firstAttemptEnded(submissionId: string): void;
+  /**
+   * Starts listening and dispatching with this starter (made on the worker's own connection); resolves once it
+   * listens, or after LISTEN_WAIT_MS without (it goes on trying; the reconciler finds what it misses).
+   */
+  start(starter: DeliveryStarter): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The worker's side: listens for announcements, claims and starts within its capacity, reports its backlog. */
+export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatcher {
+  const workerId = randomBytes(6).toString("hex");
+  const waiting: string[] = [];
+  const known = new Set<string>();
+  const inFlight = new Map<string, number>();
+  let starter: DeliveryStarter | undefined;
+  let stopped = false;
+  let pumping: Promise<void> | undefined;
+  let listener: { close(): Promise<void> } | undefined;
+  let reporter: NodeJS.Timeout | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let reportedBacklog = false;
+  /** Claims of the last RATE_WINDOW_MS: when, and how many. */
+  const claims: { at: number; n: number }[] = [];
+
+  const forgetOldClaims = (): void => {
+    const since = Date.now() - RATE_WINDOW_MS;
+    while (claims.length > 0 && claims[0]!.at < since) claims.shift();
+  };
+
+  const freeSlots = (): number => {
+    const now = Date.now();
+    for (const [id, expires] of inFlight) if (expires < now) inFlight.delete(id);
+    return deps.capacity - inFlight.size;
+  };
+
+  const started = (c: ClaimedSubmission) =>
+    starter!
+      .start({
+        submissionId: c.submissionId,
+        organizationId: c.organizationId,
+        inboxId: c.inboxId,
+        queued: { domains: c.domains, createdAtMs: c.createdAt.getTime(), ...deps.schedule },
+      })
+      .catch((e: unknown) => {
+        inFlight.delete(c.submissionId);
+        deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: c.submissionId, error: e });
+      });
+
+  async function drain(): Promise<void> {
+    while (!stopped && waiting.length > 0) {
+      const room = Math.min(freeSlots(), CLAIM_BATCH);
+      if (room <= 0) return;
+      const ids = waiting.splice(0, room);
+      let claimed: ClaimedSubmission[];
+      try {
+        claimed = await deps.store.claim(ids);
+      } catch (e) {
+        waiting.unshift(...ids);
+        deps.log.warn("delivery queue: claim failed, trying again", { error: e });
+        retry = setTimeout(() => {
+          retry = undefined;
+          pump();
+        }, CLAIM_RETRY_MS);
+        retry.unref();
+        return;
+      }
+      for (const id of ids) known.delete(id);
+      if (claimed.length > 0) claims.push({ at: Date.now(), n: claimed.length });
+      forgetOldClaims();
+      const expires = Date.now() + IN_FLIGHT_TTL_MS;
+      for (const c of claimed) inFlight.set(c.submissionId, expires);
+      await Promise.all(claimed.map(started));
+    }
+  }
+
+  function pump(): void {
+    // Not while a claim runs, nor while a failed one waits to be tried again.
+    if (pumping || retry || stopped || !starter) return;
+    pumping = drain().finally(() => {
+      pumping = undefined;
+      // Slots freed or ids announced while the claim ran.
+      if (waiting.length > 0 && freeSlots() > 0) pump();
+    });
+  }
+
+  function enqueue(ids: readonly string[]): void {
+    for (const id of ids) {
+      if (known.has(id) || waiting.length >= MAX_WAITING) continue;
+      known.add(id);
+      waiting.push(id);
+    }
+    pump();
+  }
+
+  /** Reports the waiting submissions that are still pending, the oldest one's wait, and the claim rate. */
+  async function report(): Promise<void> {
+    let pending = 0;
+    let oldestMs = 0;
+    if (waiting.length > 0) {
+      const [row] = await deps.db.sql.query<{ n: number; ms: number | null }>(
+        `select count(*)::int as n, (extract(epoch from now() - min(created_at)) * 1000)::float8 as ms
+           from submissions where id = any($1::uuid[]) and status = 'pending'`,
+        [waiting.slice(0, REPORT_LOOKUP)],
+      );
+      pending = (row?.n ?? 0) + Math.max(0, waiting.length - REPORT_LOOKUP);
+      oldestMs = Math.max(0, Math.round(Number(row?.ms ?? 0)));
+    }
+    // Reported while there is a backlog, and once more when it is gone.
+    if (pending === 0 && !reportedBacklog) return;
+    reportedBacklog = pending > 0;
+    forgetOldClaims();
+    const claimsPerS = claims.reduce((sum, c) => sum + c.n, 0) / (RATE_WINDOW_MS / 1000);
+    await deps.db.sql.query("select pg_notify($1, $2)", [DELIVERY_BACKLOG_REPORTED, [deps.taskQueue, workerId, pending, oldestMs, claimsPerS].join("\t")]);
+  }
+
+  return {
+    firstAttemptEnded(submissionId) {
+      if (inFlight.delete(submissionId)) pump();
+    },
+    async start(s) {
+      starter = s;
+      let listening!: () => void;
+      const listens = new Promise<void>((resolve) => (listening = resolve));
+      listener = deps.db.sql.listen(SUBMISSIONS_ANNOUNCED, {
+        notified(payload) {
+          const tab = payload.indexOf("\t");
+          if (tab < 0 || payload.slice(0, tab) !== deps.taskQueue) return;
+          enqueue(payload.slice(tab + 1).split(","));
+        },
+        listening,
+        lost: () => deps.log.warn("delivery queue: not listening for announcements; the delivery reconciler starts what is missed"),
+      });
+      reporter = setInterval(() => {
+        report().catch((e: unknown) => deps.log.warn("delivery queue: backlog report failed", { error: e }));
+      }, REPORT_INTERVAL_MS);
+      reporter.unref();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([listens, new Promise<void>((resolve) => (timer = setTimeout(resolve, LISTEN_WAIT_MS)))]);
+      clearTimeout(timer);
+    },
+    async stop() {
+      stopped = true;
+      clearInterval(reporter);
+      clearTimeout(retry);
+      await listener?.close();
+      await pumping;
+    },
+  };
+}

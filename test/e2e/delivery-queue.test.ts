@@ -1,0 +1,102 @@
+// The delivery queue end to end, through the API and a real worker: a send is announced, claimed and delivered
+// without the API starting a workflow; deliveries to one next hop share a kept SMTP connection, which is closed
+// once idle; past capacity the API answers 503 delivery_backlog with Retry-After instead of accepting work it
+// cannot start, and accepts again once the backlog is gone.
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { deliveryWorkflowId } from "../../src/temporal/client.js";
+import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
+
+const apps: TestApp[] = [];
+const sinks: SmtpSink[] = [];
+afterAll(async () => {
+  for (const app of apps) await app.stop();
+  for (const sink of sinks) await sink.stop();
+});
+
+async function appWithSink(env: Record<string, string>): Promise<{ app: TestApp; sink: SmtpSink; tenant: Tenant; inboxId: string }> {
+  const sink = await startSmtpSink();
+  sinks.push(sink);
+  const app = await startTestApp({ SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}`, ...env });
+  apps.push(app);
+  const tenant = await app.createTenant({ messagesPerMinute: 10_000, messagesPerDay: 10_000, recipientsPerDay: 10_000 });
+  const inbox = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("queue"), displayName: "Q" } });
+  expect(inbox.status).toBe(201);
+  return { app, sink, tenant, inboxId: inbox.body.id };
+}
+
+function send(tenant: Tenant, inboxId: string, to: string) {
+  return tenant.request("POST", `/v1/inboxes/${inboxId}/messages`, {
+    body: { to: [{ email: to }], subject: "queue", text: "hello" },
+    headers: { "idempotency-key": uniqueName("k") },
+  });
+}
+
+async function delivered(tenant: Tenant, submissionId: string): Promise<void> {
+  await eventually(async () => ((await tenant.request("GET", `/v1/submissions/${submissionId}`)).body.status === "delivered" ? true : undefined), 30_000);
+}
+
+let reuse: Awaited<ReturnType<typeof appWithSink>>;
+beforeAll(async () => {
+  reuse = await appWithSink({ DELIVERY_CONNECTION_IDLE_MS: "300000" });
+  await reuse.app.startWorker();
+});
+
+test("sends are delivered one after another over one kept connection, and their workflows were started by the worker", async () => {
+  const { app, sink, tenant, inboxId } = reuse;
+  for (let i = 0; i < 3; i++) {
+    const to = `${uniqueName("kept")}@sink.test`;
+    const res = await send(tenant, inboxId, to);
+    expect(res.status).toBe(202);
+    await delivered(tenant, res.body.submission.id);
+    expect(sink.copiesFor(to)).toHaveLength(1);
+    const workflow = await app.temporal.workflow.getHandle(deliveryWorkflowId(res.body.submission.id)).describe();
+    expect(workflow.type).toBe("delivery");
+  }
+  // One connection for the three (with a connection per message there were three), still open for the next.
+  expect(sink.connections).toEqual({ accepted: 1, open: 1 });
+});
+
+test("a kept connection is closed once it has been idle for DELIVERY_CONNECTION_IDLE_MS", async () => {
+  const { app, sink, tenant, inboxId } = await appWithSink({ DELIVERY_CONNECTION_IDLE_MS: "200" });
+  await app.startWorker();
+  const res = await send(tenant, inboxId, `${uniqueName("idle")}@sink.test`);
+  await delivered(tenant, res.body.submission.id);
+  expect(sink.connections.accepted).toBe(1);
+  await eventually(async () => (sink.connections.open === 0 ? true : undefined));
+});
+
+test("past capacity sends are refused with 503 delivery_backlog and Retry-After, and accepted again once delivery catches up", async () => {
+  // One first attempt at a time, and a peer that sits on its answer to DATA: everything after it waits, pending.
+  const { app, sink, tenant, inboxId } = await appWithSink({ DELIVERY_CONCURRENCY: "1", DELIVERY_BACKLOG_MAX_S: "2" });
+  sink.holdData(1, 120_000);
+  const worker = await app.startWorker();
+  try {
+    const first = await send(tenant, inboxId, `${uniqueName("held")}@sink.test`);
+    expect(first.status).toBe(202);
+    await eventually(async () => (sink.transactions.length === 1 ? true : undefined), 30_000);
+    // Sends go on being accepted until the oldest waiting one has waited half of DELIVERY_BACKLOG_MAX_S.
+    const accepted: string[] = [];
+    const refused = await eventually(async () => {
+      const res = await send(tenant, inboxId, `${uniqueName("waiting")}@sink.test`);
+      if (res.status !== 202) return res;
+      accepted.push(res.body.submission.id);
+      return undefined;
+    }, 30_000);
+    expect([refused.status, refused.body.error]).toEqual([503, "delivery_backlog"]);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(accepted.length).toBeGreaterThanOrEqual(1);
+    expect((await tenant.request("GET", `/v1/submissions/${accepted[0]}`)).body.status).toBe("pending");
+
+    // The peer answers: what waited is delivered, and sends are accepted again.
+    sink.releaseData();
+    for (const id of [first.body.submission.id, ...accepted]) await delivered(tenant, id);
+    const again = await eventually(async () => {
+      const res = await send(tenant, inboxId, `${uniqueName("again")}@sink.test`);
+      return res.status === 202 ? res : undefined;
+    }, 30_000);
+    await delivered(tenant, again.body.submission.id);
+  } finally {
+    await worker.stop();
+  }
+});

@@ -1,0 +1,317 @@
+// The MCP server through the SDK's own client: Streamable HTTP at /mcp on the real API server, and stdio through a
+// real `mailbox mcp` child process. Every successful result is checked against its tool's declared outputSchema.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Submission } from "../../src/db/entities/index.js";
+import { buildTools } from "../../src/mcp/tools.js";
+import { buildRouteTable } from "../../src/rest/routes.js";
+import { CONTRACT_SERVICES } from "../../src/rpc/services.js";
+import { storeInbound } from "../support/mail-fixtures.js";
+import { startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+/** Small, so body limits are cheap to reach; send and reply may still carry twice the message content limit. */
+const MAX_REQUEST_BYTES = 16 * 1024;
+
+let app: TestApp;
+const clients: Client[] = [];
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+const outputValidators = new Map<string, ValidateFunction>();
+
+beforeAll(async () => {
+  app = await startTestApp({ API_MAX_REQUEST_BYTES: String(MAX_REQUEST_BYTES) });
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await app?.stop();
+});
+
+/** A client over Streamable HTTP that has listed the tools (the SDK then checks results against outputSchema too). */
+async function httpClient(headers: Record<string, string>): Promise<{ client: Client; tools: Tool[] }> {
+  const client = new Client({ name: "mcp-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", app.baseUrl), { requestInit: { headers } }));
+  clients.push(client);
+  return { client, tools: await listTools(client) };
+}
+
+async function listTools(client: Client): Promise<Tool[]> {
+  const { tools } = await client.listTools();
+  for (const tool of tools) if (!outputValidators.has(tool.name)) outputValidators.set(tool.name, ajv.compile(tool.outputSchema!));
+  return tools;
+}
+
+/** Calls a tool; a success must match its outputSchema exactly and repeat itself as JSON text. */
+async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  if (!result.isError) {
+    const validate = outputValidators.get(name)!;
+    expect(validate(result.structuredContent), `${name}: ${ajv.errorsText(validate.errors)}`).toBe(true);
+    expect(JSON.parse((result.content[0] as { text: string }).text)).toEqual(result.structuredContent);
+  }
+  return result;
+}
+
+async function succeed(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  const result = await call(client, name, args);
+  expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+  return result.structuredContent;
+}
+
+/** The {error, message} of a tool error. */
+async function fail(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ error: string; message: string; retryAfterSeconds?: number }> {
+  const result = await call(client, name, args);
+  expect(result.isError, JSON.stringify(result.content)).toBe(true);
+  expect(result.structuredContent).toBeUndefined();
+  return JSON.parse((result.content[0] as { text: string }).text);
+}
+
+async function inboxOf(client: Client): Promise<{ id: string; address: string }> {
+  return succeed(client, "create_inbox", { localPart: uniqueName("agent"), displayName: "Agent" });
+}
+
+const keyOf = (tenant: Tenant) => ({ "x-api-key": tenant.key });
+
+describe("MCP over Streamable HTTP", () => {
+  test("lists one tool per RPC of the contract, with its description, schemas and annotations", async () => {
+    const tenant = await app.createTenant();
+    const { client, tools } = await httpClient(keyOf(tenant));
+    const expected = buildTools(buildRouteTable(CONTRACT_SERVICES));
+    expect(tools.map((t) => t.name)).toEqual(expected.map((t) => t.name));
+    for (const tool of tools) {
+      const mine = expected.find((t) => t.name === tool.name)!;
+      expect(tool).toEqual({
+        name: mine.name,
+        description: mine.description,
+        inputSchema: mine.inputSchema,
+        outputSchema: mine.outputSchema,
+        annotations: mine.annotations,
+      });
+    }
+    expect(client.getServerVersion()?.name).toBe("agent-mailbox");
+    expect(client.getInstructions()).toContain("never as instructions");
+  });
+
+  test("runs an agent's flow: create an inbox, read the mail that came in, reply; a retried reply sends once", async () => {
+    const tenant = await app.createTenant();
+    const { client } = await httpClient(keyOf(tenant));
+    const inbox = await inboxOf(client);
+    expect(inbox.address).toMatch(/@agents\.test$/);
+    const mail = await storeInbound(app.db, {
+      organizationId: tenant.organizationId,
+      inboxId: inbox.id,
+      subject: "Your sign-in code",
+      text: "Your code is 482913. It expires in 10 minutes.",
+    });
+
+    const threads = await succeed(client, "list_threads", { inboxId: inbox.id });
+    expect(threads.threads.map((t: { id: string }) => t.id)).toEqual([mail.threadId]);
+    const thread = await succeed(client, "get_thread", { threadId: mail.threadId });
+    expect(thread.messages).toHaveLength(1);
+    expect(thread.messages[0]).toMatchObject({ id: mail.messageId, direction: "inbound", text: expect.stringContaining("482913") });
+
+    const reply = { threadId: mail.threadId, targetMessageId: mail.messageId, text: "Thanks, signed in." };
+    const first = await succeed(client, "reply_to_thread", reply);
+    expect(first).toMatchObject({ replayed: false, message: { direction: "outbound", threadId: mail.threadId } });
+    // The same call again, as a client retries after a lost answer: the first result, nothing sent.
+    const retry = await succeed(client, "reply_to_thread", { ...reply });
+    expect(retry).toMatchObject({ replayed: true, message: { id: first.message.id }, submission: { id: first.submission.id } });
+    expect(await app.db.fork().count(Submission, { inboxId: inbox.id })).toBe(1);
+    // The same text again on purpose: a fresh idempotencyKey.
+    const again = await succeed(client, "reply_to_thread", { ...reply, idempotencyKey: `again-${uniqueName("k")}` });
+    expect(again.replayed).toBe(false);
+    expect(again.message.id).not.toBe(first.message.id);
+    expect(await app.db.fork().count(Submission, { inboxId: inbox.id })).toBe(2);
+    expect((await succeed(client, "get_thread", { threadId: mail.threadId })).messageCount).toBe(3);
+  });
+
+  test("takes the key as Authorization: Bearer", async () => {
+    const tenant = await app.createTenant();
+    const { client } = await httpClient({ authorization: `Bearer ${tenant.key}` });
+    const me = await succeed(client, "get_me");
+    expect(me.organization.id).toBe(tenant.organizationId);
+    expect(me.apiKey.id).toBe(tenant.keyId);
+  });
+
+  test("lists the tools without a key, and answers a call without an accepted key with the authentication error", async () => {
+    const anonymous = await httpClient({});
+    expect(anonymous.tools.length).toBeGreaterThan(20);
+    expect(await fail(anonymous.client, "get_me")).toMatchObject({ error: "unauthenticated" });
+    const wrong = await httpClient({ "x-api-key": "mbx_live_not_a_real_key" });
+    expect(await fail(wrong.client, "create_inbox", { localPart: uniqueName("x"), displayName: "X" })).toMatchObject({ error: "unauthenticated" });
+  });
+
+  test("answers another tenant's ids with not_found and changes nothing", async () => {
+    const owner = await app.createTenant();
+    const other = await app.createTenant();
+    const { client: ownerClient } = await httpClient(keyOf(owner));
+    const { client: otherClient } = await httpClient(keyOf(other));
+    const inbox = await inboxOf(ownerClient);
+    const mail = await storeInbound(app.db, { organizationId: owner.organizationId, inboxId: inbox.id });
+    expect(await fail(otherClient, "get_thread", { threadId: mail.threadId })).toMatchObject({ error: "not_found" });
+    expect(await fail(otherClient, "list_threads", { inboxId: inbox.id })).toMatchObject({ error: "not_found" });
+    expect(await fail(otherClient, "reply_to_thread", { threadId: mail.threadId, targetMessageId: mail.messageId, text: "hi" })).toMatchObject({
+      error: "not_found",
+    });
+    expect(await app.db.fork().count(Submission, { inboxId: inbox.id })).toBe(0);
+    expect((await succeed(ownerClient, "get_thread", { threadId: mail.threadId })).messageCount).toBe(1);
+  });
+
+  test("answers past the key's request rate with rate_limited and retryAfterSeconds", async () => {
+    const tenant = await app.createTenant({ restrictions: { requestsPerMinute: 2 } });
+    const { client } = await httpClient(keyOf(tenant));
+    // The rate is counted per minute window: stay inside one so the count is exact.
+    const msIntoMinute = Date.now() % 60_000;
+    if (msIntoMinute > 50_000) await new Promise((r) => setTimeout(r, 60_000 - msIntoMinute + 100));
+    await succeed(client, "get_me");
+    await succeed(client, "get_me");
+    const limited = await fail(client, "get_me");
+    expect(limited).toMatchObject({ error: "rate_limited" });
+    expect(limited.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(limited.retryAfterSeconds).toBeLessThanOrEqual(60);
+  });
+
+  test("refuses what the JSON API refuses, as invalid_request: unknown arguments, and text with NUL", async () => {
+    const tenant = await app.createTenant();
+    const { client } = await httpClient(keyOf(tenant));
+    const unknown = await fail(client, "create_inbox", { localPart: uniqueName("x"), displayName: "X", owner: "me" });
+    expect(unknown).toMatchObject({ error: "invalid_request", message: expect.stringContaining("owner") });
+    expect(await fail(client, "create_inbox", { localPart: uniqueName("x"), displayName: "A\u0000B" })).toMatchObject({ error: "invalid_request" });
+    expect(await fail(client, "get_thread", { threadId: "not-a-thread" })).toMatchObject({ error: "invalid_request" });
+    expect(await fail(client, "reply_to_thread", { threadId: "thr_000000000000000000000000", targetMessageId: "msg_000000000000000000000000", text: "x", idempotencyKey: "short" })).toMatchObject({
+      error: "invalid_request",
+    });
+  });
+
+  test("returns an attachment's bytes in base64 with its filename", async () => {
+    const tenant = await app.createTenant();
+    const { client } = await httpClient(keyOf(tenant));
+    const inbox = await inboxOf(client);
+    const mail = await storeInbound(app.db, {
+      organizationId: tenant.organizationId,
+      inboxId: inbox.id,
+      attachments: [{ filename: "report.txt", content: "quarterly numbers", scanState: "clean" }],
+    });
+    const attachment = await succeed(client, "get_attachment", { messageId: mail.messageId, attachmentId: mail.attachmentIds[0] });
+    expect(attachment).toEqual({ content: Buffer.from("quarterly numbers").toString("base64"), filename: "report.txt" });
+  });
+});
+
+describe("the /mcp edge", () => {
+  const post = (headers: Record<string, string>, body: string) =>
+    fetch(`${app.baseUrl}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body,
+    });
+  const toolCall = (name: string, args: Record<string, unknown>) =>
+    JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } });
+
+  test("allows a body over API_MAX_REQUEST_BYTES only for a call of a sending tool", async () => {
+    const tenant = await app.createTenant();
+    const big = "x".repeat(MAX_REQUEST_BYTES);
+    const create = await post(keyOf(tenant), toolCall("create_inbox", { localPart: uniqueName("x"), displayName: big }));
+    expect(create.status).toBe(413);
+    expect(await create.json()).toMatchObject({ error: "payload_too_large" });
+    const { client } = await httpClient(keyOf(tenant));
+    const inbox = await inboxOf(client);
+    const mail = await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: inbox.id });
+    const reply = await post(keyOf(tenant), toolCall("reply_to_thread", { threadId: mail.threadId, targetMessageId: mail.messageId, text: big }));
+    expect(reply.status).toBe(200);
+    const answer = (await reply.json()) as { result: CallToolResult & { structuredContent: { message: { text: string } } } };
+    expect(answer.result.isError).toBeFalsy();
+    expect(answer.result.structuredContent.message.text).toBe(big);
+  });
+
+  test("reads no more than a small body from a request without an accepted key, even for a sending tool", async () => {
+    const big = "x".repeat(MAX_REQUEST_BYTES);
+    const args = { threadId: "thr_000000000000000000000000", targetMessageId: "msg_000000000000000000000000", text: big };
+    for (const headers of [{}, { "x-api-key": "mbx_live_not_a_real_key" }] as Record<string, string>[]) {
+      const res = await post(headers, toolCall("reply_to_thread", args));
+      expect(res.status).toBe(413);
+      expect(await res.json()).toMatchObject({ error: "payload_too_large" });
+    }
+  });
+
+  test("answers GET and DELETE with 405, as a stateless server without a stream", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const res = await fetch(`${app.baseUrl}/mcp`, { method, headers: { accept: "text/event-stream" } });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+    }
+  });
+
+  test("serves /llms.txt with every tool and pointers to /openapi.json and /mcp", async () => {
+    const res = await fetch(`${app.baseUrl}/llms.txt`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/markdown; charset=utf-8");
+    const text = await res.text();
+    expect(text).toMatch(/^# Agent Mailbox\n/);
+    for (const tool of buildTools(buildRouteTable(CONTRACT_SERVICES))) expect(text).toContain(`- \`${tool.name}\` (`);
+    expect(text).toContain("(/openapi.json)");
+    expect(text).toContain("`POST /mcp`");
+    expect(text).toContain(`A request body is at most ${MAX_REQUEST_BYTES} bytes`);
+  });
+});
+
+describe("MCP over stdio (mailbox mcp)", () => {
+  async function stdioClient(env: Record<string, string>): Promise<Client> {
+    const client = new Client({ name: "mcp-test", version: "1.0.0" });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ["src/cli/mailbox.js", "mcp"],
+      cwd: ROOT,
+      env: { MAILBOX_URL: app.baseUrl, LOG_LEVEL: "error", ...env },
+      stderr: "inherit",
+    });
+    await client.connect(transport);
+    clients.push(client);
+    return client;
+  }
+
+  test("serves the service's tools, calling with the key from the environment", async () => {
+    const tenant = await app.createTenant();
+    const client = await stdioClient({ MAILBOX_API_KEY: tenant.key });
+    const tools = await listTools(client);
+    expect(tools.map((t) => t.name)).toEqual(buildTools(buildRouteTable(CONTRACT_SERVICES)).map((t) => t.name));
+    expect(client.getServerVersion()?.name).toBe("agent-mailbox");
+    const inbox = await inboxOf(client);
+    expect((await tenant.request("GET", `/v1/inboxes/${inbox.id}`)).status).toBe(200);
+    const mail = await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: inbox.id });
+    const reply = { threadId: mail.threadId, targetMessageId: mail.messageId, text: "On my way." };
+    const first = await succeed(client, "reply_to_thread", reply);
+    expect((await succeed(client, "reply_to_thread", reply)).message.id).toBe(first.message.id);
+  });
+
+  test("answers every request it read before its stdin ended, then exits", async () => {
+    const tenant = await app.createTenant();
+    const child = spawn(process.execPath, ["src/cli/mailbox.js", "mcp"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, MAILBOX_URL: app.baseUrl, MAILBOX_API_KEY: tenant.key },
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    const requests = [
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_me", arguments: {} } },
+    ];
+    child.stdin.end(requests.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(0);
+    const answers = out.trim().split("\n").map((line) => JSON.parse(line) as { id: number; result: any });
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2]);
+    expect(answers.find((a) => a.id === 2)!.result.structuredContent.organization.id).toBe(tenant.organizationId);
+  });
+
+  test("answers tool calls with the authentication error when MAILBOX_API_KEY is unset", async () => {
+    const client = await stdioClient({});
+    await listTools(client);
+    expect(await fail(client, "get_me")).toMatchObject({ error: "unauthenticated" });
+  });
+});

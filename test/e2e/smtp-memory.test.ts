@@ -1,0 +1,164 @@
+// Memory under hostile load, from outside: the smtp role as its own process (`mailbox serve --role smtp`) takes 40
+// sessions from 40 client addresses, each sending two 9 MB messages, then three times as many. Its RSS, read from
+// /proc while the load runs, grows by less than the bound the README derives from the configuration, and every
+// message answered 250 is stored, once.
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
+import { RawSmtpClient, transaction, type SmtpReply } from "../support/smtp-client.js";
+import { serveSmtp, type SmtpProcess } from "../support/smtp-process.js";
+
+const MiB = 1024 * 1024;
+/** The configuration under test (SMTP_MAX_CONNECTIONS and LIMIT_MESSAGE_CONTENT_BYTES as by default). */
+const RECEIVE = 16 * MiB;
+const PROCESSING = 32 * MiB;
+const PARSERS = 2;
+const PARSE_MB = 64;
+const MAX_CONNECTIONS = 100;
+const MAX_MESSAGE = 10 * MiB;
+const LIMITS = {
+  SMTP_RECEIVE_MEMORY_BYTES: String(RECEIVE),
+  INBOUND_PROCESSING_MEMORY_BYTES: String(PROCESSING),
+  INBOUND_CONCURRENCY: String(PARSERS),
+  INBOUND_PARSE_MEMORY_MB: String(PARSE_MB),
+};
+/**
+ * The bound the README ("Limits and hostile input") derives from the configuration: what receiving holds, what the
+ * processing thread holds, what each parser may hold, what V8 lets each thread's dead buffers reach before it
+ * collects them, and what each connection holds.
+ */
+const RSS_GROWTH_BOUND =
+  2 * RECEIVE + 3 * PROCESSING + PARSERS * (PARSE_MB * MiB + 3 * MAX_MESSAGE) + (2 + PARSERS) * 64 * MiB + MAX_CONNECTIONS * 256 * 1024;
+/** However slow the machine, the load ends: a message not answered 250 by then fails the test. */
+const LOAD_DEADLINE_MS = 600_000;
+
+let app: TestApp;
+let dataDir: string;
+let smtp: SmtpProcess;
+let inbox: { id: string; address: string };
+
+beforeAll(async () => {
+  app = await startTestApp();
+  dataDir = await mkdtemp(join(tmpdir(), "mailbox-smtp-memory-"));
+  const tenant = await app.createTenant();
+  inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("load"), displayName: "Load" } })).body;
+  smtp = await serveSmtp(app, dataDir, LIMITS);
+});
+afterAll(async () => {
+  await smtp?.kill("SIGKILL");
+  await app?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** A 9 MB body: a base64 attachment of random (incompressible) bytes in 76-character lines. */
+const BODY = (() => {
+  const base64 = randomBytes(6_750_000).toString("base64").replace(/.{76}/g, "$&\r\n");
+  return Buffer.from(
+    `Content-Type: multipart/mixed; boundary=load\r\n\r\n--load\r\nContent-Type: text/plain\r\n\r\nsee the attachment\r\n` +
+      `--load\r\nContent-Type: application/octet-stream; name=blob.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n${base64}\r\n--load--\r\n`,
+  );
+})();
+
+function header(messageId: string): Buffer {
+  return Buffer.from(`From: load@example.org\r\nTo: ${inbox.address}\r\nSubject: load\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
+}
+
+/** The first reply of a transaction that is not a success (MAIL, RCPT, DATA, then the message), or null if all were. */
+function refusal(replies: Awaited<ReturnType<typeof transaction>>): SmtpReply | "closed" | null {
+  for (const reply of [replies.mail, ...replies.rcpt, replies.data, replies.message]) {
+    if (reply === null) return "closed";
+    if (reply.code >= 400) return reply;
+  }
+  return null;
+}
+
+/**
+ * One client: a session from its own address that sends its messages in turn; on a 4xx or a dropped connection it
+ * waits a little and goes on in a new session, as an MTA retries. Resolves with the Message-IDs answered 250.
+ */
+async function client(localAddress: string, messageIds: readonly string[], deadline: number): Promise<string[]> {
+  const accepted: string[] = [];
+  const pending = [...messageIds];
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** Math.min(attempt, 5)) * (0.5 + Math.random())));
+    if (Date.now() > deadline) throw new Error(`${localAddress}: ${pending.length} messages not accepted in time`);
+    const connected = await RawSmtpClient.connect(smtp.port, "127.0.0.1", localAddress).catch(() => null);
+    if (!connected) continue;
+    const { client, greeting } = connected;
+    client.replyTimeoutMs = 300_000;
+    try {
+      if (greeting?.code !== 220 || (await client.command("EHLO load.example"))?.code !== 250) continue;
+      while (pending.length > 0) {
+        const messageId = pending[0]!;
+        const replies = await transaction(client, { from: "load@example.org", to: [inbox.address], data: [header(messageId), BODY] });
+        const refused = refusal(replies);
+        if (refused === null) {
+          accepted.push(messageId);
+          pending.shift();
+          continue;
+        }
+        if (refused !== "closed" && refused.code >= 500) throw new Error(`${messageId} refused: ${refused.code} ${refused.text}`);
+        break;
+      }
+    } finally {
+      await client.quit();
+    }
+  }
+  return accepted;
+}
+
+/** Runs `clients` clients of two messages each, every one from its own 127.0.1.x address, sampling RSS meanwhile. */
+async function load(clients: number): Promise<{ accepted: string[]; peakRss: number }> {
+  let peakRss = 0;
+  const sample = async () => (peakRss = Math.max(peakRss, await smtp.rss().catch(() => 0)));
+  const sampler = setInterval(() => void sample(), 100);
+  try {
+    const deadline = Date.now() + LOAD_DEADLINE_MS;
+    const results = await Promise.all(
+      Array.from({ length: clients }, (_, i) =>
+        client(`127.0.1.${i + 1}`, [`<${uniqueName(`c${i}-a`)}@load.example>`, `<${uniqueName(`c${i}-b`)}@load.example>`], deadline),
+      ),
+    );
+    await sample();
+    return { accepted: results.flat(), peakRss };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+async function storedOf(messageIds: readonly string[]): Promise<{ rows: number; distinct: number }> {
+  const [counts] = await app.db.sql.query<{ rows: number; distinct: number }>(
+    `select count(*)::int as rows, count(distinct internet_message_id)::int as distinct from messages
+      where inbox_id = $1 and internet_message_id = any($2)`,
+    [inbox.id, messageIds],
+  );
+  return counts!;
+}
+
+test("40 and then 120 clients sending two 9 MB messages each: RSS grows within the configured bound, every 250 is stored once", async () => {
+  // Warm: one small message through the whole path, so threads and pools exist before the baseline is read.
+  const warm = `<${uniqueName("warm")}@load.example>`;
+  const { client: c } = await RawSmtpClient.connect(smtp.port);
+  await c.command("EHLO warm.example");
+  await transaction(c, { from: "load@example.org", to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
+  await c.quit();
+  await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
+  const baseline = await smtp.rss();
+
+  const growth: number[] = [];
+  for (const clients of [40, 120]) {
+    const { accepted, peakRss } = await load(clients);
+    expect(accepted).toHaveLength(2 * clients);
+    const stored = await eventually(async () => {
+      const counts = await storedOf(accepted);
+      return counts.rows >= accepted.length ? counts : undefined;
+    }, LOAD_DEADLINE_MS);
+    expect(stored).toEqual({ rows: accepted.length, distinct: accepted.length });
+    growth.push(peakRss - baseline);
+    console.log(`${clients} clients: RSS ${(baseline / MiB).toFixed(0)} MiB, peak ${(peakRss / MiB).toFixed(0)} MiB, after ${((await smtp.rss()) / MiB).toFixed(0)} MiB`);
+  }
+  for (const grew of growth) expect(grew).toBeLessThan(RSS_GROWTH_BOUND);
+}, 2 * 2 * LOAD_DEADLINE_MS);
