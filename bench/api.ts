@@ -23,6 +23,7 @@ import { waitForQuiet, withChildren, type ProcessGroups } from "./cpu.js";
 import { runLoad, type RunFigures, type Scenario } from "./load.js";
 import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns } from "./report.js";
 import { seed } from "./seed.js";
+import { envList, envNumber } from "./settings.js";
 import { startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
 
 const SCENARIOS: Readonly<Record<string, Scenario>> = {
@@ -58,21 +59,12 @@ interface Settings {
 }
 
 function settingsFromEnv(env = process.env): Settings {
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
-  const names = (env["BENCH_SCENARIOS"] || Object.keys(SCENARIOS).join(",")).split(",").map((s) => s.trim());
-  const unknown = names.filter((n) => !(n in SCENARIOS));
-  if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(", ")}; known: ${Object.keys(SCENARIOS).join(", ")}`);
+  const int = (name: string, fallback: number, min: number, max: number) => envNumber(env, name, fallback, min, max);
   return {
     runs: int("BENCH_RUNS", 5, 1, 50),
     durationS: int("BENCH_DURATION_S", 10, 1, 300),
     warmupS: int("BENCH_WARMUP_S", 3, 0, 60),
-    scenarios: names.map((n) => SCENARIOS[n]!),
+    scenarios: envList(env, "BENCH_SCENARIOS", Object.keys(SCENARIOS), (n) => SCENARIOS[n]!),
     cpuProfile: env["BENCH_CPU_PROF"] === "1",
     fixedRate: int("BENCH_FIXED_RATE", 200, 0, 10_000),
   };

@@ -5,12 +5,12 @@
 import { spawn, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import pg from "pg";
 import type { Config } from "../src/config.js";
 import type { ReceiverCommand, ReceiverTake } from "./inbound-receiver.js";
+import { pidByCommandLine } from "./processes.js";
 import { seed } from "./seed.js";
 import { startInfrastructure, stopChild, type Infrastructure, type Teardown } from "./stack.js";
 
@@ -182,20 +182,6 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
     stats: new PgStats(client),
     roleEnv,
   };
-}
-
-/** The first process whose command line holds every one of `parts`. */
-function pidByCommandLine(parts: readonly string[]): number | undefined {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
-      if (parts.every((p) => cmdline.includes(p))) return Number(entry);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
 }
 
 export interface PgCounters {

@@ -37,9 +37,11 @@ import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessG
 import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
 import { staticMessage, tokenOf } from "./inbound-message.js";
 import { startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
-import { havePostfix, HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
+import { HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
+import { havePostfix } from "./postfix.js";
 import { summarizeInboundProfile } from "./inbound-profile.js";
 import { formatReport, type Report, type RunRecord, type SystemName } from "./inbound-report.js";
+import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
@@ -82,19 +84,8 @@ export interface Settings {
 }
 
 function settingsFromEnv(env = process.env): Settings {
-  const num = (name: string, fallback: number, min: number, max: number, integer = true): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!(n >= min && n <= max) || (integer && !Number.isInteger(n))) throw new Error(`${name} must be ${integer ? "an integer" : "a number"} from ${min} to ${max}`);
-    return n;
-  };
-  const list = <T extends string>(name: string, known: readonly string[], map: (s: string) => T): T[] => {
-    const names = (env[name] || known.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
-    const unknown = names.filter((n) => !known.includes(n));
-    if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(", ")}; known: ${known.join(", ")}`);
-    return names.map(map);
-  };
+  const num = (name: string, fallback: number, min: number, max: number, integer = true) => envNumber(env, name, fallback, min, max, integer);
+  const list = <T>(name: string, known: readonly string[], map: (s: string) => T) => envList(env, name, known, map);
   return {
     systems: list("BENCH_SYSTEMS", Object.keys(SYSTEMS), (s) => SYSTEMS[s]!),
     scenarios: list("BENCH_SCENARIOS", SCENARIOS, (s) => s as ScenarioName),

@@ -4,11 +4,11 @@
 // SMTP_ROUTES sends the sink's domain to the bench sink; DELIVERY_RETRY_INITIAL shortens the first retry of a
 // deferred recipient (the deferral run) the way the Postfix peer's minimal_backoff_time is shortened.
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import type { Config } from "../src/config.js";
 import { startRole, type RoleProcess } from "./inbound-ours.js";
+import { pidByCommandLine } from "./processes.js";
 import { seed } from "./seed.js";
 import { startInfrastructure, type Infrastructure, type InfrastructureOptions, type Teardown } from "./stack.js";
 
@@ -111,20 +111,6 @@ export async function startOurOutboundStack(options: OurOutboundOptions, teardow
     db,
     sampler,
   };
-}
-
-/** The first process whose command line holds every one of `parts`. */
-function pidByCommandLine(parts: readonly string[]): number | undefined {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
-      if (parts.every((p) => cmdline.includes(p))) return Number(entry);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
 }
 
 export interface SubmissionView {

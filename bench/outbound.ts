@@ -52,6 +52,7 @@ import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
 import { formatOutboundReport, percentile, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
 import type { SinkRecord } from "./outbound-sink.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
+import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
@@ -107,19 +108,8 @@ export interface Settings {
 }
 
 function settingsFromEnv(env = process.env): Settings {
-  const num = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!(n >= min && n <= max) || !Number.isInteger(n)) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
-  const list = <T extends string>(name: string, known: readonly string[], map: (s: string) => T): T[] => {
-    const names = (env[name] || known.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
-    const unknown = names.filter((n) => !known.includes(n));
-    if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(", ")}; known: ${known.join(", ")}`);
-    return names.map(map);
-  };
+  const num = (name: string, fallback: number, min: number, max: number, integer = true) => envNumber(env, name, fallback, min, max, integer);
+  const list = <T>(name: string, known: readonly string[], map: (s: string) => T) => envList(env, name, known, map);
   const steps = (env["BENCH_STEPS"] || "10,20,35,50,70,100,140,200,280,400,560,800").split(",").map((s) => Number(s.trim()));
   if (steps.some((s) => !(s >= 1 && s <= 5000)) || steps.some((s, i) => i > 0 && s <= steps[i - 1]!)) {
     throw new Error("BENCH_STEPS must be increasing rates from 1 to 5000 msg/s");
