@@ -37,12 +37,12 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, revision } from "./machine.js";
+import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
@@ -52,6 +52,7 @@ import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
 import { formatOutboundReport, percentile, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
 import type { SinkRecord } from "./outbound-sink.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
+import { pssKb, reapedTicks, statusKb } from "./processes.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
@@ -151,35 +152,6 @@ function settingsFromEnv(env = process.env): Settings {
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const now = () => performance.timeOrigin + performance.now();
-
-function statusKb(pid: number, field: "VmRSS" | "VmHWM"): number {
-  try {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function pssKb(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
-    return m ? Number(m[1]) : statusKb(pid, "VmRSS");
-  } catch {
-    return 0;
-  }
-}
-
-/** cutime + cstime: CPU of a process's children that exited and were reaped. */
-function reapedTicks(pid: number | "self" = "self"): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[13]) + Number(fields[14]);
-  } catch {
-    return 0;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Systems and runs
@@ -770,17 +742,6 @@ async function warmUp(ctx: Context, system: System): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function waitForQuietLoad(maxS: number): Promise<number> {
-  const started = performance.now();
-  let announced = false;
-  while (loadAverage()[0] >= QUIET_LOAD && performance.now() - started < maxS * 1000) {
-    if (!announced) log(`load average ${loadAverage()[0].toFixed(2)} ≥ ${QUIET_LOAD}: waiting up to ${maxS} s for it to drop …`);
-    announced = true;
-    await sleep(5000);
-  }
-  return loadAverage()[0];
-}
-
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
@@ -802,7 +763,7 @@ async function main(): Promise<void> {
   const rolePids = new Map<number, string>();
   let report: OutboundReport | undefined;
   try {
-    const loadAtStart = await waitForQuietLoad(settings.loadWaitS);
+    const loadAtStart = await waitForQuietLoad(QUIET_LOAD, settings.loadWaitS, log);
     const sink = await startSink({ greetingDelayMs: settings.sinkGreetingMs, deferAttempts: settings.deferAttempts }, teardown);
     log(`sink on 127.0.0.1:${sink.port} (${settings.sinkDomain}), greeting after ${settings.sinkGreetingMs} ms`);
     const systems: System[] = [];
@@ -912,10 +873,7 @@ async function main(): Promise<void> {
       revision: startRevision,
       settings,
       machine: {
-        cores: availableParallelism(),
-        cpu: cpus()[0]?.model ?? "unknown CPU",
-        memoryGb: Math.round(totalmem() / 2 ** 30),
-        node: process.version,
+        ...machineFacts(),
         postfix: postfix?.version() ?? null,
       },
       loadAtStart,

@@ -1,4 +1,4 @@
-// Processes and ports of a benchmark's stack and peers, read from /proc and loopback connects.
+// Processes, ports, memory and CPU ticks of a benchmark's stack and peers, read from /proc and loopback connects.
 import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 
@@ -55,9 +55,47 @@ function pidsInProc(): number[] {
 }
 
 function ppidOf(pid: number): number | undefined {
+  const fields = statAfterName(pid);
+  return fields ? Number(fields[1]) : undefined;
+}
+
+/** VmRSS (or VmHWM, the peak) of a process in kB; 0 once it is gone. */
+export function statusKb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Proportional set size in kB (shared pages split among their processes), RSS where smaps_rollup is missing. */
+export function pssKb(pid: number): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+    return m ? Number(m[1]) : statusKb(pid);
+  } catch {
+    return 0;
+  }
+}
+
+/** utime + stime of a live process; undefined once it is gone. */
+export function processTicks(pid: number): number | undefined {
+  const fields = statAfterName(pid);
+  return fields ? Number(fields[11]) + Number(fields[12]) : undefined;
+}
+
+/** cutime + cstime: CPU of a process's children that exited and were reaped; 0 once it is gone. */
+export function reapedTicks(pid: number | "self" = "self"): number {
+  const fields = statAfterName(pid);
+  return fields ? Number(fields[13]) + Number(fields[14]) : 0;
+}
+
+/** /proc/<pid>/stat from the field after the command name (state, ppid, …). */
+function statAfterName(pid: number | "self"): string[] | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
+    return text.slice(text.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
