@@ -44,6 +44,8 @@ const INBOXES_PER_ORGANIZATION = 50;
 const FIXED_RATE_KEYS = 100;
 /** Between runs: in-flight requests drain, GC and timers settle. */
 const PAUSE_MS = 1000;
+/** CPU profiles count from the first request on. */
+const SERVING = /^node:_http_server$/;
 /** Before a run, up to MAX_QUIET_WAIT_MS for a second with at most QUIET_CORES busy (a shared machine). */
 const QUIET_CORES = 0.25;
 const MAX_QUIET_WAIT_MS = 10_000;
@@ -214,7 +216,7 @@ async function main(): Promise<void> {
   }
   await report(settings, config, startedAt, runs);
   if (profileDir) {
-    for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name))}`);
+    for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name), { work: SERVING, byDirectory: true })}`);
   }
 }
 

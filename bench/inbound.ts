@@ -33,13 +33,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig, type Config } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
 import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine.js";
+import { summarizeCpuProfile } from "./cpu-profile.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
 import { staticMessage, tokenOf } from "./inbound-message.js";
 import { startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
 import { HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
 import { havePostfix } from "./postfix.js";
-import { summarizeInboundProfile } from "./inbound-profile.js";
 import { formatReport, type Report, type RunRecord, type SystemName } from "./inbound-report.js";
 import { processTicks, pssKb, reapedTicks, statusKb } from "./processes.js";
 import { envList, envNumber } from "./settings.js";
@@ -744,7 +744,7 @@ async function main(): Promise<void> {
   if (profileDir) {
     // The smtp role's threads each wrote a profile when it stopped; the main thread's is the one numbered 0.
     const files = (await readdir(profileDir)).filter((f) => f.endsWith(".cpuprofile")).sort();
-    for (const name of files.slice(0, 2)) console.log(`\n${await summarizeInboundProfile(join(profileDir, name))}`);
+    for (const name of files.slice(0, 2)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name))}`);
   }
 }
 

@@ -46,7 +46,7 @@ import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
-import { profileIds, summarizeOutboundProfile } from "./outbound-profile.js";
+import { profileIds, summarizeCpuProfile } from "./cpu-profile.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
 import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
 import { formatOutboundReport, percentile, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
@@ -65,6 +65,8 @@ const SENDER = "agent@bench.localhost";
 const QUIET_CORES = 0.3;
 const MAX_QUIET_WAIT_MS = 5_000;
 const QUIET_LOAD = 1.5;
+/** CPU profiles count from these frames on (the api: Node's HTTP server; the worker's main thread: an activity). */
+const ROLE_WORK = /node:_http_server|\/src\/temporal\/activities\/|\/src\/outbound\//;
 /** A drain gives up when nothing arrived at the sink for this long. */
 const STALL_MS = 30_000;
 /**
@@ -898,7 +900,7 @@ async function main(): Promise<void> {
       const ids = profileIds(name);
       const role = ids ? (rolePids.get(ids.pid) ?? `pid ${ids.pid}`) : "?";
       const label = `${role}, ${ids?.thread ? `thread ${ids.thread} (workflows)` : "main thread"}`;
-      console.log(`\n${await summarizeOutboundProfile(join(profileDir, name), label)}`);
+      console.log(`\n${await summarizeCpuProfile(join(profileDir, name), { label, work: ROLE_WORK })}`);
     }
   }
 }
