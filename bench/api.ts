@@ -11,7 +11,6 @@
 // Both servers run in their own process; autocannon runs in this one. On a small machine the load generator, the
 // server and PostgreSQL share the cores: the table shows how many cores each used.
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,7 +23,7 @@ import { runLoad, type RunFigures, type Scenario } from "./load.js";
 import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns } from "./report.js";
 import { seed } from "./seed.js";
 import { envList, envNumber } from "./settings.js";
-import { startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
+import { roleEnv, startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
 
 const SCENARIOS: Readonly<Record<string, Scenario>> = {
   me: { name: "GET /v1/me", path: "/v1/me", connections: 32, target: { p99Ms: 25, ratio: 0.7 } },
@@ -85,15 +84,7 @@ function revision(): string {
 
 /** Both servers against the same database, with the same configuration defaults (KEY_CACHE_MS, limits). */
 async function startServers(infra: Infrastructure, dataDir: string, profileDir: string | undefined, teardown: Teardown) {
-  const env = {
-    DATABASE_URL: infra.databaseUrl,
-    TEMPORAL_ADDRESS: infra.temporalAddress,
-    HTTP_PORT: "0",
-    BIND_HOST: "127.0.0.1",
-    LOG_LEVEL: "error",
-    DATA_DIR: join(dataDir, "api"),
-    CURSOR_SECRET: randomBytes(32).toString("base64url"),
-  };
+  const env = { ...roleEnv(infra), DATA_DIR: join(dataDir, "api") };
   const profile = (name: string) => (profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
   const [ours, baseline] = await Promise.all([
     startServer("ours", ["src/cli/mailbox.js", "serve", "--role", "api"], env, profile("ours"), teardown),
