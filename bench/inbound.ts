@@ -42,6 +42,7 @@ import { HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./in
 import { havePostfix } from "./postfix.js";
 import { formatReport, type Report, type RunRecord, type SystemName } from "./inbound-report.js";
 import { processTicks, pssKb, reapedTicks, statusKb } from "./processes.js";
+import { percentile } from "./run-report.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
@@ -270,12 +271,6 @@ async function runSmtpSource(ctx: Context, system: System, seconds: number, reus
   const code = await exited;
   const error = !killed && code !== 0 ? `smtp-source exited with ${code}: ${stderr.trim().split("\n").slice(-2).join(" ")}` : null;
   return { accepted, elapsedS: killed ? seconds : elapsedS, perSecond, error };
-}
-
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /** Lowest mean over any `window` consecutive seconds. */

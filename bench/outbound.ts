@@ -49,10 +49,11 @@ import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResul
 import { profileIds, summarizeCpuProfile } from "./cpu-profile.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
 import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
-import { formatOutboundReport, percentile, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
+import { formatOutboundReport, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
 import type { SinkRecord } from "./outbound-sink.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
 import { pssKb, reapedTicks, statusKb } from "./processes.js";
+import { percentile } from "./run-report.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
