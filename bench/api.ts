@@ -3,13 +3,14 @@
 //
 //   BENCH_RUNS=5 BENCH_DURATION_S=10 BENCH_WARMUP_S=3   runs per server and scenario, and their lengths
 //   BENCH_SCENARIOS=me,inboxes                           which scenarios
+//   BENCH_FIXED_RATE=200                                 then as many runs at this fixed rate (req/s; 0: none), where
+//                                                        CPU per request compares like with like (same key reads)
 //   BENCH_CPU_PROF=1                                     CPU-profile both servers and print where their time went
 //   DATABASE_URL / TEMPORAL_ADDRESS                      use these instead of the embedded ones
 //
 // Both servers run in their own process; autocannon runs in this one. On a small machine the load generator, the
 // server and PostgreSQL share the cores: the table shows how many cores each used.
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,23 +20,31 @@ import { loadConfig, type Config } from "../src/config.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { waitForQuiet, withChildren, type ProcessGroups } from "./cpu.js";
 import { runLoad, type RunFigures, type Scenario } from "./load.js";
-import { DISTURBED_CORES, formatTable, summarize, TAX_TARGET, type ScenarioRuns } from "./report.js";
+import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns } from "./report.js";
 import { seed } from "./seed.js";
-import { startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
+import { envList, envNumber } from "./settings.js";
+import { roleEnv, startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
 
 const SCENARIOS: Readonly<Record<string, Scenario>> = {
-  me: { name: "GET /v1/me", path: "/v1/me", connections: 32, target: { requestsPerSecond: 3000, p99Ms: 25 } },
+  me: { name: "GET /v1/me", path: "/v1/me", connections: 32, target: { p99Ms: 25, ratio: 0.7 } },
   inboxes: {
     name: "GET /v1/inboxes?limit=20",
     path: "/v1/inboxes?limit=20",
     connections: 64,
-    target: { requestsPerSecond: 1500, p99Ms: 40 },
+    target: { p99Ms: 40, ratio: 0.7 },
   },
 };
 const ORGANIZATIONS = 1000;
 const INBOXES_PER_ORGANIZATION = 50;
+/**
+ * Keys of the fixed-rate runs: few enough that a key comes back within the key cache time at any rate worth
+ * measuring, so both servers read keys equally rarely and CPU per request compares like with like.
+ */
+const FIXED_RATE_KEYS = 100;
 /** Between runs: in-flight requests drain, GC and timers settle. */
 const PAUSE_MS = 1000;
+/** CPU profiles count from the first request on. */
+const SERVING = /^node:_http_server$/;
 /** Before a run, up to MAX_QUIET_WAIT_MS for a second with at most QUIET_CORES busy (a shared machine). */
 const QUIET_CORES = 0.25;
 const MAX_QUIET_WAIT_MS = 10_000;
@@ -47,25 +56,18 @@ interface Settings {
   readonly warmupS: number;
   readonly scenarios: readonly Scenario[];
   readonly cpuProfile: boolean;
+  readonly fixedRate: number;
 }
 
 function settingsFromEnv(env = process.env): Settings {
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
-  const names = (env["BENCH_SCENARIOS"] || Object.keys(SCENARIOS).join(",")).split(",").map((s) => s.trim());
-  const unknown = names.filter((n) => !(n in SCENARIOS));
-  if (unknown.length > 0) throw new Error(`BENCH_SCENARIOS: unknown ${unknown.join(", ")}; known: ${Object.keys(SCENARIOS).join(", ")}`);
+  const int = (name: string, fallback: number, min: number, max: number) => envNumber(env, name, fallback, min, max);
   return {
     runs: int("BENCH_RUNS", 5, 1, 50),
     durationS: int("BENCH_DURATION_S", 10, 1, 300),
     warmupS: int("BENCH_WARMUP_S", 3, 0, 60),
-    scenarios: names.map((n) => SCENARIOS[n]!),
+    scenarios: envList(env, "BENCH_SCENARIOS", Object.keys(SCENARIOS), (n) => SCENARIOS[n]!),
     cpuProfile: env["BENCH_CPU_PROF"] === "1",
+    fixedRate: int("BENCH_FIXED_RATE", 200, 0, 10_000),
   };
 }
 
@@ -82,15 +84,7 @@ function revision(): string {
 
 /** Both servers against the same database, with the same configuration defaults (KEY_CACHE_MS, limits). */
 async function startServers(infra: Infrastructure, dataDir: string, profileDir: string | undefined, teardown: Teardown) {
-  const env = {
-    DATABASE_URL: infra.databaseUrl,
-    TEMPORAL_ADDRESS: infra.temporalAddress,
-    HTTP_PORT: "0",
-    BIND_HOST: "127.0.0.1",
-    LOG_LEVEL: "error",
-    DATA_DIR: join(dataDir, "api"),
-    CURSOR_SECRET: randomBytes(32).toString("base64url"),
-  };
+  const env = { ...roleEnv(infra), DATA_DIR: join(dataDir, "api") };
   const profile = (name: string) => (profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
   const [ours, baseline] = await Promise.all([
     startServer("ours", ["src/cli/mailbox.js", "serve", "--role", "api"], env, profile("ours"), teardown),
@@ -117,7 +111,10 @@ async function getJson(url: string, key: string): Promise<unknown> {
   return res.json();
 }
 
-/** Warm-up, then runs alternating which server goes first, so drift over time hits both alike. */
+/**
+ * Warm-up, then runs alternating which server goes first, so drift over time hits both alike: first as fast as each
+ * answers, then at the same fixed rate (when BENCH_FIXED_RATE is not 0).
+ */
 async function measure(
   scenario: Scenario,
   servers: readonly [ServerProcess, ServerProcess],
@@ -126,27 +123,35 @@ async function measure(
   groupsOf: (server: ServerProcess) => ProcessGroups,
 ): Promise<ScenarioRuns> {
   // The pause after each run lets the server answer what was still in flight before anything else starts.
-  const run = async (server: ServerProcess, seconds: number) => {
-    const figures = await runLoad(server.url, scenario, keys, seconds, groupsOf(server));
+  const run = async (server: ServerProcess, seconds: number, rate?: number) => {
+    const runKeys = rate === undefined ? keys : keys.slice(0, FIXED_RATE_KEYS);
+    const figures = await runLoad(server.url, scenario, runKeys, seconds, groupsOf(server), rate);
     await sleep(PAUSE_MS);
     const waited = await waitForQuiet(QUIET_CORES, MAX_QUIET_WAIT_MS);
     if (waited > 1500) log(`  waited ${(waited / 1000).toFixed(0)} s for other processes to quieten down`);
     return figures;
   };
-  const figures = new Map<ServerProcess, RunFigures[]>(servers.map((s) => [s, []]));
-  for (const server of servers) if (settings.warmupS > 0) await run(server, settings.warmupS);
-  for (let i = 0; i < settings.runs; i++) {
-    for (const server of i % 2 === 0 ? servers : [...servers].reverse()) {
-      const f = await run(server, settings.durationS);
-      figures.get(server)!.push(f);
-      log(
-        `${scenario.name} ${server.name.padEnd(8)} run ${i + 1}/${settings.runs}: ${Math.round(f.requestsPerSecond)} req/s, ` +
-          `p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, other processes ${f.cpu.otherCores.toFixed(2)} cores` +
-          `${f.failures > 0 ? `, ${f.failures} FAILED requests` : ""}`,
-      );
+  const series = async (rate: number | undefined) => {
+    const figures = new Map<ServerProcess, RunFigures[]>(servers.map((s) => [s, []]));
+    for (let i = 0; i < settings.runs; i++) {
+      for (const server of i % 2 === 0 ? servers : [...servers].reverse()) {
+        const f = await run(server, settings.durationS, rate);
+        figures.get(server)!.push(f);
+        log(
+          `${scenario.name} ${server.name.padEnd(8)} ${rate === undefined ? "" : `at ${rate}/s `}run ${i + 1}/${settings.runs}: ` +
+            `${Math.round(f.requestsPerSecond)} req/s, p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms, ` +
+            `server CPU ${f.cpuMsPerRequest["server"]!.toFixed(3)} ms/request, ` +
+            `other processes ${f.cpu.otherCores.toFixed(2)} cores, load ${f.loadAverage.map((l) => l.toFixed(1)).join("→")}` +
+            `${f.failures > 0 ? `, ${f.failures} FAILED requests` : ""}`,
+        );
+      }
     }
-  }
-  return { scenario, ours: figures.get(servers[0])!, baseline: figures.get(servers[1])! };
+    return { ours: figures.get(servers[0])!, baseline: figures.get(servers[1])! };
+  };
+  for (const server of servers) if (settings.warmupS > 0) await run(server, settings.warmupS);
+  const saturated = await series(undefined);
+  const fixedRate = settings.fixedRate > 0 ? { rate: settings.fixedRate, ...(await series(settings.fixedRate)) } : undefined;
+  return { scenario, ...saturated, ...(fixedRate ? { fixedRate } : {}) };
 }
 
 function processGroups(infra: Infrastructure): (server: ServerProcess) => ProcessGroups {
@@ -202,7 +207,7 @@ async function main(): Promise<void> {
   }
   await report(settings, config, startedAt, runs);
   if (profileDir) {
-    for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name))}`);
+    for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name), { work: SERVING, byDirectory: true })}`);
   }
 }
 
@@ -213,7 +218,8 @@ async function report(settings: Settings, config: Config, startedAt: Date, runs:
   const code = revision();
   const header =
     `API benchmark of ${code}, ${startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
-    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin.\n` +
+    `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin` +
+    (settings.fixedRate > 0 ? `; then as many at ${settings.fixedRate} req/s with ${FIXED_RATE_KEYS} keys.\n` : ".\n") +
     `Machine: ${machine.cores} × ${machine.cpu}, Node ${machine.node}; load generator, server and PostgreSQL ` +
     `share the cores (columns: cores used on average; other = outside the benchmark, incl. kernel network time).\n` +
     `invalid = runs with non-2xx responses, errors or timeouts; disturbed = runs during which other processes used ` +
@@ -222,7 +228,7 @@ async function report(settings: Settings, config: Config, startedAt: Date, runs:
   console.log(formatTable(summaries, runs, { header, keys: ORGANIZATIONS, keyCacheMs: config.keyCacheMs }));
   await mkdir(RESULTS_DIR, { recursive: true });
   const file = join(RESULTS_DIR, `api-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
-  const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, taxTarget: TAX_TARGET, summaries, runs };
+  const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, summaries, runs };
   await writeFile(file, JSON.stringify(record, null, 2));
   console.log(`figures written to ${file}`);
 }

@@ -17,6 +17,8 @@ declare module "autocannon" {
       /** Seconds before a request counts as a timeout. */
       timeout?: number;
       requests?: Request[];
+      /** Requests per second over all connections: an open loop at a fixed rate instead of as fast as answered. */
+      overallRate?: number;
     }
 
     /** Latency in ms, or requests per second sampled once a second. */

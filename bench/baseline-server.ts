@@ -3,8 +3,8 @@
 // configuration as `mailbox serve` (DATABASE_URL, HTTP_PORT, BIND_HOST, KEY_CACHE_MS, CURSOR_SECRET) and prints
 // {"api": url} on stdout when listening.
 //
-// Statements, captured from our server with log_statement=all (MikroORM inlines the values and sends them as simple
-// queries; here they are bound parameters, which PostgreSQL plans the same way for an unnamed statement):
+// Statements, the same text as ours sends (src/auth/authenticator.ts, src/interceptors/rate-limit.ts,
+// src/accounts/profile.ts, src/inboxes/inboxes.ts through src/pagination/keyset.ts), with bound parameters:
 //   every request   KEY_SQL on a key-cache miss (cache time KEY_CACHE_MS, as the authenticator), then RATE_SQL;
 //   GET /v1/me      ORGANIZATION_SQL;
 //   GET /v1/inboxes INBOXES_SQL with limit + 1.
@@ -21,18 +21,18 @@ const POOL_MAX = 20;
 const DEFAULT_PAGE_SIZE = 20;
 const MAX_PAGE_SIZE = 100;
 
-const KEY_SQL = `select "a0".*, "o1"."id" as "o1__id", "o1"."name" as "o1__name", "o1"."status" as "o1__status",
-  "o1"."messages_per_minute" as "o1__messages_per_minute", "o1"."messages_per_day" as "o1__messages_per_day",
-  "o1"."recipients_per_day" as "o1__recipients_per_day", "o1"."managed_limit" as "o1__managed_limit",
-  "o1"."managed_used" as "o1__managed_used", "o1"."created_at" as "o1__created_at", "o1"."updated_at" as "o1__updated_at"
-  from "api_keys" as "a0" inner join "organizations" as "o1" on "a0"."organization_id" = "o1"."id"
-  where ("a0"."lookup_id" = $1 or "a0"."previous_lookup_id" = $1) limit 1`;
+const KEY_SQL = `select k.id, k.organization_id, k.kind, k.lookup_id, k.secret_hash, k.previous_secret_hash, k.previous_valid_until,
+         k.scopes, k.inbox_ids, k.allowed_ips, k.send_mode, k.allowed_recipient_domains, k.expires_at,
+         k.requests_per_minute, k.revoked_at, o.status as organization_status
+    from api_keys k join organizations o on o.id = k.organization_id
+   where k.lookup_id = $1 or k.previous_lookup_id = $1`;
 const RATE_SQL = `insert into request_windows (key_id, window_start, count) values ($1, to_timestamp($2), 1)
   on conflict (key_id, window_start) do update set count = request_windows.count + 1
   returning count`;
-const ORGANIZATION_SQL = `select "o0".* from "organizations" as "o0" where "o0"."id" = $1 limit 1`;
-const INBOXES_SQL = `select "i0".* from "inboxes" as "i0" where "i0"."status" = $1 and "i0"."organization_id" = $2
-  order by "i0"."created_at" desc, "i0"."id" desc limit $3`;
+const ORGANIZATION_SQL = `select id, status, messages_per_minute, messages_per_day, recipients_per_day, managed_limit, managed_used
+  from organizations where id = $1`;
+const INBOXES_SQL = `select id, local_part, domain, address, domain_kind, domain_id, display_name, status, created_at, updated_at
+  from inboxes where organization_id = $1 and (status = 'active') order by created_at desc, id desc limit $2`;
 
 interface KeyRow {
   id: string;
@@ -50,7 +50,7 @@ interface KeyRow {
   expires_at: Date | null;
   requests_per_minute: number;
   revoked_at: Date | null;
-  o1__status: string;
+  organization_status: string;
 }
 
 interface InboxRow {
@@ -93,7 +93,7 @@ async function authenticate(req: IncomingMessage, scope: string): Promise<KeyRow
   }
   const key = cached?.row;
   if (!key || !isValid(key, lookupId, secret)) throw new HttpFailure(401, "unauthenticated");
-  if (key.o1__status !== "active") throw new HttpFailure(403, "organization_inactive");
+  if (key.organization_status !== "active") throw new HttpFailure(403, "organization_inactive");
   if (scope !== "" && !key.scopes.includes("*") && !key.scopes.includes(scope)) throw new HttpFailure(403, "missing_scope");
   return key;
 }
@@ -145,7 +145,7 @@ async function getMe(key: KeyRow): Promise<unknown> {
 async function listInboxes(key: KeyRow, query: URLSearchParams): Promise<unknown> {
   const limit = query.has("limit") ? Number(query.get("limit")) : DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) throw new HttpFailure(400, "invalid_request");
-  const { rows } = await pool.query<InboxRow>(INBOXES_SQL, ["active", key.organization_id, limit + 1]);
+  const { rows } = await pool.query<InboxRow>(INBOXES_SQL, [key.organization_id, limit + 1]);
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   const scope = { organizationId: key.organization_id, resource: "inboxes" };

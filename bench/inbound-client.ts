@@ -17,10 +17,10 @@
 //
 // runInboundClient() runs it from a benchmark.
 import { spawn } from "node:child_process";
-import { connect, type Socket } from "node:net";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { bodyFor, headerFor, type MessageTemplate } from "./inbound-message.js";
+import { now, ReplyError, SmtpSession } from "./smtp-session.js";
 
 export interface ClientJob {
   readonly mode: "open" | "closed" | "idle" | "greet";
@@ -76,7 +76,6 @@ export interface ClientResult {
   readonly bannerMs?: readonly number[];
 }
 
-const REPLY_TIMEOUT_MS = 30_000;
 /** A run ends this long after its last message was due even if replies are still missing. */
 const DRAIN_LIMIT_MS = 60_000;
 /** Connections opened at once while setting up a pool. */
@@ -84,162 +83,13 @@ const CONNECT_CONCURRENCY = 50;
 /** How often a broken session is tried again while the server is away. */
 const RECONNECT_MS = 200;
 
-const now = () => performance.timeOrigin + performance.now();
-
-interface Reply {
-  readonly code: number;
-  readonly text: string;
-}
-
-class ReplyError extends Error {
-  constructor(readonly reply: Reply, what: string) {
-    super(`${what}: ${reply.code} ${reply.text}`);
-  }
-}
-
-/** One SMTP connection: writes commands, hands each complete (possibly multi-line) reply to the oldest waiter. */
-class Session {
-  private buffer = "";
-  private lines: string[] = [];
-  private readonly waiters: { resolve: (r: Reply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
-  private closedWith: Error | null = null;
-  pipelining = false;
-
-  private constructor(private readonly socket: Socket) {
-    socket.setNoDelay(true);
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => this.onData(chunk));
-    socket.on("error", (e) => this.fail(e));
-    socket.on("close", () => this.fail(new Error("connection closed")));
-  }
-
-  static open(host: string, port: number): { session: Session; banner: Promise<Reply> } {
-    const session = new Session(connect({ host, port }));
-    return { session, banner: session.next() };
-  }
-
-  get broken(): boolean {
-    return this.closedWith !== null;
-  }
-
-  private onData(chunk: string): void {
-    this.buffer += chunk;
-    let nl: number;
-    while ((nl = this.buffer.indexOf("\n")) >= 0) {
-      const line = this.buffer.slice(0, nl).replace(/\r$/, "");
-      this.buffer = this.buffer.slice(nl + 1);
-      this.lines.push(line);
-      if (line.length >= 4 && line[3] === "-") continue;
-      const reply = { code: Number(line.slice(0, 3)), text: this.lines.map((l) => l.slice(4)).join("\n") };
-      this.lines = [];
-      const waiter = this.waiters.shift();
-      if (waiter) {
-        clearTimeout(waiter.timer);
-        waiter.resolve(reply);
-      }
-    }
-  }
-
-  private fail(e: Error): void {
-    if (this.closedWith) return;
-    this.closedWith = e;
-    for (const w of this.waiters.splice(0)) {
-      clearTimeout(w.timer);
-      w.reject(e);
-    }
-  }
-
-  private next(): Promise<Reply> {
-    if (this.closedWith) return Promise.reject(this.closedWith);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.fail(new Error(`no reply within ${REPLY_TIMEOUT_MS} ms`));
-        this.socket.destroy();
-      }, REPLY_TIMEOUT_MS);
-      this.waiters.push({ resolve, reject, timer });
-    });
-  }
-
-  /** Writes `data` and waits for `replies` replies. */
-  send(data: string | Buffer, replies: number): Promise<Reply[]> {
-    const waits = Array.from({ length: replies }, () => this.next());
-    this.socket.write(data);
-    return Promise.all(waits);
-  }
-
-  async ehlo(): Promise<void> {
-    const [reply] = await this.send("EHLO bench-client.localhost\r\n", 1);
-    if (reply!.code !== 250) throw new ReplyError(reply!, "EHLO");
-    this.pipelining = /^PIPELINING\b/im.test(reply!.text);
-  }
-
-  /** One transaction; resolves with the time the final dot was written and the time of the 250. */
-  async transaction(from: string, to: string, message: Buffer): Promise<{ dotAt: number; okAt: number }> {
-    const commands = [`MAIL FROM:<${from}>\r\n`, `RCPT TO:<${to}>\r\n`, `DATA\r\n`];
-    const replies = this.pipelining ? await this.send(commands.join(""), 3) : await sequential(this, commands);
-    const expected = [250, 250, 354];
-    const refused = replies.findIndex((r, i) => r.code !== expected[i]);
-    if (refused >= 0) {
-      // The transaction stays open after a refused MAIL or RCPT (the next MAIL would get 503 "nested MAIL"): an MTA
-      // resets it before the next message.
-      await this.send(replies[2]?.code === 354 ? ".\r\n" : "RSET\r\n", 1).catch(() => undefined);
-      throw new ReplyError(replies[refused]!, commands[refused]!.trim());
-    }
-    const dotAt = now();
-    const [reply] = await this.send(message, 1);
-    const okAt = now();
-    if (reply!.code !== 250) {
-      // After a refused DATA reply the session stays usable; after a refused MAIL/RCPT the pipelined DATA got 503/554.
-      throw new ReplyError(reply!, "final dot");
-    }
-    return { dotAt, okAt };
-  }
-
-  quit(): void {
-    if (!this.closedWith) this.socket.end("QUIT\r\n");
-    setTimeout(() => this.socket.destroy(), 1000).unref();
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
-
-async function sequential(session: Session, commands: readonly string[]): Promise<Reply[]> {
-  const replies: Reply[] = [];
-  for (const c of commands) {
-    const [r] = await session.send(c, 1);
-    replies.push(r!);
-    if (r!.code >= 400) {
-      // Keep the reply count the caller expects; the check there reports the refusal.
-      while (replies.length < commands.length) replies.push({ code: 0, text: "not sent" });
-      break;
-    }
-  }
-  return replies;
-}
-
-/** A session past its banner and EHLO. */
-async function openSession(job: ClientJob): Promise<Session> {
-  const { session, banner } = Session.open(job.host, job.port);
-  try {
-    const reply = await banner;
-    if (reply.code !== 220) throw new ReplyError(reply, "banner");
-    await session.ehlo();
-    return session;
-  } catch (e) {
-    session.destroy();
-    throw e;
-  }
-}
-
-async function openPool(job: ClientJob, size: number): Promise<Session[]> {
-  const sessions: Session[] = [];
+async function openPool(job: ClientJob, size: number): Promise<SmtpSession[]> {
+  const sessions: SmtpSession[] = [];
   let next = 0;
   const opener = async () => {
     while (next < size) {
       next++;
-      sessions.push(await openSession(job));
+      sessions.push(await SmtpSession.ready(job.host, job.port));
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONNECT_CONCURRENCY, size) }, opener));
@@ -278,7 +128,7 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
   let waitedForSession = 0;
   const started = now();
 
-  const send = async (session: Session, n: number, dueAt: number): Promise<void> => {
+  const send = async (session: SmtpSession, n: number, dueAt: number): Promise<void> => {
     const m = make(n);
     sent++;
     try {
@@ -312,12 +162,12 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
     const free = [...sessions];
     const waiting: { n: number; dueAt: number }[] = [];
     const running = new Set<Promise<void>>();
-    const release = (session: Session) => {
+    const release = (session: SmtpSession) => {
       const queued = waiting.shift();
       if (queued) dispatch(session, queued.n, queued.dueAt);
       else free.push(session);
     };
-    const dispatch = (session: Session, n: number, dueAt: number) => {
+    const dispatch = (session: SmtpSession, n: number, dueAt: number) => {
       const p: Promise<void> = send(session, n, dueAt).finally(() => {
         running.delete(p);
         if (!session.broken) release(session);
@@ -330,7 +180,7 @@ async function runMessages(job: ClientJob): Promise<ClientResult> {
       const p: Promise<void> = (async () => {
         while (now() < (stoppedAt ?? started + durationMs) + DRAIN_LIMIT_MS) {
           try {
-            const session = await openSession(job);
+            const session = await SmtpSession.ready(job.host, job.port);
             sessions.push(session);
             return release(session);
           } catch {
@@ -408,7 +258,7 @@ async function runGreet(job: ClientJob): Promise<ClientResult> {
   const bannerMs: number[] = [];
   for (let i = 0; i < (job.count ?? 50); i++) {
     const at = now();
-    const { session, banner } = Session.open(job.host, job.port);
+    const { session, banner } = SmtpSession.open(job.host, job.port);
     const reply = await banner;
     bannerMs.push(now() - at);
     if (reply.code !== 220) throw new ReplyError(reply, "banner");

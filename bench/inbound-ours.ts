@@ -3,16 +3,15 @@
 // roles each in its own process (`mailbox serve --role …`), so none shares an event loop with another or with
 // the load generator. A second organization without a webhook endpoint lets the commit count be split.
 import { spawn, fork } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import pg from "pg";
 import type { Config } from "../src/config.js";
 import type { ReceiverCommand, ReceiverTake } from "./inbound-receiver.js";
+import { pidByCommandLine } from "./processes.js";
 import { seed } from "./seed.js";
-import { startInfrastructure, stopChild, type Infrastructure, type Teardown } from "./stack.js";
+import { startInfrastructure, stopChild, type Infrastructure, type Teardown, roleEnv as baseRoleEnv } from "./stack.js";
 
 export interface RoleProcess {
   readonly role: string;
@@ -129,14 +128,7 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
   });
   const receiver = await startReceiver(teardown);
   const roleEnv: Record<string, string> = {
-    DATABASE_URL: infra.databaseUrl,
-    TEMPORAL_ADDRESS: infra.temporalAddress,
-    HTTP_PORT: "0",
-    SMTP_PORT: "0",
-    BIND_HOST: "127.0.0.1",
-    LOG_LEVEL: process.env["LOG_LEVEL"] || "error",
-    CURSOR_SECRET: randomBytes(32).toString("base64url"),
-    DKIM_KEY_SECRET: randomBytes(32).toString("base64url"),
+    ...baseRoleEnv(infra),
     SMTP_MAX_CONNECTIONS: String(options.maxConnections),
     // Every load generator connects from 127.0.0.1.
     SMTP_MAX_CONNECTIONS_PER_CLIENT: String(options.maxConnections),
@@ -182,20 +174,6 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
     stats: new PgStats(client),
     roleEnv,
   };
-}
-
-/** The first process whose command line holds every one of `parts`. */
-function pidByCommandLine(parts: readonly string[]): number | undefined {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
-      if (parts.every((p) => cmdline.includes(p))) return Number(entry);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
 }
 
 export interface PgCounters {

@@ -14,11 +14,12 @@
 // comes after the message is on disk (Haraka's own queue plugins forward or discard; discard would not be durable).
 // Log level WARN (our server logs at error in the bench).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { chmod, chown, copyFile, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
+import { existsSync } from "node:fs";
+import { copyFile, mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { startPostfixInstance } from "./postfix.js";
+import { processTree, waitForPort } from "./processes.js";
 import type { Teardown } from "./stack.js";
 
 const run = promisify(execFile);
@@ -40,178 +41,25 @@ export interface PeerServer {
   stop(): Promise<void>;
 }
 
-/** Resolves once something accepts connections on host:port, or rejects after `timeoutMs`. */
-export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((done) => {
-      const socket = connect({ host, port }, () => {
-        socket.destroy();
-        done(true);
-      });
-      socket.on("error", () => done(false));
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Direct and indirect children of `pid`, and `pid`. */
-export function processTree(pid: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of readdirSyncSafe("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const ppid = ppidOf(Number(entry));
-    if (ppid !== undefined) parentOf.set(Number(entry), ppid);
-  }
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) {
-    for (const [child, parent] of parentOf) if (parent === tree[i]) tree.push(child);
-  }
-  return tree;
-}
-
-function readdirSyncSafe(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
-function ppidOf(pid: number): number | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return undefined;
-  }
-}
-
-export function havePostfix(): boolean {
-  return existsSync("/usr/sbin/postfix") && existsSync("/usr/lib/postfix/sbin/master");
-}
-
 export async function startPostfix(workDir: string, port: number, domain: string, teardown: Teardown): Promise<PeerServer> {
-  const base = join(workDir, "postfix");
-  const etc = join(base, "etc");
-  const spool = join(base, "spool");
-  const data = join(base, "data");
-  await mkdir(etc, { recursive: true });
-  await mkdir(spool, { recursive: true });
-  await mkdir(data, { recursive: true });
-  await chmod(base, 0o755);
-  const { uid, gid } = await userIds("postfix");
-  await chown(data, uid, gid);
-  const mainCf = `
-compatibility_level = 3.6
-queue_directory = ${spool}
-data_directory = ${data}
-command_directory = /usr/sbin
-daemon_directory = /usr/lib/postfix/sbin
-shlib_directory = /usr/lib/postfix
-meta_directory = /etc/postfix
-mail_owner = postfix
-setgid_group = postdrop
+  // Every recipient of the bench domain accepted and discarded; 1,200 processes for 1,000 idle sessions.
+  const postfix = await startPostfixInstance(
+    workDir,
+    port,
+    {
+      mainCf: `
 myhostname = postfix-bench.localhost
 mydomain = localhost
 mydestination = ${domain}
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
-mynetworks = 127.0.0.0/8
-local_recipient_maps =
 local_transport = discard:bench
 default_transport = discard:bench
 relay_transport = discard:bench
-alias_maps =
-alias_database =
-smtp_host_lookup = native
-disable_dns_lookups = yes
-smtpd_client_connection_count_limit = 0
-smtpd_client_connection_rate_limit = 0
-smtpd_client_message_rate_limit = 0
 default_process_limit = 1200
-message_size_limit = 10485760
-maillog_file = ${data}/maillog
-maillog_file_prefixes = ${base}
-`;
-  // Debian's master.cf without chroot, smtpd on the bench port, and only the services a local discard needs.
-  const masterCf = `
-127.0.0.1:${port} inet n - n - - smtpd
-pickup    unix  n       -       n       60      1       pickup
-cleanup   unix  n       -       n       -       0       cleanup
-qmgr      unix  n       -       n       300     1       qmgr
-rewrite   unix  -       -       n       -       -       trivial-rewrite
-bounce    unix  -       -       n       -       0       bounce
-defer     unix  -       -       n       -       0       bounce
-trace     unix  -       -       n       -       0       bounce
-verify    unix  -       -       n       -       1       verify
-flush     unix  n       -       n       1000?   0       flush
-proxymap  unix  -       -       n       -       -       proxymap
-showq     unix  n       -       n       -       -       showq
-error     unix  -       -       n       -       -       error
-retry     unix  -       -       n       -       -       error
-discard   unix  -       -       n       -       -       discard
-anvil     unix  -       -       n       -       1       anvil
-scache    unix  -       -       n       -       1       scache
-postlog   unix-dgram n  -       n       -       1       postlogd
-`;
-  await writeFile(join(etc, "main.cf"), mainCf);
-  await writeFile(join(etc, "master.cf"), masterCf);
-  const postfix = (command: string) => run("/usr/sbin/postfix", ["-c", etc, command]);
-  const stop = async () => {
-    await postfix("stop").catch(() => undefined);
-    const until = Date.now() + 15_000;
-    while (masterPid() !== undefined && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
-    if (masterPid() !== undefined) await postfix("abort").catch(() => undefined);
-  };
-  const masterPid = (): number | undefined => {
-    try {
-      const pid = Number(readFileSync(join(spool, "pid", "master.pid"), "utf8").trim());
-      process.kill(pid, 0);
-      return pid;
-    } catch {
-      return undefined;
-    }
-  };
-  try {
-    await postfix("start");
-  } catch (e) {
-    const log = await readFile(join(data, "maillog"), "utf8").catch(() => "(no maillog)");
-    throw new Error(`postfix start failed: ${(e as Error).message}\n${log.split("\n").slice(-10).join("\n")}`);
-  }
-  teardown.add(stop);
-  await waitForPort("127.0.0.1", port, 20_000);
-  return {
-    name: "Postfix",
-    port,
-    pids: () => {
-      const pid = masterPid();
-      return pid === undefined ? [] : processTree(pid);
+`,
     },
-    reaper: masterPid,
-    backlog: async () => {
-      let n = 0;
-      for (const queue of ["maildrop", "incoming", "active", "deferred", "hold"]) n += await countFiles(join(spool, queue));
-      return n;
-    },
-    stop,
-  };
-}
-
-async function countFiles(dir: string): Promise<number> {
-  let n = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    n += entry.isDirectory() ? await countFiles(join(dir, entry.name)) : 1;
-  }
-  return n;
-}
-
-async function userIds(name: string): Promise<{ uid: number; gid: number }> {
-  const line = (await readFile("/etc/passwd", "utf8")).split("\n").find((l) => l.startsWith(`${name}:`));
-  if (!line) throw new Error(`no ${name} user: is Debian's postfix package installed?`);
-  const [, , uid, gid] = line.split(":");
-  return { uid: Number(uid), gid: Number(gid) };
+    teardown,
+  );
+  return { name: "Postfix", port, pids: postfix.pids, reaper: postfix.masterPid, backlog: postfix.backlog, stop: postfix.stop };
 }
 
 /** Installs Haraka into HARAKA_DIR once (npm, its own package.json); returns the path of bin/haraka. */

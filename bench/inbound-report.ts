@@ -1,22 +1,11 @@
 // The inbound benchmark's table: ours beside Postfix and Haraka, medians over runs, verdicts against the issue's
 // targets, then where the CPU went and what the load average was in every run.
-import type { CpuShare } from "./cpu.js";
 import { median } from "./report.js";
+import { cpuTable, dec, int, ms, type BaseRunRecord } from "./run-report.js";
 
 export type SystemName = "ours" | "Postfix" | "Haraka";
 
-export interface RunRecord {
-  readonly scenario: string;
-  readonly system: SystemName;
-  readonly run: number;
-  readonly seconds: number;
-  readonly cpu: CpuShare;
-  /** /proc/loadavg (1, 5, 15 min) just before and at the end of the run. */
-  readonly loadBefore: readonly number[];
-  readonly loadAfter: readonly number[];
-  readonly failures: number;
-  readonly error: string | null;
-  readonly figures: Readonly<Record<string, number>>;
+export interface RunRecord extends BaseRunRecord<SystemName> {
   readonly perSecond?: readonly number[];
 }
 
@@ -32,9 +21,6 @@ export interface Report {
 
 const SYSTEM_ORDER: readonly SystemName[] = ["ours", "Postfix", "Haraka"];
 
-const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
-const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n.toFixed(1)) : "—");
-const dec = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
 const mb = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : "—");
 
 interface Row {
@@ -151,34 +137,7 @@ export function formatReport(report: Report): string {
     out.push(line([r.label, ...systems.map((s) => r.values[s] ?? ""), r.target ?? "", r.verdict === undefined ? "" : r.verdict ? "PASS" : "MISS"]));
   }
   out.push("", "Where the CPU went (cores, medians over runs; other = outside the processes named), and the load average:");
-  const groups = [...new Set(report.runs.flatMap((r) => Object.keys(r.cpu.groups)))];
-  out.push(
-    [
-      "scenario".padEnd(18),
-      "system".padEnd(8),
-      ...groups.map((g) => g.padStart(Math.max(8, g.length + 1))),
-      "other".padStart(7),
-      "machine".padStart(8),
-      "  load before → end (1 min)",
-    ].join(""),
-  );
-  const scenarios = [...new Set(report.runs.map((r) => r.scenario))];
-  for (const scenario of scenarios) {
-    for (const system of systems) {
-      const rs = runsOf(scenario, system);
-      if (rs.length === 0) continue;
-      out.push(
-        [
-          scenario.padEnd(18),
-          system.padEnd(8),
-          ...groups.map((g) => dec(median(rs.map((r) => r.cpu.groups[g] ?? 0))).padStart(Math.max(8, g.length + 1))),
-          dec(median(rs.map((r) => r.cpu.otherCores))).padStart(7),
-          dec(median(rs.map((r) => r.cpu.machineCores))).padStart(8),
-          `  ${rs.map((r) => `${r.loadBefore[0]!.toFixed(2)}→${r.loadAfter[0]!.toFixed(2)}`).join(", ")}`,
-        ].join(""),
-      );
-    }
-  }
+  out.push(...cpuTable(report.runs, systems, 18));
   out.push("", "Per run:");
   for (const r of report.runs) {
     const f = r.figures;

@@ -27,19 +27,23 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig, type Config } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, revision } from "./machine.js";
+import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine.js";
+import { summarizeCpuProfile } from "./cpu-profile.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
 import { staticMessage, tokenOf } from "./inbound-message.js";
 import { startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
-import { havePostfix, HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
-import { summarizeInboundProfile } from "./inbound-profile.js";
+import { HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
+import { havePostfix } from "./postfix.js";
 import { formatReport, type Report, type RunRecord, type SystemName } from "./inbound-report.js";
+import { processTicks, pssKb, reapedTicks, statusKb } from "./processes.js";
+import { percentile } from "./run-report.js";
+import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
@@ -82,19 +86,8 @@ export interface Settings {
 }
 
 function settingsFromEnv(env = process.env): Settings {
-  const num = (name: string, fallback: number, min: number, max: number, integer = true): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!(n >= min && n <= max) || (integer && !Number.isInteger(n))) throw new Error(`${name} must be ${integer ? "an integer" : "a number"} from ${min} to ${max}`);
-    return n;
-  };
-  const list = <T extends string>(name: string, known: readonly string[], map: (s: string) => T): T[] => {
-    const names = (env[name] || known.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
-    const unknown = names.filter((n) => !known.includes(n));
-    if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(", ")}; known: ${known.join(", ")}`);
-    return names.map(map);
-  };
+  const num = (name: string, fallback: number, min: number, max: number, integer = true) => envNumber(env, name, fallback, min, max, integer);
+  const list = <T>(name: string, known: readonly string[], map: (s: string) => T) => envList(env, name, known, map);
   return {
     systems: list("BENCH_SYSTEMS", Object.keys(SYSTEMS), (s) => SYSTEMS[s]!),
     scenarios: list("BENCH_SCENARIOS", SCENARIOS, (s) => s as ScenarioName),
@@ -122,35 +115,6 @@ function settingsFromEnv(env = process.env): Settings {
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-/** CPU time of a process's children that have exited and were reaped (by default ours: the load generators). */
-function exitedChildrenTicks(pid: number | "self" = "self"): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[13]) + Number(fields[14]); // cutime, cstime
-  } catch {
-    return 0;
-  }
-}
-
-function vmRssKb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function pssKb(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
-    return m ? Number(m[1]) : vmRssKb(pid);
-  } catch {
-    return 0;
-  }
-}
-
 /** One system under test, as the scenarios see it. */
 interface System {
   readonly name: SystemName;
@@ -177,17 +141,6 @@ interface Context {
   readonly runs: RunRecord[];
 }
 
-/** utime + stime of a live process; undefined once it is gone. */
-function processTicks(pid: number): number | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Steal ticks of the whole machine (/proc/stat): time the hypervisor gave our virtual CPUs to someone else. */
 function stealTicks(): number {
   const fields = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/);
@@ -200,14 +153,14 @@ function stealTicks(): number {
  */
 function startRunMeter(ctx: Context) {
   const meter = startCpuMeter(ctx.groups);
-  const childTicks = exitedChildrenTicks();
+  const childTicks = reapedTicks();
   // A reaper's cutime grows by a child's whole lifetime when the child exits: what a child that was already running
   // had used before the run is taken off again (its ticks at the start are kept per child).
   const reaped = Object.entries(ctx.reapers).map(([group, pidOf]) => {
     const pid = pidOf();
     const children = new Map<number, number>();
     if (pid !== undefined) for (const child of withChildren(pid).slice(1)) children.set(child, processTicks(child) ?? 0);
-    return { group, pid, ticks: pid === undefined ? 0 : exitedChildrenTicks(pid), children };
+    return { group, pid, ticks: pid === undefined ? 0 : reapedTicks(pid), children };
   });
   const steal = stealTicks();
   const started = performance.now();
@@ -216,14 +169,14 @@ function startRunMeter(ctx: Context) {
     stop(): { cpu: CpuShare; loadBefore: [number, number, number]; loadAfter: [number, number, number] } {
       const share = meter.stop();
       const seconds = (performance.now() - started) / 1000;
-      const loadgen = (exitedChildrenTicks() - childTicks) / 100 / seconds;
+      const loadgen = (reapedTicks() - childTicks) / 100 / seconds;
       const stolen = (stealTicks() - steal) / 100 / seconds;
       // Processes of a group that exited during the run: their CPU went to their reaper's cutime.
       const groups = { ...share.groups };
       let reapedCores = 0;
       for (const r of reaped) {
         if (r.pid === undefined) continue;
-        let ticks = exitedChildrenTicks(r.pid) - r.ticks;
+        let ticks = reapedTicks(r.pid) - r.ticks;
         for (const [child, before] of r.children) if (processTicks(child) === undefined) ticks -= before;
         const cores = Math.max(0, ticks) / 100 / seconds;
         groups[r.group] = (groups[r.group] ?? 0) + cores;
@@ -318,12 +271,6 @@ async function runSmtpSource(ctx: Context, system: System, seconds: number, reus
   const code = await exited;
   const error = !killed && code !== 0 ? `smtp-source exited with ${code}: ${stderr.trim().split("\n").slice(-2).join(" ")}` : null;
   return { accepted, elapsedS: killed ? seconds : elapsedS, perSecond, error };
-}
-
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /** Lowest mean over any `window` consecutive seconds. */
@@ -571,7 +518,7 @@ async function idleRun(ctx: Context, system: System, run: number): Promise<void>
   const n = ctx.settings.idleSessions;
   const memory = () => {
     const pids = system.pids();
-    return { rssKb: pids.reduce((a, p) => a + vmRssKb(p), 0), pssKb: pids.reduce((a, p) => a + pssKb(p), 0), processes: pids.length };
+    return { rssKb: pids.reduce((a, p) => a + statusKb(p), 0), pssKb: pids.reduce((a, p) => a + pssKb(p), 0), processes: pids.length };
   };
   // RSS moves with garbage collection: each reading waits (bounded) until two readings a second apart agree.
   const stable = async () => {
@@ -624,17 +571,6 @@ async function idleRun(ctx: Context, system: System, run: number): Promise<void>
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function waitForQuietLoad(maxS: number): Promise<number> {
-  const started = performance.now();
-  let announced = false;
-  while (loadAverage()[0] >= QUIET_LOAD && performance.now() - started < maxS * 1000) {
-    if (!announced) log(`load average ${loadAverage()[0].toFixed(2)} ≥ ${QUIET_LOAD}: waiting up to ${maxS} s for it to drop …`);
-    announced = true;
-    await sleep(5000);
-  }
-  return loadAverage()[0];
-}
-
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
@@ -656,7 +592,7 @@ async function main(): Promise<void> {
   let report: Report | undefined;
   const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-inbound-${startedAt.toISOString().replace(/[:.]/g, "-")}`) : undefined;
   try {
-    const loadAtStart = await waitForQuietLoad(settings.loadWaitS);
+    const loadAtStart = await waitForQuietLoad(QUIET_LOAD, settings.loadWaitS, log);
     const messageFile = join(workDir, "message.txt");
     // smtp-source -F appends CRLF to every line itself.
     await writeFile(messageFile, staticMessage({ from: SENDER, to: "x@" + config.managedDomain, bytes: settings.messageBytes }).replace(/\r\n/g, "\n"));
@@ -783,10 +719,7 @@ async function main(): Promise<void> {
       revision: revision(),
       settings,
       machine: {
-        cores: availableParallelism(),
-        cpu: cpus()[0]?.model ?? "unknown CPU",
-        memoryGb: Math.round(totalmem() / 2 ** 30),
-        node: process.version,
+        ...machineFacts(),
         postfix: postfix ? postfixVersion() : null,
         haraka: haraka ? HARAKA_VERSION : null,
       },
@@ -806,7 +739,7 @@ async function main(): Promise<void> {
   if (profileDir) {
     // The smtp role's threads each wrote a profile when it stopped; the main thread's is the one numbered 0.
     const files = (await readdir(profileDir)).filter((f) => f.endsWith(".cpuprofile")).sort();
-    for (const name of files.slice(0, 2)) console.log(`\n${await summarizeInboundProfile(join(profileDir, name))}`);
+    for (const name of files.slice(0, 2)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name))}`);
   }
 }
 

@@ -17,10 +17,10 @@
 // most DRAIN_LIMIT_MS for the answers still out. runOutboundClient() runs it from a benchmark.
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
-import { connect, type Socket } from "node:net";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
+import { now, ReplyError, SmtpSession } from "./smtp-session.js";
 
 export interface OutboundJob {
   readonly target: "api" | "smtp";
@@ -72,7 +72,6 @@ export interface OutboundResult {
   readonly notStarted: number;
 }
 
-const now = () => performance.timeOrigin + performance.now();
 const REPLY_TIMEOUT_MS = 30_000;
 const DRAIN_LIMIT_MS = 60_000;
 /** How long the warm-up waits for a service that is not serving yet. */
@@ -202,90 +201,6 @@ function apiSender(job: OutboundJob): Sender {
 // -------------------------------------------------------------------------------------------------------------
 // SMTP submission (Postfix)
 
-interface Reply {
-  readonly code: number;
-  readonly text: string;
-}
-
-class Session {
-  private buffer = "";
-  private lines: string[] = [];
-  private readonly waiters: { resolve: (r: Reply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
-  private closedWith: Error | null = null;
-  pipelining = false;
-
-  constructor(private readonly socket: Socket) {
-    socket.setNoDelay(true);
-    socket.setEncoding("latin1");
-    socket.on("data", (chunk: string) => this.onData(chunk));
-    socket.on("error", (e) => this.fail(e));
-    socket.on("close", () => this.fail(new Error("connection closed")));
-  }
-
-  get broken(): boolean {
-    return this.closedWith !== null;
-  }
-
-  private onData(chunk: string): void {
-    this.buffer += chunk;
-    let nl: number;
-    while ((nl = this.buffer.indexOf("\n")) >= 0) {
-      const line = this.buffer.slice(0, nl).replace(/\r$/, "");
-      this.buffer = this.buffer.slice(nl + 1);
-      this.lines.push(line);
-      if (line.length >= 4 && line[3] === "-") continue;
-      const reply = { code: Number(line.slice(0, 3)), text: this.lines.map((l) => l.slice(4)).join("\n") };
-      this.lines = [];
-      const waiter = this.waiters.shift();
-      if (waiter) {
-        clearTimeout(waiter.timer);
-        waiter.resolve(reply);
-      }
-    }
-  }
-
-  private fail(e: Error): void {
-    if (this.closedWith) return;
-    this.closedWith = e;
-    for (const w of this.waiters.splice(0)) {
-      clearTimeout(w.timer);
-      w.reject(e);
-    }
-  }
-
-  next(): Promise<Reply> {
-    if (this.closedWith) return Promise.reject(this.closedWith);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.fail(new Error(`no reply within ${REPLY_TIMEOUT_MS} ms`));
-        this.socket.destroy();
-      }, REPLY_TIMEOUT_MS);
-      this.waiters.push({ resolve, reject, timer });
-    });
-  }
-
-  send(data: string, replies: number): Promise<Reply[]> {
-    const waits = Array.from({ length: replies }, () => this.next());
-    this.socket.write(data);
-    return Promise.all(waits);
-  }
-
-  quit(): void {
-    if (!this.closedWith) this.socket.end("QUIT\r\n");
-    setTimeout(() => this.socket.destroy(), 1000).unref();
-  }
-}
-
-async function openSession(host: string, port: number): Promise<Session> {
-  const session = new Session(connect({ host, port }));
-  const banner = await session.next();
-  if (banner.code !== 220) throw new Error(`banner: ${banner.code} ${banner.text}`);
-  const [ehlo] = await session.send("EHLO bench-client.localhost\r\n", 1);
-  if (ehlo!.code !== 250) throw new Error(`EHLO: ${ehlo!.code} ${ehlo!.text}`);
-  session.pipelining = /^PIPELINING\b/im.test(ehlo!.text);
-  return session;
-}
-
 function smtpMessage(job: OutboundJob, to: string, token: string, messageId: string, text: string): string {
   const body = text.replace(/\n/g, "\r\n").replace(/^\./gm, "..");
   return (
@@ -304,50 +219,31 @@ function smtpMessage(job: OutboundJob, to: string, token: string, messageId: str
 
 function smtpSender(job: OutboundJob): Sender {
   const text = bodyText(job.textBytes);
-  const idle: Session[] = [];
-  const all = new Set<Session>();
-  const acquire = async (): Promise<Session> => {
+  const idle: SmtpSession[] = [];
+  const all = new Set<SmtpSession>();
+  const acquire = async (): Promise<SmtpSession> => {
     for (let s = idle.pop(); s; s = idle.pop()) if (!s.broken) return s;
-    const s = await openSession(job.host!, job.port!);
+    const s = await SmtpSession.ready(job.host!, job.port!);
     all.add(s);
     return s;
   };
   const send = async (_n: number, to: string, token: string): Promise<Attempt> => {
     const messageId = `<${token}@bench.localhost>`;
-    let session: Session | undefined;
+    let session: SmtpSession | undefined;
     try {
       session = await acquire();
-      const commands = [`MAIL FROM:<${job.from}>\r\n`, `RCPT TO:<${to}>\r\n`, "DATA\r\n"];
-      let replies: Reply[];
-      if (session.pipelining) replies = await session.send(commands.join(""), 3);
-      else {
-        replies = [];
-        for (const c of commands) {
-          const [r] = await session.send(c, 1);
-          replies.push(r!);
-          if (r!.code >= 400) break;
-        }
-      }
-      const expected = [250, 250, 354];
-      const bad = replies.findIndex((r, i) => r.code !== expected[i]);
-      if (bad >= 0 || replies.length < 3) {
-        if (replies[2]?.code === 354) await session.send(".\r\n", 1); // a pipelined DATA that went through anyway
-        else await session.send("RSET\r\n", 1);
-        idle.push(session);
-        const r = replies[bad >= 0 ? bad : replies.length - 1]!;
-        return { acceptedAt: null, messageId: null, submissionId: null, failure: `${r.code} ${r.text}` };
-      }
-      const [final] = await session.send(smtpMessage(job, to, token, messageId, text), 1);
-      const at = now();
+      const { okAt } = await session.transaction(job.from!, to, smtpMessage(job, to, token, messageId, text));
       idle.push(session);
-      if (final!.code !== 250) return { acceptedAt: null, messageId: null, submissionId: null, failure: `${final!.code} ${final!.text}` };
-      return { acceptedAt: at, messageId, submissionId: null, failure: null };
+      return { acceptedAt: okAt, messageId, submissionId: null, failure: null };
     } catch (e) {
-      return { acceptedAt: null, messageId: null, submissionId: null, failure: `error: ${(e as Error).message}` };
+      // A refusal leaves the session usable; a broken one is dropped when next acquired.
+      if (session) idle.push(session);
+      const failure = e instanceof ReplyError ? `${e.reply.code} ${e.reply.text}` : `error: ${(e as Error).message}`;
+      return { acceptedAt: null, messageId: null, submissionId: null, failure };
     }
   };
   const warm = async () => {
-    const sessions = await Promise.all(Array.from({ length: job.concurrency }, () => openSession(job.host!, job.port!)));
+    const sessions = await Promise.all(Array.from({ length: job.concurrency }, () => SmtpSession.ready(job.host!, job.port!)));
     for (const s of sessions) {
       all.add(s);
       idle.push(s);

@@ -3,14 +3,13 @@
 // throttle the bench), and the api, worker and smtp roles each in its own process (`mailbox serve --role …`).
 // SMTP_ROUTES sends the sink's domain to the bench sink; DELIVERY_RETRY_INITIAL shortens the first retry of a
 // deferred recipient (the deferral run) the way the Postfix peer's minimal_backoff_time is shortened.
-import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import type { Config } from "../src/config.js";
 import { startRole, type RoleProcess } from "./inbound-ours.js";
+import { pidByCommandLine } from "./processes.js";
 import { seed } from "./seed.js";
-import { startInfrastructure, type Infrastructure, type InfrastructureOptions, type Teardown } from "./stack.js";
+import { startInfrastructure, type Infrastructure, type InfrastructureOptions, type Teardown, roleEnv as baseRoleEnv } from "./stack.js";
 
 /** Send limits of the bench organization and of new organizations (env of the roles): nothing throttles a run. */
 export const RAISED_LIMITS = {
@@ -73,14 +72,7 @@ export async function startOurOutboundStack(options: OurOutboundOptions, teardow
     defaults: raisedDefaults(config),
   });
   const roleEnv: Record<string, string> = {
-    DATABASE_URL: infra.databaseUrl,
-    TEMPORAL_ADDRESS: infra.temporalAddress,
-    HTTP_PORT: "0",
-    SMTP_PORT: "0",
-    BIND_HOST: "127.0.0.1",
-    LOG_LEVEL: process.env["LOG_LEVEL"] || "error",
-    CURSOR_SECRET: randomBytes(32).toString("base64url"),
-    DKIM_KEY_SECRET: randomBytes(32).toString("base64url"),
+    ...baseRoleEnv(infra),
     SMTP_ROUTES: `${options.sinkDomain}=127.0.0.1:${options.sinkPort}`,
     DELIVERY_RETRY_INITIAL: options.retryInitial,
     ...Object.fromEntries(Object.entries(RAISED_LIMITS).map(([k, v]) => [k, String(v)])),
@@ -111,20 +103,6 @@ export async function startOurOutboundStack(options: OurOutboundOptions, teardow
     db,
     sampler,
   };
-}
-
-/** The first process whose command line holds every one of `parts`. */
-function pidByCommandLine(parts: readonly string[]): number | undefined {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ");
-      if (parts.every((p) => cmdline.includes(p))) return Number(entry);
-    } catch {
-      // gone
-    }
-  }
-  return undefined;
 }
 
 export interface SubmissionView {

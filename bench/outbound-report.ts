@@ -2,6 +2,7 @@
 // ours; then the throughput steps, where the CPU went, and every run.
 import type { CpuShare } from "./cpu.js";
 import { median } from "./report.js";
+import { cpuTable, dec, int, ms, type BaseRunRecord } from "./run-report.js";
 
 export type SystemName = "ours" | "Postfix";
 
@@ -23,18 +24,8 @@ export interface StepRecord {
   readonly reason: string | null;
 }
 
-export interface RunRecord {
-  readonly scenario: string;
-  readonly system: SystemName;
-  readonly run: number;
-  readonly seconds: number;
-  readonly cpu: CpuShare;
-  readonly loadBefore: readonly number[];
-  readonly loadAfter: readonly number[];
-  /** Messages not accepted, accepted but never received, and duplicates at the sink. */
-  readonly failures: number;
-  readonly error: string | null;
-  readonly figures: Readonly<Record<string, number>>;
+/** failures: messages not accepted, accepted but never received, and duplicates at the sink. */
+export interface RunRecord extends BaseRunRecord<SystemName> {
   readonly steps?: readonly StepRecord[];
   /** GET /v1/submissions/{id} of a sample after the run (status/recipient statuses → count). */
   readonly submissions?: Readonly<Record<string, number>>;
@@ -81,18 +72,10 @@ export const TARGETS = {
  */
 export const DEFERRAL_SLACK = { p50: { factor: 1.25, ms: 10 }, p99: { factor: 1.5, ms: 50 } } as const;
 
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 const SYSTEM_ORDER: readonly SystemName[] = ["ours", "Postfix"];
 /** The process groups that are ours (the rest: the bench, its client and sink, and the other system idling). */
 const OUR_GROUPS: readonly string[] = ["api", "worker", "smtp", "postgres", "temporal"];
-const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
-const ms = (n: number) => (Number.isFinite(n) ? (n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : Math.round(n).toLocaleString("en-US")) : "—");
-const dec = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
 
 interface Row {
   readonly label: string;
@@ -280,26 +263,7 @@ export function formatOutboundReport(report: OutboundReport): string {
   }
 
   out.push("", "Where the CPU went (cores, medians over runs; throughput: the last step; other = outside the processes named):");
-  const groups = [...new Set(report.runs.flatMap((r) => Object.keys(r.cpu.groups)))];
-  out.push(
-    ["scenario".padEnd(15), "system".padEnd(8), ...groups.map((g) => g.padStart(Math.max(8, g.length + 1))), "other".padStart(7), "machine".padStart(8), "  load before → end (1 min)"].join(""),
-  );
-  for (const scenario of [...new Set(report.runs.map((r) => r.scenario))]) {
-    for (const system of systems) {
-      const rs = runsOf(scenario, system);
-      if (rs.length === 0) continue;
-      out.push(
-        [
-          scenario.padEnd(15),
-          system.padEnd(8),
-          ...groups.map((g) => dec(median(rs.map((r) => r.cpu.groups[g] ?? 0))).padStart(Math.max(8, g.length + 1))),
-          dec(median(rs.map((r) => r.cpu.otherCores))).padStart(7),
-          dec(median(rs.map((r) => r.cpu.machineCores))).padStart(8),
-          `  ${rs.map((r) => `${(r.loadBefore[0] ?? 0).toFixed(2)}→${(r.loadAfter[0] ?? 0).toFixed(2)}`).join(", ")}`,
-        ].join(""),
-      );
-    }
-  }
+  out.push(...cpuTable(report.runs, systems, 15));
 
   out.push("", "CPU ms per accepted message, over the run and its drain (medians; loadgen = the bench's client, sink = the bench's sink):");
   for (const scenario of [...new Set(report.runs.map((r) => r.scenario))].filter((x) => x !== "throughput" && x !== "floor")) {

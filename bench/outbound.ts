@@ -37,21 +37,24 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, revision } from "./machine.js";
+import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
-import { profileIds, summarizeOutboundProfile } from "./outbound-profile.js";
+import { profileIds, summarizeCpuProfile } from "./cpu-profile.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
 import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
-import { formatOutboundReport, percentile, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
+import { formatOutboundReport, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
 import type { SinkRecord } from "./outbound-sink.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
+import { pssKb, reapedTicks, statusKb } from "./processes.js";
+import { percentile } from "./run-report.js";
+import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
@@ -63,6 +66,8 @@ const SENDER = "agent@bench.localhost";
 const QUIET_CORES = 0.3;
 const MAX_QUIET_WAIT_MS = 5_000;
 const QUIET_LOAD = 1.5;
+/** CPU profiles count from these frames on (the api: Node's HTTP server; the worker's main thread: an activity). */
+const ROLE_WORK = /node:_http_server|\/src\/temporal\/activities\/|\/src\/outbound\//;
 /** A drain gives up when nothing arrived at the sink for this long. */
 const STALL_MS = 30_000;
 /**
@@ -107,19 +112,8 @@ export interface Settings {
 }
 
 function settingsFromEnv(env = process.env): Settings {
-  const num = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    const n = Number(raw);
-    if (!(n >= min && n <= max) || !Number.isInteger(n)) throw new Error(`${name} must be an integer from ${min} to ${max}`);
-    return n;
-  };
-  const list = <T extends string>(name: string, known: readonly string[], map: (s: string) => T): T[] => {
-    const names = (env[name] || known.join(",")).split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "");
-    const unknown = names.filter((n) => !known.includes(n));
-    if (unknown.length > 0) throw new Error(`${name}: unknown ${unknown.join(", ")}; known: ${known.join(", ")}`);
-    return names.map(map);
-  };
+  const num = (name: string, fallback: number, min: number, max: number, integer = true) => envNumber(env, name, fallback, min, max, integer);
+  const list = <T>(name: string, known: readonly string[], map: (s: string) => T) => envList(env, name, known, map);
   const steps = (env["BENCH_STEPS"] || "10,20,35,50,70,100,140,200,280,400,560,800").split(",").map((s) => Number(s.trim()));
   if (steps.some((s) => !(s >= 1 && s <= 5000)) || steps.some((s, i) => i > 0 && s <= steps[i - 1]!)) {
     throw new Error("BENCH_STEPS must be increasing rates from 1 to 5000 msg/s");
@@ -161,35 +155,6 @@ function settingsFromEnv(env = process.env): Settings {
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const now = () => performance.timeOrigin + performance.now();
-
-function statusKb(pid: number, field: "VmRSS" | "VmHWM"): number {
-  try {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-function pssKb(pid: number): number {
-  try {
-    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
-    return m ? Number(m[1]) : statusKb(pid, "VmRSS");
-  } catch {
-    return 0;
-  }
-}
-
-/** cutime + cstime: CPU of a process's children that exited and were reaped. */
-function reapedTicks(pid: number | "self" = "self"): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[13]) + Number(fields[14]);
-  } catch {
-    return 0;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Systems and runs
@@ -780,17 +745,6 @@ async function warmUp(ctx: Context, system: System): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function waitForQuietLoad(maxS: number): Promise<number> {
-  const started = performance.now();
-  let announced = false;
-  while (loadAverage()[0] >= QUIET_LOAD && performance.now() - started < maxS * 1000) {
-    if (!announced) log(`load average ${loadAverage()[0].toFixed(2)} ≥ ${QUIET_LOAD}: waiting up to ${maxS} s for it to drop …`);
-    announced = true;
-    await sleep(5000);
-  }
-  return loadAverage()[0];
-}
-
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
@@ -812,7 +766,7 @@ async function main(): Promise<void> {
   const rolePids = new Map<number, string>();
   let report: OutboundReport | undefined;
   try {
-    const loadAtStart = await waitForQuietLoad(settings.loadWaitS);
+    const loadAtStart = await waitForQuietLoad(QUIET_LOAD, settings.loadWaitS, log);
     const sink = await startSink({ greetingDelayMs: settings.sinkGreetingMs, deferAttempts: settings.deferAttempts }, teardown);
     log(`sink on 127.0.0.1:${sink.port} (${settings.sinkDomain}), greeting after ${settings.sinkGreetingMs} ms`);
     const systems: System[] = [];
@@ -922,10 +876,7 @@ async function main(): Promise<void> {
       revision: startRevision,
       settings,
       machine: {
-        cores: availableParallelism(),
-        cpu: cpus()[0]?.model ?? "unknown CPU",
-        memoryGb: Math.round(totalmem() / 2 ** 30),
-        node: process.version,
+        ...machineFacts(),
         postfix: postfix?.version() ?? null,
       },
       loadAtStart,
@@ -950,7 +901,7 @@ async function main(): Promise<void> {
       const ids = profileIds(name);
       const role = ids ? (rolePids.get(ids.pid) ?? `pid ${ids.pid}`) : "?";
       const label = `${role}, ${ids?.thread ? `thread ${ids.thread} (workflows)` : "main thread"}`;
-      console.log(`\n${await summarizeOutboundProfile(join(profileDir, name), label)}`);
+      console.log(`\n${await summarizeCpuProfile(join(profileDir, name), { label, work: ROLE_WORK })}`);
     }
   }
 }

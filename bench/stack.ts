@@ -1,6 +1,7 @@
 // The stack under test: PostgreSQL and Temporal (embedded unless DATABASE_URL / TEMPORAL_ADDRESS are set), and the
 // two HTTP servers compared, each in its own process so none shares the load generator's event loop.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "../src/temporal/search-attributes.js";
@@ -92,6 +93,23 @@ async function startTemporal(dataDir: string | undefined, teardown: Teardown): P
       await temporal.stop();
       temporal = await startTemporalDevServer({ ...options, port });
     },
+  };
+}
+
+/**
+ * What every role of ours started by a benchmark gets: the stack's PostgreSQL and Temporal, ports of its own on
+ * loopback, errors-only logs (LOG_LEVEL overrides) and fresh secrets.
+ */
+export function roleEnv(infra: Infrastructure): Record<string, string> {
+  return {
+    DATABASE_URL: infra.databaseUrl,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    HTTP_PORT: "0",
+    SMTP_PORT: "0",
+    BIND_HOST: "127.0.0.1",
+    LOG_LEVEL: process.env["LOG_LEVEL"] || "error",
+    CURSOR_SECRET: randomBytes(32).toString("base64url"),
+    DKIM_KEY_SECRET: randomBytes(32).toString("base64url"),
   };
 }
 

@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     const org = await createOrganization(db.fork(), config.defaults, { name: `bench-${randomBytes(4).toString("hex")}` });
     const { secret } = await issueKey(db.fork(), config.defaults, org.id, { scopes: ["validation:use"], requestsPerMinute: 10_000_000 });
     // Teardown runs newest first: this step comes after the server's stop, which writes the profile.
-    if (settings.cpuProfile) teardown.add(async () => console.log(`\n${await summarizeCpuProfile(join(dataDir, "api.cpuprofile"))}`));
+    if (settings.cpuProfile) teardown.add(async () => console.log(`\n${await summarizeCpuProfile(join(dataDir, "api.cpuprofile"), { work: /^node:_http_server$/, byDirectory: true })}`));
     const server = await startServer(
       "api",
       ["src/cli/mailbox.js", "serve", "--role", "api"],

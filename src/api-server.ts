@@ -13,8 +13,9 @@ import { TooLarge } from "./errors.js";
 import { listen, type RequestHandler } from "./http/listener.js";
 import { bodyLimitOf, endWithAnswerIfBodyUnread, limitedBody, type NodeRequest, type NodeResponse } from "./http/request-body.js";
 import { authenticate, authenticateRequest } from "./interceptors/authenticate.js";
-import { kPeerAddress } from "./interceptors/context.js";
+import { kFace, kPeerAddress } from "./interceptors/context.js";
 import { errorBoundary, toConnectError } from "./interceptors/error-boundary.js";
+import { observeCalls, observeGate, routerFaceOf } from "./interceptors/metrics.js";
 import { rateLimit } from "./interceptors/rate-limit.js";
 import { unitOfWork } from "./interceptors/unit-of-work.js";
 import { validateRequests } from "./interceptors/validate.js";
@@ -22,6 +23,7 @@ import type { Logger } from "./logger.js";
 import { createMcpEndpoint } from "./mcp/http.js";
 import { buildLlmsTxt } from "./mcp/llms-txt.js";
 import { buildTools } from "./mcp/tools.js";
+import { createStatusHandler, type StatusDeps } from "./metrics/status.js";
 import { createRestGateway } from "./rest/gateway.js";
 import { createInProcessInvoker, createInProcessStreamInvoker } from "./rest/in-process-invoker.js";
 import { buildOpenApi } from "./rest/openapi.js";
@@ -33,6 +35,8 @@ export interface ApiServerDeps extends ServiceDeps {
   readonly db: Database;
   readonly authenticator: Authenticator;
   readonly log: Logger;
+  /** Metrics (API calls are recorded in the chain) and what /healthz, /readyz and /metrics answer. */
+  readonly status: StatusDeps;
 }
 
 export interface ApiServer {
@@ -41,17 +45,19 @@ export interface ApiServer {
 }
 
 /**
- * The interceptor chain, outermost first: errors are mapped at one boundary; the principal the request was
- * authenticated as (before its body) must hold the method's scope before the call counts against the key's rate;
- * input is validated before a database session opens.
+ * The interceptor chain, outermost first: every call is timed and counted as it is answered; errors are mapped at
+ * one boundary; the principal the request was authenticated as (before its body) must hold the method's scope
+ * before the call counts against the key's rate; input is validated before a database session opens.
  */
 function interceptorsOf(deps: ApiServerDeps): Interceptor[] {
-  return [errorBoundary(deps.log), authenticate(), rateLimit(deps.db), validateRequests(), unitOfWork(deps.db)];
+  const { metrics } = deps.status;
+  return [observeCalls(metrics.api), errorBoundary(deps.log), authenticate(), rateLimit(deps.db), validateRequests(), unitOfWork(deps.db)];
 }
 
 export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   const interceptors = interceptorsOf(deps);
-  const authenticateBeforeBody = authenticateRequest(deps.authenticator, deps.log);
+  const authenticateBeforeBody = observeGate(authenticateRequest(deps.authenticator, deps.log), deps.status.metrics.api);
+  const status = createStatusHandler(deps.status);
   const specs = createServiceSpecs(deps);
   const router = createConnectRouter({
     interceptors,
@@ -94,10 +100,12 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   });
 
   return (req, res, peerAddress) => {
+    // Probes and scrapes: before the pipeline, so they need no key, read no body and count against no rate.
+    if (status(req, res)) return;
     const contextValues = createContextValues().set(kPeerAddress, peerAddress);
     const path = (req.url ?? "").split("?", 1)[0]!;
     if (path === "/mcp") {
-      void mcp(req, res, contextValues);
+      void mcp(req, res, contextValues.set(kFace, "mcp"));
       return;
     }
     if (path === "/llms.txt" && (req.method === "GET" || req.method === "HEAD")) {
@@ -106,9 +114,10 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
     }
     const handler = handlers.get(path);
     if (!handler) {
-      void gateway(req, res, contextValues);
+      void gateway(req, res, contextValues.set(kFace, "json"));
       return;
     }
+    contextValues.set(kFace, routerFaceOf(req.headers["content-type"]));
     const body = bodyOf(req, res, handler.method);
     Promise.resolve()
       .then(() => handler({ ...universalRequestFromNodeRequest(req, res, undefined, contextValues), body }))

@@ -9,6 +9,10 @@ export interface Config {
   readonly httpPort: number;
   /** Address the API and SMTP servers bind to. */
   readonly bindHost: string;
+  /** Port of /healthz, /readyz and /metrics for any role (STATUS_PORT); undefined: none (the API port serves them). */
+  readonly statusPort: number | undefined;
+  /** When set, /metrics answers only `Authorization: Bearer <token>` (METRICS_TOKEN). */
+  readonly metricsToken: string | undefined;
   /** The API's edge: what one peer may hold and send before it is authenticated, on HTTP/1.1 and h2c alike. */
   readonly api: {
     /** Concurrent TCP connections on the API port; more are closed at once. */
@@ -255,6 +259,13 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     httpPort: int("HTTP_PORT", 8080, 0, 65535),
     bindHost: str("BIND_HOST", "127.0.0.1"),
+    statusPort: env.STATUS_PORT === undefined || env.STATUS_PORT === "" ? undefined : int("STATUS_PORT", 0, 0, 65535),
+    metricsToken: (() => {
+      const token = optional("METRICS_TOKEN");
+      // Not echoed: the value is a secret.
+      if (token !== undefined && !/^[\x21-\x7e]{16,}$/.test(token)) errors.push("METRICS_TOKEN must be at least 16 printable characters without spaces");
+      return token;
+    })(),
     api: {
       maxConnections: int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
       maxHeaderBytes: int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),

@@ -10,7 +10,9 @@ import { createAuthenticator } from "./auth/authenticator.js";
 import type { Config } from "./config.js";
 import { migrateDatabase, openDatabase, type Database } from "./db/database.js";
 import { createCachingResolver } from "./dns/cache.js";
+import type { DnsResolver } from "./dns/resolver.js";
 import { createConfiguredResolver } from "./dns/servers.js";
+import type { DomainCapabilities } from "./domains/capabilities.js";
 import { createDkimKeyVault } from "./domains/dkim-keys.js";
 import { createDomains } from "./domains/domains.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "./domains/setup.js";
@@ -19,11 +21,14 @@ import { createHolds } from "./events/holds.js";
 import { createEventHub } from "./events/hub.js";
 import { pruneEventLog } from "./events/log.js";
 import { createEventStreams } from "./events/stream.js";
+import type { DomainVerifier } from "./domains/verifier.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
 import { createThreads } from "./mailbox/threads.js";
 import { createMessageWaits } from "./mailbox/wait.js";
+import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { createReadiness, databaseReadiness, startStatusServer, temporalReadiness, type Readiness } from "./metrics/status.js";
 import { createCursorCodec } from "./pagination/cursor.js";
 import { createComplaints } from "./outbound/complaints.js";
 import { createOutbound } from "./outbound/outbound.js";
@@ -32,6 +37,7 @@ import { createSuppressions } from "./outbound/suppressions.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "./runtime/temporal-cli.js";
 import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
+import { findFreePort } from "./runtime/free-port.js";
 import { identityOf, isRunning, type ProcessIdentity } from "./runtime/watchdog.js";
 import {
   connectTemporal,
@@ -42,7 +48,7 @@ import {
   ensureSearchAttributes,
 } from "./temporal/client.js";
 import { pruneCounterWindows, purgeReconciler, reconcilerJob, startPeriodicJobs } from "./temporal/reconciler.js";
-import { createWorker } from "./temporal/worker.js";
+import { createWorker, installTemporalRuntime } from "./temporal/worker.js";
 import { deliveryLeaseMs, webhookDeliveryReconciler } from "./webhooks/deliveries.js";
 import { createWebhookEndpoints } from "./webhooks/endpoints.js";
 import { createScanner } from "./scanning/scanner.js";
@@ -134,9 +140,66 @@ async function persistedSecret(config: Config, configured: string | undefined, f
   }
 }
 
+/**
+ * What the roles of one process share, built once here and handed to each role that needs it: one logger, one DNS
+ * resolver (asked afresh: verification and delivery; validation wraps it in a cache of its own), one domain
+ * verifier and capability checker (one re-check per domain at a time in the process), one metrics registry and
+ * one readiness list (each role adds what it needs).
+ */
+export interface SharedDeps {
+  readonly log: Logger;
+  readonly resolver: DnsResolver;
+  readonly verifier: DomainVerifier;
+  readonly capabilities: DomainCapabilities;
+  readonly metrics: Metrics;
+  readonly readiness: Readiness;
+}
+
+export function createSharedDeps(config: Config, db: Database, temporal: Client, log: Logger = createLogger(config.logLevel)): SharedDeps {
+  const resolver = createConfiguredResolver(config);
+  const verifier = createConfiguredVerifier(config, db, resolver);
+  const metrics = createMetrics();
+  metrics.gauge(
+    "mailbox_db_pool_connections",
+    "Connections of the process's PostgreSQL pools (sql: the hot paths', orm: MikroORM's) by state: busy, idle, and callers waiting for one.",
+    ["pool", "state"],
+    async () =>
+      Object.entries(await db.poolUse()).flatMap(([pool, use]) => [
+        { labels: { pool, state: "busy" }, value: use.open - use.idle },
+        { labels: { pool, state: "idle" }, value: use.idle },
+        { labels: { pool, state: "waiting" }, value: use.waiting },
+      ]),
+  );
+  return {
+    log,
+    resolver,
+    verifier,
+    capabilities: createConfiguredCapabilities(config, db, verifier),
+    metrics,
+    readiness: createReadiness(log, [databaseReadiness(db), temporalReadiness(temporal)]),
+  };
+}
+
+/** The SDK's Prometheus exporter on a loopback port of its own, scraped into this process's /metrics. */
+async function exportTemporalMetrics(metrics: Metrics, log: Logger): Promise<void> {
+  const address = `127.0.0.1:${await findFreePort()}`;
+  try {
+    if (!installTemporalRuntime(address)) return;
+  } catch (error) {
+    log.warn("the Temporal SDK's metrics exporter did not start; its metrics are missing from /metrics", { error });
+    return;
+  }
+  metrics.appendScrape(async () => {
+    const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(2_000) });
+    return res.ok ? res.text() : "";
+  });
+}
+
 export interface RunningService {
   readonly api: ApiServer | undefined;
   readonly smtp: SmtpRole | undefined;
+  /** The port of /healthz, /readyz and /metrics when STATUS_PORT is set. */
+  readonly statusPort: number | undefined;
   readonly databaseUrl: string;
   readonly temporalAddress: string;
   /** The embedded Temporal dev server's Web UI, when there is one. */
@@ -162,15 +225,17 @@ export async function startService(config: Config, roles: readonly Role[], optio
     const temporal = await connectTemporal(infra.temporalAddress, config.temporalNamespace);
     stops.push(() => temporal.connection.close());
     await ensureSearchAttributes(temporal);
+    const shared = createSharedDeps(config, db, temporal, log);
 
     let api: ApiServer | undefined;
     if (roles.includes("api")) {
-      api = await startApi(config, db, temporal, log);
+      api = await startApi(config, db, temporal, log, shared);
       stops.push(() => api!.close());
       log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
     }
     if (roles.includes("worker")) {
-      const worker = await runConfiguredWorker(config, db, infra.temporalAddress);
+      await exportTemporalMetrics(shared.metrics, log);
+      const worker = await runConfiguredWorker(config, db, infra.temporalAddress, { shared });
       stops.push(worker.stop);
       const queue = config.temporalTaskQueue;
       const jobs = startPeriodicJobs(
@@ -196,11 +261,27 @@ export async function startService(config: Config, roles: readonly Role[], optio
         log,
         databaseUrl: infra.databaseUrl,
         temporalAddress: infra.temporalAddress,
-        domains: createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config))),
+        domains: shared.capabilities,
+        metrics: shared.metrics,
       });
       smtp = role;
       stops.push(role.stop);
+      shared.readiness.add({
+        name: "smtp",
+        check: async () => {
+          if (!role.listening()) throw new Error("the SMTP listener is closed");
+        },
+      });
       log.info("SMTP listening", { address: `${config.bindHost}:${role.port}`, hostname: config.smtp.hostname });
+    }
+    let statusPort: number | undefined;
+    if (config.statusPort !== undefined) {
+      const status = await startStatusServer({ metrics: shared.metrics, readiness: shared.readiness, metricsToken: config.metricsToken }, config.statusPort, config.bindHost);
+      statusPort = status.port;
+      stops.push(status.close);
+      log.info("status listening", { url: `http://${config.bindHost}:${status.port}`, paths: ["/healthz", "/readyz", "/metrics"] });
+    } else if (!api) {
+      log.info("no STATUS_PORT: this process serves no /healthz, /readyz or /metrics");
     }
     if (options.embedded) {
       await writeFile(
@@ -211,18 +292,22 @@ export async function startService(config: Config, roles: readonly Role[], optio
       stops.push(() => rm(join(config.dataDir, RUNTIME_FILE), { force: true }));
     }
     if (infra.temporalUiUrl) log.info("Temporal Web UI", { url: infra.temporalUiUrl });
-    return { api, smtp, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, temporalUiUrl: infra.temporalUiUrl, stop };
+    return { api, smtp, statusPort, databaseUrl: infra.databaseUrl, temporalAddress: infra.temporalAddress, temporalUiUrl: infra.temporalUiUrl, stop };
   } catch (e) {
     await stop();
     throw e;
   }
 }
 
-export async function startApi(config: Config, db: Database, temporal: Client, log: Logger): Promise<ApiServer> {
+export async function startApi(
+  config: Config,
+  db: Database,
+  temporal: Client,
+  log: Logger,
+  shared: SharedDeps = createSharedDeps(config, db, temporal, log),
+): Promise<ApiServer> {
   const cursors = createCursorCodec(await cursorSecretOf(config));
-  // Verification asks DNS afresh; validation goes through a cache shared by every call of this process.
-  const resolver = createConfiguredResolver(config);
-  const verifier = createConfiguredVerifier(config, db, resolver);
+  const { resolver, verifier, capabilities } = shared;
   const domains = createDomains({
     managedDomain: config.managedDomain,
     domainLimit: config.platformLimits.domains,
@@ -233,8 +318,8 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
     workflows: createDomainVerificationStarter(temporal, config.temporalTaskQueue),
     log,
   });
+  // Verification asks DNS afresh; validation goes through a cache shared by every call of this process.
   const validator = createEmailValidator({ resolver: createCachingResolver(resolver), suppressions: createSuppressionLookup(db) });
-  const capabilities = createConfiguredCapabilities(config, db, verifier);
   const inboxes = createInboxes({
     managedDomain: config.managedDomain,
     customerDomains: capabilities,
@@ -293,6 +378,7 @@ export async function startApi(config: Config, db: Database, temporal: Client, l
       domains,
       validator,
       log,
+      status: { metrics: shared.metrics, readiness: shared.readiness, metricsToken: config.metricsToken },
       deliveryMetrics: createDeliveryMetrics(),
       suppressions: createSuppressions({ cursors }),
       complaints: createComplaints({ cursors }),
@@ -364,21 +450,23 @@ export async function runConfiguredWorker(
   config: Config,
   db: Database,
   temporalAddress: string,
-  options: { workflowBundle?: WorkflowBundleOption; deliveryMxPort?: number } = {},
+  options: { workflowBundle?: WorkflowBundleOption; deliveryMxPort?: number; shared?: WorkerShared } = {},
 ): Promise<RunningWorker> {
+  const log = options.shared?.log ?? createLogger(config.logLevel);
   const dispatcher = createDeliveryDispatcher({
     db,
     store: createDeliveryStore(db),
     taskQueue: config.temporalTaskQueue,
     capacity: config.delivery.concurrency,
     schedule: config.delivery,
-    log: createLogger(config.logLevel),
+    log,
   });
   const connections = createSmtpConnections({ ehloName: config.smtp.hostname, timeoutMs: config.delivery.timeoutMs, idleMs: config.delivery.connectionIdleMs });
   const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, {
     ...(options.deliveryMxPort === undefined ? {} : { deliveryMxPort: options.deliveryMxPort }),
     firstAttemptEnded: dispatcher.firstAttemptEnded,
     connections,
+    shared: options.shared ?? { log },
   });
   const running = worker.run();
   const client = new Client({ connection: worker.connection!, namespace: config.temporalNamespace });
@@ -397,14 +485,28 @@ export async function runConfiguredWorker(
   };
 }
 
+/** What a worker takes from its process's shared dependencies; what is not given is built for it. */
+export type WorkerShared = Partial<Pick<SharedDeps, "log" | "resolver" | "verifier" | "metrics">>;
+
 /** The worker of this configuration: every workflow and activity on the configured task queue. */
 export async function createConfiguredWorker(
   config: Config,
   db: Database,
   temporalAddress: string,
   workflowBundle?: WorkflowBundleOption,
-  overrides: { deliveryMxPort?: number; firstAttemptEnded?: (submissionId: string) => void; connections?: SmtpConnections } = {},
+  overrides: {
+    deliveryMxPort?: number;
+    firstAttemptEnded?: (submissionId: string) => void;
+    connections?: SmtpConnections;
+    shared?: WorkerShared;
+  } = {},
 ): Promise<Worker> {
+  const resolver = overrides.shared?.resolver ?? createConfiguredResolver(config);
+  const shared = {
+    ...overrides.shared,
+    resolver,
+    verifier: overrides.shared?.verifier ?? createConfiguredVerifier(config, db, resolver),
+  };
   return createWorker({
     address: temporalAddress,
     namespace: config.temporalNamespace,
@@ -414,26 +516,28 @@ export async function createConfiguredWorker(
     webhooks: config.webhooks,
     domainVerification: {
       db,
-      verifier: createConfiguredVerifier(config, db, createConfiguredResolver(config)),
+      verifier: shared.verifier,
       refreshMs: config.customerDomains.refreshMs,
     },
     delivery: {
-      ...(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort)),
+      ...(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort, shared)),
       ...(overrides.firstAttemptEnded ? { firstAttemptEnded: overrides.firstAttemptEnded } : {}),
       ...(overrides.connections ? { connections: overrides.connections } : {}),
     },
+    ...(shared.metrics ? { metrics: shared.metrics } : {}),
     ...(workflowBundle ? { workflowBundle } : {}),
   });
 }
 
 /** Outbound delivery of this configuration: routes, DNS, the managed and customer DKIM keys, the retry schedule. */
-export async function createConfiguredDeliveryDeps(config: Config, db: Database, mxPort?: number): Promise<DeliveryDeps> {
+export async function createConfiguredDeliveryDeps(config: Config, db: Database, mxPort?: number, shared: WorkerShared = {}): Promise<DeliveryDeps> {
   return {
     db,
     settings: deliverySettingsOf(config, mxPort),
-    resolver: createConfiguredResolver(config),
+    resolver: shared.resolver ?? createConfiguredResolver(config),
     managedDkimKey: managedDkimKeySource(config),
     customerDkimKeys: createDkimSigningKeys({ db, vault: createDkimKeyVault(await dkimKeySecretOf(config)) }),
-    log: createLogger(config.logLevel),
+    log: shared.log ?? createLogger(config.logLevel),
+    ...(shared.metrics ? { metrics: shared.metrics.delivery } : {}),
   };
 }

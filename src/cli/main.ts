@@ -126,6 +126,7 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
   const summary = {
     api: service.api ? `http://${config.bindHost}:${service.api.port}` : null,
     smtp: service.smtp ? `${config.bindHost}:${service.smtp.port}` : null,
+    status: service.statusPort === undefined ? null : `http://${config.bindHost}:${service.statusPort}`,
     roles,
     temporal: service.temporalAddress,
     temporalUi: service.temporalUiUrl,

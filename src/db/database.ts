@@ -18,8 +18,19 @@ export interface Database {
    * as 20 KB of hex and be parsed by the server; measured, the ORM path cost 4× the CPU of this one.
    */
   readonly sql: SqlPool;
+  /** Connections of the two pools now: `sql` (the hot paths') and `orm` (MikroORM's). */
+  poolUse(): Promise<Readonly<Record<"sql" | "orm", PoolUse>>>;
   close(): Promise<void>;
 }
+
+/** A pool's connections: open (busy and idle), idle, and callers waiting for one. */
+export interface PoolUse {
+  readonly open: number;
+  readonly idle: number;
+  readonly waiting: number;
+}
+
+const useOf = (pool: pg.Pool): PoolUse => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
 
 /** One connection inside a transaction of SqlPool.transaction. */
 export interface SqlTx {
@@ -51,7 +62,7 @@ const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
 const ignoreError = (): void => undefined;
 
-function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<void> } {
+function createSqlPool(url: string, max: number): SqlPool & { use(): PoolUse; end(): Promise<void> } {
   const pool = new pg.Pool({ connectionString: url, max });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
@@ -78,6 +89,7 @@ function createSqlPool(url: string, max: number): SqlPool & { end(): Promise<voi
       }
     },
     listen: (channel, handlers) => listenOn(url, channel, handlers),
+    use: () => useOf(pool),
     end: () => pool.end(),
   };
 }
@@ -155,6 +167,7 @@ export async function openDatabase(url: string, options: { poolMax?: number } = 
     fork: () => orm.em.fork(),
     query: (text, params = []) => orm.em.getConnection().execute(text, [...params], "all"),
     sql,
+    poolUse: async () => ({ sql: sql.use(), orm: useOf(await orm.em.getConnection().getNativeClient()) }),
     close: async () => {
       await sql.end();
       await orm.close();

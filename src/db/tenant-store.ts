@@ -41,11 +41,18 @@ export interface OrganizationLimit<T extends TenantOwned> {
 }
 
 export class TenantStore {
+  private forked: EntityManager | undefined;
+
+  /** `fork` is called when the ORM is first used: a call that reads through plain statements never needs it. */
   constructor(
-    private readonly em: EntityManager,
+    private readonly fork: () => EntityManager,
     readonly organizationId: string,
     private readonly sql: SqlPool,
   ) {}
+
+  private get em(): EntityManager {
+    return (this.forked ??= this.fork());
+  }
 
   findOne<T extends TenantOwned, H extends string = never>(
     entity: EntityName<T>,
@@ -88,12 +95,12 @@ export class TenantStore {
 
   /** Writes the changes of the entities this store loaded or created (all of them this organization's). */
   flush(): Promise<void> {
-    return this.em.flush();
+    return this.forked ? this.forked.flush() : Promise.resolve();
   }
 
   /** Runs fn in one transaction, with a store bound to the same organization. */
   transactional<R>(fn: (store: TenantStore) => Promise<R>): Promise<R> {
-    return this.em.transactional((em) => fn(new TenantStore(em, this.organizationId, this.sql)));
+    return this.em.transactional((em) => fn(new TenantStore(() => em, this.organizationId, this.sql)));
   }
 
   /**

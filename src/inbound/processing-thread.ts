@@ -9,7 +9,7 @@ import { createConfiguredFeedbackReports } from "../outbound/feedback-reports.js
 import { createAttachmentScanStarter } from "../scanning/attachment-scan-starter.js";
 import { connectTemporal } from "../temporal/client.js";
 import { createConfiguredOutbox } from "../webhooks/outbox.js";
-import type { FromProcessing, ProcessingLoad, ProcessingThreadSettings, ToProcessing } from "./processing.js";
+import { NO_LOAD, type FromProcessing, type ProcessingLoad, type ProcessingThreadSettings, type ToProcessing } from "./processing.js";
 import { createInboundProcessor } from "./processor.js";
 import { startInboundSweeper } from "./sweeper.js";
 
@@ -33,7 +33,9 @@ const parser = createEmailParser({
   maxHeaderBytes: config.smtp.maxHeaderBytes,
   maxMimeParts: config.smtp.maxMimeParts,
 });
-const outbox = createConfiguredOutbox(config, db, temporal, log);
+// Counted here, reported with the load: the smtp role's metrics live on the main thread.
+const webhookAttempts = { ...NO_LOAD.webhookAttempts };
+const outbox = createConfiguredOutbox(config, db, temporal, log, { attempted: (outcome, n = 1) => void (webhookAttempts[outcome] += n) });
 const processor = createInboundProcessor({
   db,
   parser,
@@ -48,13 +50,15 @@ const processor = createInboundProcessor({
 });
 const sweeper = startInboundSweeper(db, processor, log, sweeperOptions);
 
-let reported: ProcessingLoad = { taken: 0, takenBytes: 0, messages: 0, bytes: 0 };
+let reported: ProcessingLoad = NO_LOAD;
 let taken = 0;
 let takenBytes = 0;
 const reporter = setInterval(() => {
   const { messages, bytes } = processor.backlog();
-  if (taken === reported.taken && messages === reported.messages && bytes === reported.bytes) return;
-  reported = { taken, takenBytes, messages, bytes };
+  const attempts = webhookAttempts.delivered + webhookAttempts.retry + webhookAttempts.failed;
+  const reportedAttempts = reported.webhookAttempts.delivered + reported.webhookAttempts.retry + reported.webhookAttempts.failed;
+  if (taken === reported.taken && messages === reported.messages && bytes === reported.bytes && attempts === reportedAttempts) return;
+  reported = { taken, takenBytes, messages, bytes, webhookAttempts: { ...webhookAttempts } };
   post({ type: "load", ...reported });
 }, REPORT_EVERY_MS);
 

@@ -9,6 +9,7 @@
 import { Worker } from "node:worker_threads";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { WebhookAttemptOutcome, WebhookMetrics } from "../metrics/metrics.js";
 import type { ReceivedMessage } from "./receive.js";
 import type { SweeperOptions } from "./sweeper.js";
 
@@ -36,6 +37,8 @@ export interface ProcessingLoad {
   /** Its backlog: messages queued or in hand, and their raw bytes. */
   readonly messages: number;
   readonly bytes: number;
+  /** Webhook requests the thread's outbox has sent since it started, by outcome. */
+  readonly webhookAttempts: Readonly<Record<WebhookAttemptOutcome, number>>;
 }
 
 export type FromProcessing = { readonly type: "ready" } | ({ readonly type: "load" } & ProcessingLoad) | { readonly type: "stopped" };
@@ -43,6 +46,8 @@ export type FromProcessing = { readonly type: "ready" } | ({ readonly type: "loa
 export interface Processing {
   /** Hands a committed message over; its bytes, when given, are copied once and not used by the thread's caller. */
   submit(rawId: string, size: number, received?: ReceivedMessage): void;
+  /** Accepted messages (and their raw bytes) handed over or in hand and not yet stored, in this process. */
+  backlog(): { readonly messages: number; readonly bytes: number };
   /** Whether the backlog is at or over its bound. */
   overloaded(): boolean;
   /** Stops the thread once what it holds in hand is stored; queued ids stay pending for the sweeper. */
@@ -51,13 +56,15 @@ export interface Processing {
 
 export interface ProcessingOptions extends ProcessingThreadSettings {
   readonly log: Logger;
+  /** Where the thread's webhook attempts are counted (it reports them with its load). */
+  readonly webhookMetrics?: WebhookMetrics;
 }
 
 /** The thread's entry: it registers tsx in the thread (loader hooks are per thread), then loads processing-thread.ts. */
 const ENTRY = new URL("./processing-thread.js", import.meta.url);
 /** Wait before a crashed thread is started again. */
 const RESTART_AFTER_MS = 1000;
-const NO_LOAD: ProcessingLoad = { taken: 0, takenBytes: 0, messages: 0, bytes: 0 };
+export const NO_LOAD: ProcessingLoad = { taken: 0, takenBytes: 0, messages: 0, bytes: 0, webhookAttempts: { delivered: 0, retry: 0, failed: 0 } };
 
 export async function startProcessing(options: ProcessingOptions): Promise<Processing> {
   const { log } = options;
@@ -100,7 +107,12 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
     sentBytes = 0;
     load = NO_LOAD;
     worker.on("message", (message: FromProcessing) => {
-      if (message.type === "load") load = message;
+      if (message.type !== "load") return;
+      for (const [outcome, n] of Object.entries(message.webhookAttempts) as [WebhookAttemptOutcome, number][]) {
+        const more = n - load.webhookAttempts[outcome];
+        if (more > 0) options.webhookMetrics?.attempted(outcome, more);
+      }
+      load = message;
     });
     worker.on("error", (error) => log.error("the processing thread failed", { error }));
     worker.once("exit", (code) => {
@@ -126,6 +138,10 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
 
   adopt(await spawn());
 
+  function backlog() {
+    return { messages: load.messages + (sent - load.taken), bytes: load.bytes + (sentBytes - load.takenBytes) };
+  }
+
   return {
     submit(rawId, size, received) {
       if (!thread) return;
@@ -144,9 +160,9 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
         log.warn("handing a message to processing failed; the sweeper takes it", { rawId, error });
       }
     },
+    backlog,
     overloaded() {
-      const messages = load.messages + (sent - load.taken);
-      const bytes = load.bytes + (sentBytes - load.takenBytes);
+      const { messages, bytes } = backlog();
       return messages >= maxBacklogMessages || bytes >= maxBacklogBytes;
     },
     async stop() {

@@ -4,11 +4,12 @@
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import type { Logger } from "../logger.js";
+import { singleFlight, type Metrics } from "../metrics/metrics.js";
 import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
 import { createRecipientAdmission, type InboundDomains } from "./admission.js";
-import { startProcessing } from "./processing.js";
+import { startProcessing, type Processing } from "./processing.js";
 import { createRawBodies, createReceiveMemory } from "./raw-body.js";
 import { createRawMessageStore } from "./receive.js";
 import { DEFAULT_SWEEPER_OPTIONS, type SweeperOptions } from "./sweeper.js";
@@ -23,10 +24,14 @@ export interface SmtpRoleDeps {
   /** Inbound capability of customer domains (src/domains). */
   readonly domains: InboundDomains;
   readonly sweeper?: SweeperOptions;
+  /** SMTP sessions, replies and the processing backlog are recorded here. */
+  readonly metrics?: Metrics;
 }
 
 export interface SmtpRole {
   readonly port: number;
+  /** Whether the listener accepts connections (readiness). */
+  listening(): boolean;
   stop(): Promise<void>;
 }
 
@@ -46,6 +51,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     temporalAddress: deps.temporalAddress,
     sweeper: deps.sweeper ?? DEFAULT_SWEEPER_OPTIONS,
     log,
+    ...(deps.metrics ? { webhookMetrics: deps.metrics.webhooks } : {}),
   });
   const rawMessages = createRawMessageStore(db);
   const admission = createRecipientAdmission(db, config.managedDomain, deps.domains, config.feedbackAddress);
@@ -78,14 +84,18 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
         sessionTimeoutMs: smtp.sessionTimeoutMs,
         maxMessageBytes: config.platformLimits.messageContentBytes,
         log,
+        ...(deps.metrics ? { metrics: deps.metrics.smtp } : {}),
       },
       hooks,
       config.smtpPort,
       config.bindHost,
     );
+    const unregister = deps.metrics ? backlogGauges(deps.metrics, db, processing) : () => undefined;
     return {
       port: server.port,
+      listening: server.listening,
       async stop() {
+        unregister();
         await server.close();
         await admission.close();
         await processing.stop();
@@ -96,4 +106,34 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     await processing.stop();
     throw e;
   }
+}
+
+/**
+ * The inbound backlog: what this process accepted and has not stored yet (the processing thread's queue), and what
+ * every process has left pending in PostgreSQL with the age of the oldest (one index range read per scrape).
+ */
+function backlogGauges(metrics: Metrics, db: Database, processing: Processing): () => void {
+  // Both gauges of one scrape share one query.
+  const pending = singleFlight(async () => {
+    const [row] = await db.sql.query<{ n: number; age: number }>(
+      `select count(*)::int as n, coalesce(extract(epoch from now() - min(received_at)), 0)::float8 as age
+         from inbound_raw_messages where status = 'pending'`,
+    );
+    return row!;
+  });
+  const unregister = [
+    metrics.gauge("mailbox_inbound_backlog_messages", "Accepted messages this process has not stored yet.", [], () => [
+      { value: processing.backlog().messages },
+    ]),
+    metrics.gauge("mailbox_inbound_backlog_bytes", "Raw bytes of the accepted messages this process has not stored yet.", [], () => [
+      { value: processing.backlog().bytes },
+    ]),
+    metrics.gauge("mailbox_inbound_pending_messages", "Accepted messages pending processing in the database, of every process.", [], async () => [
+      { value: (await pending()).n },
+    ]),
+    metrics.gauge("mailbox_inbound_oldest_pending_seconds", "Age of the oldest accepted message pending processing, of every process.", [], async () => [
+      { value: (await pending()).age },
+    ]),
+  ];
+  return () => unregister.forEach((u) => u());
 }

@@ -1,4 +1,5 @@
-// One EntityManager fork per call, scoped to the caller's organization; flushed when a writing handler succeeds.
+// One EntityManager fork per call, scoped to the caller's organization and made when the call first uses the ORM;
+// flushed when a writing handler succeeds.
 import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
@@ -21,7 +22,7 @@ function isRead(method: DescMethod): boolean {
 export function unitOfWork(db: Database): Interceptor {
   return (next) => async (req) => {
     const principal = req.contextValues.get(kPrincipal)!;
-    const store = new TenantStore(db.fork(), principal.organizationId, db.sql);
+    const store = new TenantStore(() => db.fork(), principal.organizationId, db.sql);
     req.contextValues.set(kTenant, store);
     const res = await next(req);
     if (!isRead(req.method)) await store.flush();

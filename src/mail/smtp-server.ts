@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 import type { Logger } from "../logger.js";
+import type { SmtpMetrics } from "../metrics/metrics.js";
 import { localError, SmtpError } from "./smtp-error.js";
 import type { TlsCertificate } from "./tls-certificate.js";
 
@@ -36,10 +37,14 @@ export interface SmtpServerOptions {
   /** Advertised with SIZE; a message over it is flagged on its stream (the data hook refuses it). */
   readonly maxMessageBytes: number;
   readonly log: Logger;
+  /** Sessions, refusals by reply and accepted messages are counted here. */
+  readonly metrics?: SmtpMetrics;
 }
 
 export interface RunningSmtpServer {
   readonly port: number;
+  /** Whether the listener accepts connections. */
+  listening(): boolean;
   close(): Promise<void>;
 }
 
@@ -48,6 +53,8 @@ export interface RunningSmtpServer {
  * little. smtp-server's 16 KiB default exists for AUTH blobs, and AUTH is off here.
  */
 const MAX_COMMAND_BYTES = 2048;
+/** The SMTP command each hook answers (a metrics label). */
+const COMMANDS: Record<keyof SmtpHooks, string> = { mailFrom: "mail", rcptTo: "rcpt", data: "data" };
 /** How long close() lets open sessions finish before they are told 421 and dropped. */
 const CLOSE_GRACE_MS = 5000;
 
@@ -57,7 +64,7 @@ export async function startSmtpServer(
   port: number,
   host: string,
 ): Promise<RunningSmtpServer> {
-  const { log } = options;
+  const { log, metrics } = options;
   const deadlines = new Map<string, NodeJS.Timeout>();
   /** Open sessions per client address, and the address each counted session was counted under. */
   const perClient = new Map<string, number>();
@@ -65,14 +72,18 @@ export async function startSmtpServer(
   /** Refused recipients per session. */
   const refusals = new Map<string, number>();
 
-  /** The one adapter between async hooks and smtp-server's callbacks. */
-  function settle<R>(work: Promise<R>, done: (err: Error | null, value?: R) => void, hook: string): void {
+  /** The one adapter between async hooks and smtp-server's callbacks; every refusal is counted by its reply. */
+  function settle<R>(work: Promise<R>, done: (err: Error | null, value?: R) => void, hook: keyof SmtpHooks): void {
+    const refuse = (e: SmtpError) => {
+      metrics?.refused(COMMANDS[hook], e.responseCode, e.enhancedStatus);
+      done(e);
+    };
     work.then(
       (value) => done(null, value),
       (e: unknown) => {
-        if (e instanceof SmtpError) return done(e);
+        if (e instanceof SmtpError) return refuse(e);
         log.error("smtp hook failed", { hook, error: e });
-        done(localError());
+        refuse(localError());
       },
     );
   }
@@ -96,8 +107,10 @@ export async function startSmtpServer(
       const client = session.remoteAddress;
       const open = perClient.get(client) ?? 0;
       if (open >= options.maxConnectionsPerClient) {
+        metrics?.refused("connect", 421, "4.7.0");
         return callback(new SmtpError(421, "4.7.0", "too many connections from your address, try again later"));
       }
+      metrics?.sessionOpened();
       perClient.set(client, open + 1);
       countedUnder.set(session.id, client);
       const timer = setTimeout(() => endSession(session.id), options.sessionTimeoutMs);
@@ -111,6 +124,7 @@ export async function startSmtpServer(
       refusals.delete(session.id);
       const client = countedUnder.get(session.id);
       if (client === undefined) return;
+      metrics?.sessionClosed();
       countedUnder.delete(session.id);
       const open = perClient.get(client)! - 1;
       if (open === 0) perClient.delete(client);
@@ -123,7 +137,12 @@ export async function startSmtpServer(
       settle(counted(hooks.rcptTo(address.address, session), session.id), callback, "rcptTo");
     },
     onData(stream, session, callback) {
-      settle(hooks.data(stream, session), callback, "data");
+      const accepted = hooks.data(stream, session).then((reply) => {
+        // smtp-server counts the bytes of DATA as they stream in.
+        metrics?.accepted(stream.byteLength);
+        return reply;
+      });
+      settle(accepted, callback, "data");
     },
   });
 
@@ -167,6 +186,7 @@ export async function startSmtpServer(
   });
   return {
     port: (server.server.address() as AddressInfo).port,
+    listening: () => server.server.listening,
     close: () =>
       new Promise<void>((resolve) => {
         for (const timer of deadlines.values()) clearTimeout(timer);

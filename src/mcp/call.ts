@@ -7,7 +7,7 @@ import type { DescMethodUnary, JsonObject, JsonValue, Message } from "@bufbuild/
 import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { Unauthenticated } from "../errors.js";
-import { kPeerAddress, kPrincipal } from "../interceptors/context.js";
+import { kFace, kPeerAddress, kPrincipal } from "../interceptors/context.js";
 import type { Logger } from "../logger.js";
 import { httpError, httpErrorOf, type HttpError } from "../rest/http-errors.js";
 import type { UnaryInvoker } from "../rest/in-process-invoker.js";
@@ -47,6 +47,7 @@ export async function callTool(
     // may carry several calls.
     const contextValues = createContextValues()
       .set(kPeerAddress, context.contextValues.get(kPeerAddress))
+      .set(kFace, context.contextValues.get(kFace))
       .set(kPrincipal, principal);
     output = await invoke(tool.route.method as DescMethodUnary, input, {
       url: context.url,

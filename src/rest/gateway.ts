@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { ScalarType, type DescMethod, type DescMethodServerStreaming, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
-import { endWithAnswerIfBodyUnread, readLimitedBody, type LimitedBody } from "../http/request-body.js";
+import { declaresBody, endWithAnswerIfBodyUnread, readLimitedBody, type LimitedBody } from "../http/request-body.js";
 import type { AuthenticateRequest } from "../interceptors/authenticate.js";
 import { httpError, httpErrorOf, type HttpError } from "./http-errors.js";
 import type { StreamInvoker, UnaryInvoker } from "./in-process-invoker.js";
@@ -50,7 +50,8 @@ export function createRestGateway(options: RestGatewayOptions) {
       }
       const { route, params } = found.match;
       await options.authenticate(headerValue(req, "x-api-key") ?? null, contextValues, route.method);
-      const body = await readJsonBody(req, options.bodyOf(req, res, route.method));
+      // Most calls are GETs without a body: reading one that was never declared would cost an async iteration each.
+      const body = declaresBody(req) ? await readJsonBody(req, options.bodyOf(req, res, route.method)) : undefined;
       const input = readRequest<Message>(route, {
         params,
         query: url.searchParams,

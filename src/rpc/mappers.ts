@@ -34,7 +34,7 @@ import { recordsToPublish, type DomainCheck as Check, type DomainRecordSettings 
 import type { DomainTraffic as Traffic } from "../domains/domains.js";
 import type { Verification } from "../domains/verifier.js";
 import type { ValidationResult } from "../validation/classify.js";
-import type { InboxRow } from "../db/entities/inbox.js";
+import type { InboxView } from "../inboxes/inboxes.js";
 import type { StoredAddress } from "../db/entities/message.js";
 import type { ThreadRow } from "../db/entities/thread.js";
 import type { MessageWithAttachments } from "../mailbox/message-pages.js";
@@ -48,7 +48,7 @@ import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
 import { EventSchema, type Event } from "../../gen/mailbox/v1/event_service_pb.js";
 import type { MessageReceivedPayload } from "../events/message-received.js";
 
-export function toInbox(row: InboxRow): Inbox {
+export function toInbox(row: InboxView): Inbox {
   return create(InboxSchema, {
     id: row.id,
     localPart: row.localPart,

@@ -2,6 +2,7 @@
 import { fileURLToPath } from "node:url";
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleOption } from "@temporalio/worker";
 import type { Database } from "../db/database.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Scanner } from "../scanning/scanner.js";
 import { createWebhookDeliverer, type WebhookSettings } from "../webhooks/deliveries.js";
 import { createAttachmentScanActivities } from "./activities/attachment-scan.js";
@@ -19,12 +20,13 @@ export function createActivities(deps: {
   webhooks: WebhookSettings;
   domainVerification: DomainVerificationActivityDeps;
   delivery: DeliveryDeps;
+  metrics?: Metrics;
 }) {
   return {
     ...createDomainVerificationActivities(deps.domainVerification),
     ...createInboxPurgeActivities(deps.db),
     ...createAttachmentScanActivities(deps),
-    ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks)),
+    ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks, deps.metrics?.webhooks)),
     ...createDeliveryActivities(createDeliveryOperations(deps.delivery)),
   };
 }
@@ -42,19 +44,33 @@ export interface WorkerOptions {
   readonly domainVerification: DomainVerificationActivityDeps;
   /** Routing, DNS, DKIM keys and the retry schedule of outbound delivery (createConfiguredDeliveryDeps). */
   readonly delivery: DeliveryDeps;
+  /** Webhook attempts are recorded here (delivery outcomes through `delivery.metrics`). */
+  readonly metrics?: Metrics;
   /** A prebuilt bundle (tests share one); otherwise workflows/ is bundled at start. */
   readonly workflowBundle?: WorkflowBundleOption;
 }
 
 let runtimeInstalled = false;
 
+/**
+ * Installs this process's Temporal runtime, which can be installed once per process, before the first worker
+ * connection: the SDK's logs at WARN (it logs every worker state change at INFO on stdout), and, given
+ * `prometheusAddress` (host:port), the SDK's own metrics on a Prometheus exporter there. Returns whether that
+ * exporter runs: a runtime installed before (by an earlier worker of this process) is kept as it is.
+ */
+export function installTemporalRuntime(prometheusAddress?: string): boolean {
+  if (runtimeInstalled) return false;
+  // A runtime that failed to start (its exporter's port taken) is not installed: the next call may install one.
+  Runtime.install({
+    logger: new DefaultLogger("WARN"),
+    ...(prometheusAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: prometheusAddress } } } } : {}),
+  });
+  runtimeInstalled = true;
+  return prometheusAddress !== undefined;
+}
+
 export async function createWorker(options: WorkerOptions): Promise<Worker> {
-  // The SDK logs every worker state change at INFO on stdout; keep its warnings and errors only. The runtime can be
-  // installed once per process, before the first connection.
-  if (!runtimeInstalled) {
-    Runtime.install({ logger: new DefaultLogger("WARN") });
-    runtimeInstalled = true;
-  }
+  installTemporalRuntime();
   const connection = await NativeConnection.connect({ address: options.address });
   return Worker.create({
     connection,

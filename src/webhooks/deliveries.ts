@@ -8,6 +8,7 @@ import type { WebhookAttemptResult } from "../../workflows/webhook-delivery.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { groupCommit } from "../db/group-commit.js";
+import type { WebhookMetrics } from "../metrics/metrics.js";
 import type { Reconciler } from "../temporal/reconciler.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
@@ -82,7 +83,7 @@ type Claim = ({ readonly claimed: true } & ClaimedAttempt) | { readonly claimed:
 
 export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>;
 
-export function createWebhookDeliverer(db: Database, settings: WebhookSettings) {
+export function createWebhookDeliverer(db: Database, settings: WebhookSettings, metrics?: WebhookMetrics) {
   const send = createWebhookSender(settings);
   const leaseMs = deliveryLeaseMs(settings);
 
@@ -135,6 +136,7 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings) 
   async function complete(deliveryId: string, c: ClaimedAttempt): Promise<WebhookAttemptResult> {
     const sent = await send({ url: c.url, secret: c.secret, eventId: c.eventId, body: c.body });
     const status = sent.ok ? "delivered" : c.attempts >= settings.maxAttempts ? "failed" : "pending";
+    metrics?.attempted(status === "pending" ? "retry" : status);
     const recorded = await record({ deliveryId, status, lastError: sent.ok ? null : sent.error, attempts: c.attempts });
     if (!recorded) return { outcome: "busy", attempts: c.attempts };
     return { outcome: status === "pending" ? "retry" : status, attempts: c.attempts };

@@ -11,6 +11,7 @@ import { newUuid } from "../ids.js";
 import type { MessageReceivedOutbox, NewEvent } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
 import { createWebhookRetryStarter } from "../temporal/client.js";
+import type { WebhookMetrics } from "../metrics/metrics.js";
 import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
 import { MESSAGE_RECEIVED } from "../events/message-received.js";
 
@@ -50,10 +51,11 @@ export function createConfiguredOutbox(
   db: Database,
   temporal: Client,
   log: Logger,
+  metrics?: WebhookMetrics,
 ): WebhookOutbox {
   return createWebhookOutbox({
     db,
-    deliverer: createWebhookDeliverer(db, config.webhooks),
+    deliverer: createWebhookDeliverer(db, config.webhooks, metrics),
     retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
     log,
   });

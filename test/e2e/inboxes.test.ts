@@ -248,6 +248,60 @@ describe("pagination", () => {
     expect(pages).toBe(3);
   });
 
+  test("pages through inboxes created in the same millisecond by id, without repeats or skips", async () => {
+    const tenant = await app.createTenant({ managedLimit: 100 });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push((await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("t"), displayName: "T" } })).body.id);
+    }
+    // Four share one creation time, so a page boundary falls between equal times; the fifth is newer.
+    await app.db.sql.query(`update inboxes set created_at = '2030-01-01T00:00:00.123Z' where id = any($1)`, [ids.slice(0, 4)]);
+    await app.db.sql.query(`update inboxes set created_at = '2030-01-01T00:00:00.124Z' where id = $1`, [ids[4]]);
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { body: { inboxes: { id: string; createdAt: string }[]; nextCursor: string | null } } = await tenant.request(
+        "GET",
+        `/v1/inboxes?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
+      seen.push(...res.body.inboxes.map((i) => i.id));
+      cursor = res.body.nextCursor;
+    } while (cursor !== null);
+
+    expect(seen).toEqual([ids[4], ...ids.slice(0, 4).sort().reverse()]);
+  });
+
+  test("pages an inbox-restricted key through its own inboxes only, deleted ones left out", async () => {
+    const tenant = await app.createTenant({ managedLimit: 100 });
+    const create = async () =>
+      (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("k"), displayName: "K" } })).body.id as string;
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push(await create());
+    const [a, b, c, d] = ids;
+    expect((await tenant.request("DELETE", `/v1/inboxes/${c}`)).status).toBe(204);
+    const restricted = await tenant.issueKey({ scopes: ["*"], inboxIds: [a!, b!, c!, d!] });
+    const headers = { "x-api-key": restricted.key };
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { status: number; body: { inboxes: { id: string }[]; nextCursor: string | null } } = await tenant.request(
+        "GET",
+        `/v1/inboxes?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        { headers },
+      );
+      expect(res.status).toBe(200);
+      seen.push(...res.body.inboxes.map((i) => i.id));
+      cursor = res.body.nextCursor;
+    } while (cursor !== null);
+
+    expect(seen).toEqual([d, b, a]);
+    // The organization's own key sees every active inbox.
+    const all = await tenant.request("GET", "/v1/inboxes?limit=100");
+    expect(all.body.inboxes.map((i: { id: string }) => i.id)).toEqual(ids.filter((id) => id !== c).reverse());
+  });
+
   test("refuses a cursor of another tenant or a tampered one with 400", async () => {
     const a = await app.createTenant();
     const b = await app.createTenant();

@@ -15,10 +15,8 @@ import type { ApiServer } from "../../src/api-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { createLogger } from "../../src/logger.js";
-import { runConfiguredWorker, startApi, type RunningWorker } from "../../src/main.js";
+import { createSharedDeps, runConfiguredWorker, startApi, type RunningWorker } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
-import { createConfiguredResolver } from "../../src/dns/servers.js";
-import { createConfiguredCapabilities, createConfiguredVerifier } from "../../src/domains/setup.js";
 import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 
@@ -96,7 +94,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const db = await openDatabase(config.databaseUrl!, { poolMax: 10 });
   const temporal = await connectTemporal(config.temporalAddress!, config.temporalNamespace);
   const log = createLogger(config.logLevel);
-  const api: ApiServer = await startApi(config, db, temporal, log);
+  // One process's shared parts, as the composition root builds them: the app's /metrics counts its worker and smtp role too.
+  const shared = createSharedDeps(config, db, temporal, log);
+  const api: ApiServer = await startApi(config, db, temporal, log, shared);
   const baseUrl = `http://127.0.0.1:${api.port}`;
   const workers: RunningWorker[] = [];
   const smtpRoles: SmtpRole[] = [];
@@ -146,17 +146,17 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       };
     },
     async startWorker() {
-      const worker = await runConfiguredWorker(config, db, config.temporalAddress!, { workflowBundle: { code: inject("workflowBundleCode") } });
+      const worker = await runConfiguredWorker(config, db, config.temporalAddress!, { workflowBundle: { code: inject("workflowBundleCode") }, shared });
       workers.push(worker);
       return { stop: worker.stop };
     },
     async startSmtp(options = {}) {
-      const domains = createConfiguredCapabilities(config, db, createConfiguredVerifier(config, db, createConfiguredResolver(config)));
       const role = await startSmtpRole({
         config,
         db,
         log,
-        domains,
+        domains: shared.capabilities,
+        metrics: shared.metrics,
         databaseUrl: config.databaseUrl!,
         temporalAddress: config.temporalAddress!,
         sweeper: options.sweeper ?? TEST_SWEEPER,

@@ -9,6 +9,8 @@ import type { TestApp } from "./harness.js";
 export interface SmtpProcess {
   readonly child: ChildProcess;
   readonly port: number;
+  /** The URL of its status port, when STATUS_PORT is set. */
+  readonly status: string | null;
   /** Resident set size of the process now, in bytes (VmRSS). */
   rss(): Promise<number>;
   /** Everything it wrote to stderr so far. */
@@ -37,7 +39,7 @@ export async function serveSmtp(app: TestApp, dataDir: string, env: Record<strin
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
   const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-  const summary = await new Promise<{ smtp: string; roles: string[] }>((resolve, reject) => {
+  const summary = await new Promise<{ smtp: string; status: string | null; roles: string[] }>((resolve, reject) => {
     child.stdout!.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
       const line = stdout.split("\n").find((l) => l.startsWith("{"));
@@ -49,6 +51,7 @@ export async function serveSmtp(app: TestApp, dataDir: string, env: Record<strin
   return {
     child,
     port: Number(summary.smtp.split(":").pop()),
+    status: summary.status,
     async rss() {
       const status = await readFile(`/proc/${child.pid}/status`, "utf8");
       return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]) * 1024;

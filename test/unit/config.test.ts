@@ -37,4 +37,14 @@ describe("configuration", () => {
     expect(loadConfig({ DELIVERY_ALLOW_HOSTS: " MX.Sink.Test ,127.0.0.1,::1" }).delivery.allowHosts).toEqual(["mx.sink.test", "127.0.0.1", "::1"]);
     expect(() => loadConfig({ DELIVERY_ALLOW_HOSTS: "smtp://x" })).toThrow(/DELIVERY_ALLOW_HOSTS must list host names or IP addresses/);
   });
+
+  test("STATUS_PORT is unset by default, 0 for a free port; METRICS_TOKEN is refused when short without echoing it", () => {
+    expect(loadConfig({}).statusPort).toBeUndefined();
+    expect(loadConfig({ STATUS_PORT: "0" }).statusPort).toBe(0);
+    expect(loadConfig({ STATUS_PORT: "9090" }).statusPort).toBe(9090);
+    expect(() => loadConfig({ STATUS_PORT: "70000" })).toThrow(/STATUS_PORT must be an integer from 0 to 65535/);
+    expect(loadConfig({ METRICS_TOKEN: "0123456789abcdef" }).metricsToken).toBe("0123456789abcdef");
+    expect(() => loadConfig({ METRICS_TOKEN: "short-secret" })).toThrow(/METRICS_TOKEN must be at least 16/);
+    expect(() => loadConfig({ METRICS_TOKEN: "short-secret" })).not.toThrow(/short-secret/);
+  });
 });

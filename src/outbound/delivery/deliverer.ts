@@ -8,6 +8,7 @@ import type { Database } from "../../db/database.js";
 import type { DnsResolver } from "../../dns/resolver.js";
 import type { DkimSigningKey } from "../../domains/signing-keys.js";
 import type { Logger } from "../../logger.js";
+import type { OutboundMetrics } from "../../metrics/metrics.js";
 import type { AddressPolicy } from "../../net/address-policy.js";
 import type { DomainAttemptResult } from "../../../workflows/delivery.js";
 import type { DeliveryOperations } from "../../temporal/activities/delivery.js";
@@ -61,6 +62,8 @@ export interface DeliveryDeps {
   readonly connections?: SmtpConnections;
   /** Told when a first attempt of a submission has ended in this process (the delivery queue's capacity). */
   readonly firstAttemptEnded?: (submissionId: string) => void;
+  /** Recipient outcomes and accepted→delivered latency are recorded here. */
+  readonly metrics?: OutboundMetrics;
 }
 
 /** The delivery settings of a configuration; `mxPort` is 25 outside tests. */
@@ -140,6 +143,8 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
       if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
     }
     await store.record(submissionId, outcomes, suppress);
+    const recordedAt = Date.now();
+    for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
     deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });
     return { remaining: outcomes.filter((o) => o.status === "deferred").length };
   }

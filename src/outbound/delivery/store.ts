@@ -19,6 +19,8 @@ export interface AttemptInput {
   readonly submissionId: string;
   readonly organizationId: string;
   readonly fromEmail: string;
+  /** When the send was accepted (the submission's creation). */
+  readonly acceptedAt: Date;
   readonly mime: Buffer;
   readonly recipients: readonly OpenRecipient[];
 }
@@ -156,8 +158,8 @@ export function createDeliveryStore(db: Database): DeliveryStore {
     },
 
     async attemptInput(submissionId, domain) {
-      const rows = await db.sql.query<{ organization_id: string; from_email: string; mime: Buffer; recipients: OpenRecipient[] }>(
-        `select organization_id, "from"->>'email' as from_email, mime,
+      const rows = await db.sql.query<{ organization_id: string; from_email: string; created_at_ms: number; mime: Buffer; recipients: OpenRecipient[] }>(
+        `select organization_id, "from"->>'email' as from_email, (extract(epoch from created_at) * 1000)::float8 as created_at_ms, mime,
                 coalesce((select json_agg(json_build_object('id', r.id, 'email', r.email) order by r.position) from submission_recipients r
                            where r.submission_id = s.id and r.domain = $2 and r.status in ${OPEN}), '[]') as recipients
            from submissions s where id = $1`,
@@ -165,7 +167,14 @@ export function createDeliveryStore(db: Database): DeliveryStore {
       );
       const row = rows[0];
       if (!row) return undefined;
-      return { submissionId, organizationId: row.organization_id, fromEmail: row.from_email, mime: Buffer.from(row.mime), recipients: row.recipients };
+      return {
+        submissionId,
+        organizationId: row.organization_id,
+        fromEmail: row.from_email,
+        acceptedAt: new Date(Number(row.created_at_ms)),
+        mime: Buffer.from(row.mime),
+        recipients: row.recipients,
+      };
     },
 
     async record(submissionId, outcomes, suppress) {
