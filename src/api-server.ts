@@ -25,7 +25,7 @@ import { buildLlmsTxt } from "./mcp/llms-txt.js";
 import { buildTools } from "./mcp/tools.js";
 import { createStatusHandler, type StatusDeps } from "./metrics/status.js";
 import { createRestGateway } from "./rest/gateway.js";
-import { createInProcessInvoker } from "./rest/in-process-invoker.js";
+import { createInProcessInvoker, createInProcessStreamInvoker } from "./rest/in-process-invoker.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { buildRouteTable } from "./rest/routes.js";
 import { CONTRACT_SERVICES, createServiceSpecs, type ServiceDeps } from "./rpc/services.js";
@@ -79,6 +79,7 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   const gateway = createRestGateway({
     routes,
     invoke,
+    invokeStream: createInProcessStreamInvoker(specs, interceptors),
     authenticate: authenticateBeforeBody,
     bodyOf,
     documents: { "/openapi.json": () => (openApi ??= buildOpenApi(routes)) },
@@ -92,7 +93,11 @@ export function createApiHandler(deps: ApiServerDeps): RequestHandler {
     tooLarge: (limit) => tooLarge(limit, "mcp"),
     log: deps.log,
   });
-  const llmsTxt = buildLlmsTxt(tools, { limits, defaultRequestsPerMinute: deps.config.defaults.requestsPerMinute });
+  const llmsTxt = buildLlmsTxt(tools, {
+    limits,
+    defaultRequestsPerMinute: deps.config.defaults.requestsPerMinute,
+    streams: routes.filter((r) => r.stream),
+  });
 
   return (req, res, peerAddress) => {
     // Probes and scrapes: before the pipeline, so they need no key, read no body and count against no rate.

@@ -107,6 +107,12 @@ export interface Config {
   };
   /** Bytes of message text and HTML one page of a thread or export may carry before answering 413. */
   readonly maxPageBytes: number;
+  /** WaitForMessage: waits one API key, and one API process, may hold at once (429 too_many_waits, 503 beyond). */
+  readonly waits: { readonly perKey: number; readonly perProcess: number };
+  /** StreamEvents: streams one key and one process may hold at once, and the silence before a keep-alive. */
+  readonly streams: { readonly perKey: number; readonly perProcess: number; readonly keepAliveMs: number };
+  /** How long the event log keeps an event for streams to resume from (EVENT_RETENTION). */
+  readonly eventRetentionMs: number;
   /** Batch size of the inbox purge workflow. */
   readonly purgeBatchSize: number;
   /** Attachment scanning: clamd when an address is set, else the built-in scanner. */
@@ -323,6 +329,16 @@ export function loadConfig(env: Env = process.env): Config {
       webhookEndpoints: int("LIMIT_WEBHOOK_ENDPOINTS", 10, 0, 1000),
     },
     maxPageBytes: int("MAX_PAGE_BYTES", 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    waits: {
+      perKey: int("WAIT_MAX_PER_KEY", 10, 1, 10_000),
+      perProcess: int("WAIT_MAX_PER_PROCESS", 500, 1, 1_000_000),
+    },
+    streams: {
+      perKey: int("STREAM_MAX_PER_KEY", 5, 1, 10_000),
+      perProcess: int("STREAM_MAX_PER_PROCESS", 500, 1, 1_000_000),
+      keepAliveMs: int("STREAM_KEEPALIVE_S", 15, 1, 300) * 1000,
+    },
+    eventRetentionMs: duration("EVENT_RETENTION", "72h", 60_000),
     purgeBatchSize: int("PURGE_BATCH_SIZE", 500, 1, 100_000),
     scanning: {
       clamdAddress: optional("CLAMD_ADDRESS", /^(unix:\/.+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5})$/, "host:port or unix:/path"),

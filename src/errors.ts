@@ -95,6 +95,7 @@ export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Record<string, number>> = {
   idempotency_result_expired: 410,
   webhook_endpoint_deleted: 410,
   cursor_expired: 410,
+  event_expired: 410,
   payload_too_large: 413,
   page_too_large: 413,
   message_too_large: 413,

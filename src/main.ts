@@ -17,11 +17,16 @@ import { createDkimKeyVault } from "./domains/dkim-keys.js";
 import { createDomains } from "./domains/domains.js";
 import { createConfiguredCapabilities, createConfiguredVerifier } from "./domains/setup.js";
 import { domainVerificationReconciler } from "./domains/verification-reconciler.js";
+import { createHolds } from "./events/holds.js";
+import { createEventHub } from "./events/hub.js";
+import { pruneEventLog } from "./events/log.js";
+import { createEventStreams } from "./events/stream.js";
 import type { DomainVerifier } from "./domains/verifier.js";
 import { createInboxes } from "./inboxes/inboxes.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMessages } from "./mailbox/messages.js";
 import { createThreads } from "./mailbox/threads.js";
+import { createMessageWaits } from "./mailbox/wait.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createReadiness, databaseReadiness, startStatusServer, temporalReadiness, type Readiness } from "./metrics/status.js";
 import { createCursorCodec } from "./pagination/cursor.js";
@@ -241,6 +246,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
           reconcilerJob(webhookDeliveryReconciler(db, createWebhookRetryStarter(temporal, queue, config.webhooks), config.webhooks)),
           reconcilerJob(domainVerificationReconciler(db, createDomainVerificationStarter(temporal, queue), config.customerDomains.refreshMs)),
           { name: "counter window pruning", run: () => pruneCounterWindows(db) },
+          { name: "event log pruning", run: () => pruneEventLog(db.sql, config.eventRetentionMs) },
         ],
         log,
       );
@@ -343,6 +349,20 @@ export async function startApi(
     log,
   });
   const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
+  // Waits and streams wake on the event log's notifications (one listening connection per process).
+  const hub = createEventHub(db.sql, log);
+  const waits = createMessageWaits({
+    inboxes,
+    hub,
+    holds: createHolds({ ...config.waits, errorCode: "too_many_waits", noun: "waits" }),
+  });
+  const streams = createEventStreams({
+    inboxes,
+    hub,
+    holds: createHolds({ ...config.streams, errorCode: "too_many_streams", noun: "event streams" }),
+    retentionMs: config.eventRetentionMs,
+    keepAliveMs: config.streams.keepAliveMs,
+  });
   const server = await startApiServer(
     {
       config,
@@ -351,6 +371,8 @@ export async function startApi(
       inboxes,
       threads,
       messages,
+      waits,
+      streams,
       outbound,
       webhooks,
       domains,
@@ -367,6 +389,8 @@ export async function startApi(
   return {
     port: server.port,
     async close() {
+      // Waits and streams end first (503 for a wait, the end of a stream), so the server's requests can finish.
+      await hub.close();
       await server.close();
       await deliveries.close();
     },

@@ -1,14 +1,9 @@
 // What inbound processing needs from other parts of the service, as ports: the webhook outbox and the attachment
 // scanner are wired in by the composition root.
 import type { SqlTx } from "../db/database.js";
+import type { MessageReceivedEvent, NewEvent } from "../events/message-received.js";
 
-/** A message.received event: ids only (the payload carries no subject, sender, body or attachments). */
-export interface MessageReceivedEvent {
-  readonly organizationId: string;
-  readonly inboxId: string;
-  readonly threadId: string;
-  readonly messageId: string;
-}
+export type { MessageReceivedEvent, NewEvent };
 
 /**
  * The webhook outbox. enqueue runs inside the caller's transaction, so the events commit with their messages or not
@@ -16,8 +11,11 @@ export interface MessageReceivedEvent {
  * is opaque to the caller: it hands it to dispatch unchanged.
  */
 export interface MessageReceivedOutbox<Enqueued = unknown> {
-  /** Creates one delivery per active endpoint of each event's organization (the events of one store transaction). */
-  enqueue(tx: SqlTx, events: readonly MessageReceivedEvent[]): Promise<Enqueued[]>;
+  /**
+   * Creates one delivery per active endpoint of each event's organization (the events of one store transaction),
+   * each with the event's id and body.
+   */
+  enqueue(tx: SqlTx, events: readonly NewEvent[]): Promise<Enqueued[]>;
   /** Makes the prompt first attempts of what was enqueued; retries are durable (Temporal). */
   dispatch(enqueued: readonly Enqueued[]): void;
 }

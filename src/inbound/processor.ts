@@ -1,5 +1,6 @@
-// Processing of received mail: raw message → parse → one stored Message per admitted inbox (thread, attachments,
-// message.received outbox rows) → raw row deleted, in one transaction (the second and last commit of a message).
+// Processing of received mail: raw message → parse (and extract, src/extraction) → one stored Message per admitted
+// inbox (thread, attachments, its message.received event in the event log and the webhook outbox) → raw row
+// deleted, in one transaction (the second and last commit of a message).
 // After the commit, webhook deliveries are dispatched and attachment scans started.
 //
 // The raw message is read and parsed before the transaction (a parse may take its whole budget and must hold no
@@ -23,7 +24,10 @@
 // Plain SQL on the driver's pool (db.sql), not the ORM: this is the hot path of inbound mail, and the ORM's unit of
 // work cost more CPU than the statements themselves (measured with bench:inbound).
 import type { Database, SqlTx } from "../db/database.js";
+import { insertMessages as insertMessageRows, type MessageInsert } from "../db/tables/messages.js";
 import { insertRows, runValues } from "../db/values.js";
+import { appendEvents } from "../events/log.js";
+import { messageReceivedEvents } from "../events/message-received.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedEmail } from "../mail/parse.js";
@@ -361,7 +365,8 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       threadId: threadIds[i]!,
       attachmentCount: Math.min(c.email.attachments.length, MAX_ATTACHMENTS),
     }));
-    const enqueued = stored.length === 0 ? [] : await deps.outbox.enqueue(tx, stored);
+    const events = messageReceivedEvents(stored, now);
+    const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
 
     const partial = claimed.filter((m) => m.email?.problem);
     const done = claimed.filter((m) => !m.email?.problem);
@@ -374,6 +379,8 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
       );
       for (const m of partial) log.warn("inbound message stored partially; raw kept", { rawId: m.rawId, problem: m.email!.problem });
     }
+    // Last: it holds the organizations' event-log turns until the commit.
+    await appendEvents(tx, events);
     return { stored, enqueued };
   }
 
@@ -459,50 +466,44 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   }
 
   async function insertMessages(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
-    await insertRows(
+    await insertMessageRows(
       tx,
-      `insert into messages (id, organization_id, inbox_id, thread_id, direction, internet_message_id, in_reply_to, "references",
-         "from", "to", reply_to, subject, text, html, metadata, delivery_status, submission_id, failure_code, inbound_security,
-         attachments_scan_state, raw_id, parse_problem, created_at, updated_at) values`,
-      copies.map((copy, i) => ({ copy, threadId: threadIds[i]! })),
-      ({ copy, threadId }, bind) => {
+      copies.map((copy, i): MessageInsert => {
         const { email, message, inbox } = copy;
         const { raw } = message;
-        const at = bind(copy.at);
-        return `(${[
-          bind(copy.id),
-          bind(inbox.organization_id),
-          bind(inbox.id),
-          bind(threadId),
-          "'inbound'",
-          bind(copy.internetMessageId),
-          bind(email.inReplyTo),
-          bind([...email.references]),
-          bind(JSON.stringify(email.from ?? { email: raw.mail_from })),
-          bind(JSON.stringify(email.to)),
-          bind(email.replyTo === null ? null : JSON.stringify(email.replyTo)),
-          bind(email.subject),
-          bind(email.text),
-          bind(email.html),
-          "'{}'",
-          "'received'",
-          "null",
-          "null",
-          bind(
-            JSON.stringify({
-              remoteIp: raw.remote_ip,
-              helo: raw.helo,
-              tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
-            }),
-          ),
+        return {
+          id: copy.id,
+          organizationId: inbox.organization_id,
+          inboxId: inbox.id,
+          threadId: threadIds[i]!,
+          direction: "inbound",
+          internetMessageId: copy.internetMessageId,
+          inReplyTo: email.inReplyTo,
+          references: email.references,
+          from: email.from ?? { email: raw.mail_from },
+          to: email.to,
+          replyTo: email.replyTo,
+          subject: email.subject,
+          text: email.text,
+          html: email.html,
+          metadata: {},
+          deliveryStatus: "received",
+          submissionId: null,
+          failureCode: null,
+          inboundSecurity: {
+            remoteIp: raw.remote_ip,
+            helo: raw.helo,
+            tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
+          },
           // Nothing to scan is as good as scanned clean.
-          bind(email.attachments.length > 0 ? "unscanned" : "clean"),
-          bind(message.rawId),
-          bind(email.problem),
-          at,
-          at,
-        ].join(", ")})`;
-      },
+          attachmentsScanState: email.attachments.length > 0 ? "unscanned" : "clean",
+          rawId: message.rawId,
+          parseProblem: email.problem,
+          extracted: email.extracted,
+          createdAt: copy.at,
+          updatedAt: copy.at,
+        };
+      }),
     );
     const attachments = copies.flatMap((copy) =>
       copy.email.attachments.slice(0, MAX_ATTACHMENTS).map((attachment, i) => ({ copy, attachment, position: i + 1 })),

@@ -12,12 +12,23 @@ import type { Logger } from "../logger.js";
 
 export function errorBoundary(log: Logger): Interceptor {
   return (next) => async (req) => {
+    const where = `${req.service.typeName}/${req.method.name}`;
     try {
-      return await next(req);
+      const res = await next(req);
+      // A stream's errors come while its messages are read, after the call returned.
+      return res.stream ? { ...res, message: mapped(res.message, log, where) } : res;
     } catch (e) {
-      throw toConnectError(e, log, `${req.service.typeName}/${req.method.name}`);
+      throw toConnectError(e, log, where);
     }
   };
+}
+
+async function* mapped<T>(messages: AsyncIterable<T>, log: Logger, where: string): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (e) {
+    throw toConnectError(e, log, where);
+  }
 }
 
 export function toConnectError(e: unknown, log: Logger, where: string): ConnectError {

@@ -12,16 +12,28 @@ import { nameProblem, textProblem } from "../text-rule.js";
 
 export function validateRequests(): Interceptor {
   const validator = createValidator();
+  const validate = (desc: DescMessage, message: Message) => {
+    const problems = contractProblems(desc, message);
+    const result = validator.validate(desc, message);
+    if (result.kind === "error") throw result.error;
+    if (result.kind === "invalid") problems.push(...result.violations.map((v) => `${jsonPath(v.field)}: ${v.message}`));
+    if (problems.length > 0) throw new InvalidRequest(problems.join("; "));
+  };
   return (next) => async (req) => {
     if (!req.stream) {
-      const problems = contractProblems(req.method.input, req.message);
-      const result = validator.validate(req.method.input, req.message);
-      if (result.kind === "error") throw result.error;
-      if (result.kind === "invalid") problems.push(...result.violations.map((v) => `${jsonPath(v.field)}: ${v.message}`));
-      if (problems.length > 0) throw new InvalidRequest(problems.join("; "));
+      validate(req.method.input, req.message);
+      return next(req);
     }
-    return next(req);
+    // A stream's request messages are checked as the implementation reads them (a server stream's one before it starts).
+    return next({ ...req, message: validated(req.message, (m) => validate(req.method.input, m)) });
   };
+}
+
+async function* validated<T extends Message>(messages: AsyncIterable<T>, validate: (message: T) => void): AsyncIterable<T> {
+  for await (const message of messages) {
+    validate(message);
+    yield message;
+  }
 }
 
 /** The breaches of options.proto's rules in a request message, each as "path: problem". */

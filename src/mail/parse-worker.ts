@@ -1,7 +1,10 @@
-// The parser worker thread (see parse.ts): jobs in (a raw message, or HTML to make text of), results out. Node
-// loads this file with its own type stripping, outside tsx, so it imports only packages at run time (our modules
-// as types only) and uses no TypeScript syntax that needs compiling.
+// The parser worker thread (see parse.ts): jobs in (a raw message, HTML to make text of, or a parsed message to
+// extract from), results out. Node loads this file with its own type stripping, outside tsx, so it uses no
+// TypeScript syntax that needs compiling, imports only packages statically (our modules as types only), and loads
+// the extraction modules (plain erasable TypeScript too) through a resolve hook that maps their ".js" imports to
+// the ".ts" files, as tsx does elsewhere.
 import { randomUUID } from "node:crypto";
+import { registerHooks } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 import {
   MailParser,
@@ -12,11 +15,12 @@ import {
   type MailParserOptions,
   type MessageText,
 } from "mailparser";
+import type { Extracted } from "../extraction/index.js";
 import type {
   DerivedText,
   ParsedAddress,
   ParsedAttachment,
-  ParsedEmail,
+  ParsedMessage,
   ParseWorkerJob,
   ParseWorkerResult,
   ParseWorkerSettings,
@@ -63,19 +67,35 @@ const MAX_REFERENCES = 100;
 /** Longest Message-ID kept (RFC 5322 line limit); a longer one is treated as absent. */
 const MAX_MESSAGE_ID = 998;
 
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    try {
+      return nextResolve(specifier, context);
+    } catch (e) {
+      if (/^\.\.?\/.*\.js$/.test(specifier)) return nextResolve(`${specifier.slice(0, -3)}.ts`, context);
+      throw e;
+    }
+  },
+});
+const { extractMessage } = await import("../extraction/index.js");
+
 parentPort!.on("message", (job: ParseWorkerJob) => {
-  const work: Promise<ParsedEmail | DerivedText> =
-    job.kind === "message" ? parse(Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength)) : textFromHtml(job.html);
+  const work: Promise<ParsedMessage | DerivedText | Extracted> =
+    job.kind === "message"
+      ? parse(Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength))
+      : job.kind === "html-to-text"
+        ? textFromHtml(job.html)
+        : Promise.resolve().then(() => extractMessage(job.input));
   work.then(
     // Attachments are moved to the parent, not copied: a large one would otherwise be held twice.
-    (value) => parentPort!.postMessage({ ok: true, value } satisfies ParseWorkerResult<ParsedEmail | DerivedText>, transferable(value)),
+    (value) => parentPort!.postMessage({ ok: true, value } satisfies ParseWorkerResult<typeof value>, transferable(value)),
     (e: unknown) =>
       parentPort!.postMessage({ ok: false, error: e instanceof Error ? e.message : String(e) } satisfies ParseWorkerResult<never>),
   );
 });
 
 /** The buffers of a result's attachments that own their memory whole (small ones share Node's pool: copied). */
-function transferable(value: ParsedEmail | DerivedText): ArrayBuffer[] {
+function transferable(value: ParsedMessage | DerivedText | Extracted): ArrayBuffer[] {
   if (!("attachments" in value)) return [];
   return value.attachments
     .map((a) => a.content)
@@ -94,7 +114,7 @@ async function textFromHtml(html: string): Promise<DerivedText> {
   return { text: clean(derived.text), problem: null };
 }
 
-async function parse(raw: Buffer): Promise<ParsedEmail> {
+async function parse(raw: Buffer): Promise<ParsedMessage> {
   const message = await collect(raw, MESSAGE_OPTIONS);
   const { headers, problems } = message;
   const ids = (name: string) => messageIds(headers.get(name));

@@ -2,7 +2,10 @@
 // stays behind this file). Parsing untrusted MIME can take unbounded time and memory, so it runs in worker
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
+// Extraction (reply text, codes, links: src/extraction) runs in the same workers right after, as a job of its own,
+// so hostile HTML that makes it slow or large costs the extraction only, never the parsed message.
 import { Worker } from "node:worker_threads";
+import type { Extracted, ExtractionInput } from "../extraction/index.js";
 
 export interface ParsedAddress {
   readonly email: string;
@@ -35,7 +38,12 @@ export interface ParsedEmail {
   readonly attachments: readonly ParsedAttachment[];
   /** Why the result is partial (budget exceeded, malformed MIME), or null when the parse was complete. */
   readonly problem: string | null;
+  /** What extraction read out of it; null when extraction failed or exceeded its budget. */
+  readonly extracted: Extracted | null;
 }
+
+/** What the message job yields: the parsed message, before extraction. */
+export type ParsedMessage = Omit<ParsedEmail, "extracted">;
 
 export interface EmailParserOptions {
   readonly timeoutMs: number;
@@ -49,8 +57,9 @@ export interface EmailParserOptions {
 
 export interface EmailParser {
   /**
-   * A parse that fails or exceeds its budget yields what did parse (at least the headers), with `problem` set.
-   * Rejects only when no parse can run at all (a worker cannot start, the parser is closed).
+   * A parse that fails or exceeds its budget yields what did parse (at least the headers), with `problem` set; an
+   * extraction that does yields `extracted` null. Rejects only when no parse can run at all (a worker cannot start,
+   * the parser is closed).
    */
   parse(raw: Uint8Array): Promise<ParsedEmail>;
   close(): Promise<void>;
@@ -68,7 +77,8 @@ export interface ParseWorkerSettings {
  */
 export type ParseWorkerJob =
   | { readonly kind: "message"; readonly raw: Uint8Array }
-  | { readonly kind: "html-to-text"; readonly html: string };
+  | { readonly kind: "html-to-text"; readonly html: string }
+  | { readonly kind: "extract"; readonly input: ExtractionInput };
 
 export interface DerivedText {
   readonly text: string;
@@ -162,12 +172,12 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
     }
   }
 
-  async function parseMessage(raw: Uint8Array): Promise<ParsedEmail> {
-    const full = await attempt<ParsedEmail>({ kind: "message", raw });
+  async function parseMessage(raw: Uint8Array): Promise<ParsedMessage> {
+    const full = await attempt<ParsedMessage>({ kind: "message", raw });
     if (full.ok) return full.value;
     // The header section is bounded by the SMTP limit, so it parses cheaply even when the body cannot; it gets a
     // budget of its own that a busy machine cannot exhaust, so a cut-off message still keeps its headers.
-    const headers = await attempt<ParsedEmail>(
+    const headers = await attempt<ParsedMessage>(
       { kind: "message", raw: headerSection(raw, options.maxHeaderBytes) },
       Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS),
     );
@@ -175,19 +185,37 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
     return { ...EMPTY_EMAIL, problem: `${full.error}; headers: ${headers.error}` };
   }
 
+  /**
+   * What extraction reads out of the message. It gets the text only when it came from text parts: text made from
+   * the HTML would lose what the HTML says (what is hidden, quoted or prominent), so it reads the HTML then.
+   */
+  async function extract(email: ParsedMessage, textFromParts: boolean): Promise<Extracted | null> {
+    const input = { text: textFromParts ? email.text : null, html: email.html, subject: email.subject, from: email.from?.email ?? null };
+    const extracted = await attempt<Extracted>({ kind: "extract", input });
+    return extracted.ok ? extracted.value : null;
+  }
+
+  /** The message with text for an HTML-only one made from its HTML (a job of its own: the costly part). */
+  async function withText(raw: Uint8Array, email: ParsedMessage): Promise<ParsedMessage> {
+    if (email.html === null || email.text.trim()) {
+      return lostBody(raw, email, options.maxHeaderBytes) ? { ...email, problem: "no readable body part" } : email;
+    }
+    const derived = await attempt<DerivedText>({ kind: "html-to-text", html: email.html });
+    const problem = derived.ok ? derived.value.problem : `text from HTML: ${derived.error}`;
+    return {
+      ...email,
+      text: derived.ok ? derived.value.text : "",
+      problem: [email.problem, problem].filter((p) => p !== null).join("; ") || null,
+    };
+  }
+
   return {
     async parse(raw) {
-      const email = await parseMessage(raw);
-      if (email.html === null || email.text.trim()) {
-        return lostBody(raw, email, options.maxHeaderBytes) ? { ...email, problem: "no readable body part" } : email;
-      }
-      const derived = await attempt<DerivedText>({ kind: "html-to-text", html: email.html });
-      const problem = derived.ok ? derived.value.problem : `text from HTML: ${derived.error}`;
-      return {
-        ...email,
-        text: derived.ok ? derived.value.text : "",
-        problem: [email.problem, problem].filter((p) => p !== null).join("; ") || null,
-      };
+      const parsed = await parseMessage(raw);
+      // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
+      const textFromParts = parsed.text.trim() !== "";
+      const email = await withText(raw, parsed);
+      return { ...email, extracted: await extract(email, textFromParts) };
     },
     async close() {
       closed = true;
@@ -197,7 +225,7 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
   };
 }
 
-const EMPTY_EMAIL: ParsedEmail = {
+const EMPTY_EMAIL: ParsedMessage = {
   messageId: null,
   inReplyTo: null,
   references: [],
@@ -216,7 +244,7 @@ const EMPTY_EMAIL: ParsedEmail = {
  * Whether a body with content yielded nothing (a multipart without a boundary, say): the message is then partial,
  * and its raw form must be kept.
  */
-function lostBody(raw: Uint8Array, email: ParsedEmail, maxHeaderBytes: number): boolean {
+function lostBody(raw: Uint8Array, email: ParsedMessage, maxHeaderBytes: number): boolean {
   if (email.problem !== null || email.text.trim() || email.html !== null || email.attachments.length > 0) return false;
   const headerBytes = headerSection(raw, maxHeaderBytes).byteLength - 2;
   return /\S/.test(Buffer.from(raw.buffer, raw.byteOffset + headerBytes, raw.byteLength - headerBytes).toString("latin1"));

@@ -1,7 +1,9 @@
 // /llms.txt (llmstxt.org): what the service is and how an agent uses it, in Markdown. The tools, their routes and
 // scopes come from the contract, the limits from the configuration; the rest is prose.
 import type { BodyLimits } from "../http/request-body.js";
+import { docOf } from "../rest/docs.js";
 import { openApiPath } from "../rest/openapi.js";
+import type { Route } from "../rest/routes.js";
 import { ANONYMOUS_BODY_BYTES } from "./http.js";
 import type { McpTool } from "./tools.js";
 
@@ -9,6 +11,8 @@ export interface LlmsTxtFacts {
   readonly limits: BodyLimits;
   /** A new key's requests per minute unless its issuer sets another. */
   readonly defaultRequestsPerMinute: number;
+  /** The server-streaming routes (no tools: an MCP call answers once), served as Server-Sent Events. */
+  readonly streams: readonly Route[];
 }
 
 export function buildLlmsTxt(tools: readonly McpTool[], facts: LlmsTxtFacts): string {
@@ -51,6 +55,14 @@ export function buildLlmsTxt(tools: readonly McpTool[], facts: LlmsTxtFacts): st
     "## Tools",
     "",
     ...tools.map((t) => `- \`${t.name}\` (${t.route.verb} ${openApiPath(t.route)}${t.route.scope ? `, ${t.route.scope}` : ""}): ${firstSentence(t.description)}`),
+    "",
+    "## Event streams",
+    "",
+    "Server-Sent Events on the JSON API (not tools): each event an `id:` line and a `data:` line of JSON, `: keep-alive`",
+    "comments while idle; reconnect with the last id as the Last-Event-ID header to resume. To wait for one message",
+    "instead, use `wait_for_message`: it answers as soon as a matching message is stored.",
+    "",
+    ...facts.streams.map((r) => `- \`${r.verb} ${openApiPath(r)}\`${r.scope ? ` (${r.scope})` : ""}: ${firstSentence(docOf(r.method))}`),
     "",
     "## Docs",
     "",

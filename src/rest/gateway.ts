@@ -1,14 +1,15 @@
 // The generic /v1 gateway: matches a request against the route table read from the contract, binds path, query,
-// headers and body into the request message, and calls the router's implementations and interceptors in-process. Nothing here knows any
-// particular endpoint.
+// headers and body into the request message, and calls the router's implementations and interceptors in-process. A
+// server-streaming RPC is answered as Server-Sent Events (text/event-stream). Nothing here knows any particular
+// endpoint.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { ScalarType, type DescMethod, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
+import { ScalarType, type DescMethod, type DescMethodServerStreaming, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { declaresBody, endWithAnswerIfBodyUnread, readLimitedBody, type LimitedBody } from "../http/request-body.js";
 import type { AuthenticateRequest } from "../interceptors/authenticate.js";
 import { httpError, httpErrorOf, type HttpError } from "./http-errors.js";
-import type { UnaryInvoker } from "./in-process-invoker.js";
+import type { StreamInvoker, UnaryInvoker } from "./in-process-invoker.js";
 import { readRequest, RestInputError, writeMessage } from "./json.js";
 import { matchRoute, type Route } from "./routes.js";
 
@@ -22,6 +23,8 @@ export interface RestGatewayOptions {
   readonly routes: readonly Route[];
   /** Runs an RPC through the router's interceptors and implementations, in-process. */
   readonly invoke: UnaryInvoker;
+  /** Runs a server-streaming RPC the same way. */
+  readonly invokeStream: StreamInvoker;
   /** Authenticates a request before its body is read: the Connect router's request gate. */
   readonly authenticate: AuthenticateRequest;
   /** The request's body, refused over its operation's limit as it streams in. */
@@ -65,12 +68,9 @@ export function createRestGateway(options: RestGatewayOptions) {
       res.once("close", () => {
         if (!res.writableFinished) abort.abort();
       });
-      const output = await invoke(route.method as DescMethodUnary, input, {
-        url: url.href,
-        header,
-        contextValues,
-        signal: abort.signal,
-      });
+      const call = { url: url.href, header, contextValues, signal: abort.signal };
+      if (route.stream) return await sendEvents(res, route, options.invokeStream(route.method as DescMethodServerStreaming, input, call));
+      const output = await invoke(route.method as DescMethodUnary, input, call);
       sendSuccess(res, route, output);
     } catch (e) {
       if (e instanceof URIError) return sendError(res, httpError(400, "invalid_request", "malformed percent-encoding in the path"));
@@ -99,6 +99,65 @@ function sendSuccess(res: ServerResponse, route: Route, message: Message): void 
   }
   const whole = writeMessage(route.method.output, message);
   sendJson(res, status, whole[field.jsonName] ?? null);
+}
+
+/**
+ * A server stream as Server-Sent Events. The answer waits for the first message, which the implementation sends
+ * once its checks passed, so a refusal before it is an ordinary error answer with its status. Each message is then
+ * one event: `id:` its event id field, `data:` the JSON of the route's response (field); a message without that field
+ * is a keep-alive comment. A message is read only once the previous one was written out, so a slow client is never
+ * buffered for; an error after the first is an `error` event with the {error, message} body, and the end.
+ */
+async function sendEvents(res: ServerResponse, route: Route, messages: AsyncIterable<Message>): Promise<void> {
+  const iterator = messages[Symbol.asyncIterator]();
+  try {
+    let next = await iterator.next();
+    endWithAnswerIfBodyUnread(res.req, res);
+    res.writeHead(200, {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+      "X-Content-Type-Options": "nosniff",
+      // Proxies that buffer responses (nginx) pass this one through as it comes.
+      "X-Accel-Buffering": "no",
+    });
+    try {
+      while (!next.done) {
+        if (!(await write(res, serverSentEvent(route, next.value)))) return;
+        next = await iterator.next();
+      }
+    } catch (e) {
+      await write(res, `event: error\ndata: ${JSON.stringify(httpErrorOf(e).body)}\n\n`);
+    }
+    res.end();
+  } finally {
+    // The client left (or the stream failed): the implementation ends and lets go of what it holds.
+    await iterator.return?.();
+  }
+}
+
+function serverSentEvent(route: Route, message: Message): string {
+  const field = route.responseField;
+  const event = field ? ((message as unknown as Record<string, unknown>)[field.localName] as Message | undefined) : message;
+  if (event === undefined) return ": keep-alive\n\n";
+  const json = field?.fieldKind === "message" ? writeMessage(field.message, event) : writeMessage(route.method.output, event);
+  const idField = route.stream?.eventIdField;
+  const id = idField ? String((event as unknown as Record<string, unknown>)[idField.localName]).replace(/[\r\n]/g, "") : "";
+  return `${id === "" ? "" : `id: ${id}\n`}data: ${JSON.stringify(json)}\n\n`;
+}
+
+/** Writes a chunk; resolves once it may be followed (drained), false when the client is gone. */
+function write(res: ServerResponse, chunk: string): Promise<boolean> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  if (res.write(chunk)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      res.off("drain", drained).off("close", closed);
+      resolve(ok);
+    };
+    const drained = () => done(true);
+    const closed = () => done(false);
+    res.once("drain", drained).once("close", closed);
+  });
 }
 
 function sendBytes(res: ServerResponse, status: number, bytes: Uint8Array, filename: string): void {

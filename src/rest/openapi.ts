@@ -38,6 +38,8 @@ export interface JsonSchema {
   enum?: string[];
   const?: string;
   contentEncoding?: string;
+  contentMediaType?: string;
+  contentSchema?: JsonSchema;
   items?: JsonSchema;
   minItems?: number;
   maxItems?: number;
@@ -69,7 +71,8 @@ export interface Parameter {
 }
 
 export interface MediaTypes {
-  [mediaType: string]: { schema: JsonSchema };
+  /** x-itemSchema: one item of a sequential media type (an event of text/event-stream), as OpenAPI 3.2's itemSchema. */
+  [mediaType: string]: { schema: JsonSchema; "x-itemSchema"?: JsonSchema };
 }
 
 export interface Response {
@@ -307,9 +310,30 @@ function responsesOf(route: Route, schemas: SchemaBuilder): Operation["responses
   return responses;
 }
 
+/** What every event stream of the JSON face is, beside the item schema of its events. */
+const EVENT_STREAM_DESCRIPTION =
+  "Server-Sent Events (text/event-stream) until the client leaves: each event an `id:` line (send the last one back " +
+  "as Last-Event-ID to resume after it) and a `data:` line with one JSON value; lines starting with `:` are keep-alive " +
+  "comments; an error after the stream opened is an `error` event whose data is the {error, message} body, and the end.";
+
 function successResponse(route: Route, schemas: SchemaBuilder, description: string): Response {
   if (route.successStatus === 204) return { description: "No content." };
   const field = route.responseField;
+  if (route.stream) {
+    const data = field ? schemas.value(field, "response") : schemas.ref(route.method.output, "response");
+    const itemSchema: JsonSchema = {
+      type: "object",
+      properties: {
+        ...(route.stream.eventIdField ? { id: { type: "string", description: "The event's id." } } : {}),
+        data: { type: "string", contentMediaType: "application/json", contentSchema: data },
+      },
+      required: ["data"],
+    };
+    return {
+      description: `${description} ${EVENT_STREAM_DESCRIPTION}`,
+      content: { "text/event-stream": { schema: { type: "string", description: EVENT_STREAM_DESCRIPTION }, "x-itemSchema": itemSchema } },
+    };
+  }
   if (field?.fieldKind === "scalar" && field.scalar === ScalarType.BYTES) {
     return {
       description,
@@ -325,8 +349,8 @@ function successResponse(route: Route, schemas: SchemaBuilder, description: stri
 // The spec's per-operation statuses, listed generously from what the route can meet.
 function errorStatusesOf(route: Route): number[] {
   const statuses = [400, 401, 403];
-  // Path ids and body references (domainId, targetMessageId) name resources that may not exist.
-  if (route.pathFields.length > 0 || route.body !== undefined) statuses.push(404);
+  // Path ids, body references (domainId, targetMessageId) and query ids (inboxId) name resources that may not exist.
+  if (route.pathFields.length > 0 || route.body !== undefined || route.queryFields.some((f) => f.name.endsWith("_id"))) statuses.push(404);
   if (route.verb !== "GET") statuses.push(409);
   // Idempotent writes (idempotency_result_expired, webhook_endpoint_deleted) and paged reads (cursor_expired).
   if (route.headerFields.length > 0 || route.queryFields.some((f) => f.name === "cursor")) statuses.push(410);

@@ -1,5 +1,7 @@
 // The /v1 route table, read from the google.api.http annotations of the registered services at start-up.
-// Adding an annotated RPC adds its route: there is no hand-written route per endpoint.
+// Adding an annotated RPC adds its route: there is no hand-written route per endpoint. A template may end in a
+// custom verb (/v1/inboxes/{inbox_id}/messages:wait): as in google.api.http, a colon in the last segment of a path
+// starts its verb, so a path variable never takes it in.
 import { getOption, type DescField, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { field as fieldRule, method as methodRule } from "../../gen/mailbox/v1/options_pb.js";
@@ -9,10 +11,12 @@ export type HttpVerb = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface Route {
   readonly method: DescMethod;
   readonly verb: HttpVerb;
-  /** The path template as annotated, e.g. /v1/inboxes/{inbox_id}. */
+  /** The path template as annotated, e.g. /v1/inboxes/{inbox_id}, custom verb included (…/messages:wait). */
   readonly template: string;
-  /** Matches a request path; named groups are the path fields' proto names. */
+  /** Matches a request path without its custom verb; named groups are the path fields' proto names. */
   readonly pattern: RegExp;
+  /** The template's custom verb (wait of …/messages:wait), which a request's path must end in; undefined for none. */
+  readonly customVerb: string | undefined;
   readonly pathFields: readonly DescField[];
   /** Request fields bound to HTTP headers (e.g. idempotency-key). */
   readonly headerFields: readonly { header: string; field: DescField }[];
@@ -30,6 +34,11 @@ export interface Route {
   readonly successStatus: number;
   readonly replayStatusField: DescField | undefined;
   readonly unimplemented: boolean;
+  /**
+   * For a server-streaming RPC, served on the JSON face as Server-Sent Events: the field of each streamed message (of
+   * the response field, when the route answers with one) that is its event id (FieldRule.stream_event_id).
+   */
+  readonly stream: { readonly eventIdField: DescField | undefined } | undefined;
 }
 
 const VARIABLE = /\{([a-z_][a-z0-9_]*)\}/g;
@@ -54,12 +63,16 @@ export function methodRuleOf(method: DescMethod) {
 function routeOf(method: DescMethod): Route | undefined {
   const rule = getOption(method, http);
   if (rule.pattern.case === undefined || rule.pattern.case === "custom") return undefined;
+  if (method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming") {
+    throw new Error(`${method.parent.typeName}.${method.name}: the JSON face serves unary and server-streaming RPCs only`);
+  }
   const verb = rule.pattern.case.toUpperCase() as HttpVerb;
   const template = rule.pattern.value;
+  const [path, customVerb] = splitCustomVerb(template);
   const input = method.input;
 
   const pathFields: DescField[] = [];
-  const source = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(VARIABLE, (_, name: string) => {
+  const source = path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(VARIABLE, (_, name: string) => {
     pathFields.push(requireField(method, input.fields, name));
     return `(?<${name}>[^/]+)`;
   });
@@ -77,12 +90,14 @@ function routeOf(method: DescMethod): Route | undefined {
   const m = methodRuleOf(method);
   const replayStatusField =
     m.replayStatusField === "" ? undefined : requireField(method, method.output.fields, m.replayStatusField);
+  const streamed = responseField?.fieldKind === "message" ? responseField.message : method.output;
 
   return {
     method,
     verb,
     template,
     pattern: new RegExp(`^${source}$`),
+    customVerb,
     pathFields,
     headerFields,
     bodyFields,
@@ -94,7 +109,17 @@ function routeOf(method: DescMethod): Route | undefined {
     successStatus: m.successStatus === 0 ? 200 : m.successStatus,
     replayStatusField,
     unimplemented: m.unimplemented,
+    stream:
+      method.methodKind === "server_streaming"
+        ? { eventIdField: streamed.fields.find((f) => getOption(f, fieldRule).streamEventId) }
+        : undefined,
   };
+}
+
+/** A path and its custom verb: the text after a colon in its last segment (/v1/a/b:wait → /v1/a/b, wait). */
+function splitCustomVerb(path: string): [string, string | undefined] {
+  const colon = path.indexOf(":", path.lastIndexOf("/"));
+  return colon === -1 ? [path, undefined] : [path.slice(0, colon), path.slice(colon + 1)];
 }
 
 function requireField(method: DescMethod, fields: readonly DescField[], name: string): DescField {
@@ -126,8 +151,10 @@ export function matchRoute(
   path: string,
 ): { match: RouteMatch } | { allowed: HttpVerb[] } {
   const allowed: HttpVerb[] = [];
+  const [bare, customVerb] = splitCustomVerb(path);
   for (const route of routes) {
-    const m = route.pattern.exec(path);
+    if (route.customVerb !== customVerb) continue;
+    const m = route.pattern.exec(bare);
     if (!m) continue;
     if (route.verb !== verb) {
       allowed.push(route.verb);

@@ -6,18 +6,20 @@ import {
   ExportInboxResponseSchema,
   GetInboxResponseSchema,
   ListInboxesResponseSchema,
+  WaitForMessageResponseSchema,
   type InboxService,
 } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Messages } from "../mailbox/messages.js";
+import type { MessageWaits } from "../mailbox/wait.js";
 import { callerOf } from "./call-context.js";
 import { toInbox, toMessage } from "./mappers.js";
 
 /** The export format version written in every export page. */
 const EXPORT_FORMAT_VERSION = 1;
 
-export function createInboxService(deps: { inboxes: Inboxes; messages: Messages }): Partial<ServiceImpl<typeof InboxService>> {
-  const { inboxes, messages } = deps;
+export function createInboxService(deps: { inboxes: Inboxes; messages: Messages; waits: MessageWaits }): Partial<ServiceImpl<typeof InboxService>> {
+  const { inboxes, messages, waits } = deps;
   return {
     async createInbox(req, ctx) {
       const { principal, store } = callerOf(ctx);
@@ -42,6 +44,12 @@ export function createInboxService(deps: { inboxes: Inboxes; messages: Messages 
         messages: page.messages.items.map(toMessage),
         nextCursor: page.messages.nextCursor,
       });
+    },
+    async waitForMessage(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const found = await waits.wait(store, principal, req, ctx.signal);
+      const message = found ? toMessage(found) : undefined;
+      return create(WaitForMessageResponseSchema, { message, extracted: message?.extracted });
     },
     async deleteInbox(req, ctx) {
       const { principal, store } = callerOf(ctx);

@@ -45,6 +45,8 @@ import {
   type WebhookEndpoint,
 } from "../../gen/mailbox/v1/webhook_service_pb.js";
 import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
+import { EventSchema, type Event } from "../../gen/mailbox/v1/event_service_pb.js";
+import type { MessageReceivedPayload } from "../events/message-received.js";
 
 export function toInbox(row: InboxView): Inbox {
   return create(InboxSchema, {
@@ -98,7 +100,10 @@ function toAddress(a: StoredAddress): Omit<Address, "$typeName"> {
   return a.name === undefined ? { email: a.email } : { email: a.email, name: a.name };
 }
 
-/** Inbound messages carry attachments and inboundSecurity; outbound ones carry neither (spec Message table). */
+/**
+ * Inbound messages carry attachments, inboundSecurity and extracted (null when stored before extraction existed);
+ * outbound ones carry none of them (spec Message table).
+ */
 export function toMessage({ message: m, attachments }: MessageWithAttachments): Message {
   const security = m.inboundSecurity;
   return create(MessageSchema, {
@@ -134,7 +139,14 @@ export function toMessage({ message: m, attachments }: MessageWithAttachments): 
           attachments: m.attachmentsScanState ?? "clean",
         }
       : undefined,
+    extracted: m.extracted ? { replyText: m.extracted.replyText, codes: [...m.extracted.codes], links: [...m.extracted.links] } : undefined,
   });
+}
+
+/** An event of the log from its stored payload, which the JSON face writes back byte for byte. */
+export function toEvent(payload: string): Event {
+  const event = JSON.parse(payload) as MessageReceivedPayload;
+  return create(EventSchema, { ...event, createdAt: timestampFromDate(new Date(event.createdAt)) });
 }
 
 export function toSubmission({ submission: s, recipients }: SubmissionView): Submission {

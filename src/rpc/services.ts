@@ -4,6 +4,7 @@ import { createServiceImplSpec, type ServiceImpl, type ServiceImplSpec } from "@
 import { AccountService } from "../../gen/mailbox/v1/account_service_pb.js";
 import { DeliveryService } from "../../gen/mailbox/v1/delivery_service_pb.js";
 import { DomainService } from "../../gen/mailbox/v1/domain_service_pb.js";
+import { EventService } from "../../gen/mailbox/v1/event_service_pb.js";
 import { InboxService } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import { MessageService } from "../../gen/mailbox/v1/message_service_pb.js";
 import { ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
@@ -11,15 +12,18 @@ import { ValidationService } from "../../gen/mailbox/v1/validation_service_pb.js
 import { WebhookService } from "../../gen/mailbox/v1/webhook_service_pb.js";
 import type { Config } from "../config.js";
 import type { Domains } from "../domains/domains.js";
+import type { EventStreams } from "../events/stream.js";
 import type { EmailValidator } from "../validation/validator.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Messages } from "../mailbox/messages.js";
 import type { Threads } from "../mailbox/threads.js";
+import type { MessageWaits } from "../mailbox/wait.js";
 import type { Outbound } from "../outbound/outbound.js";
 import type { WebhookEndpoints } from "../webhooks/endpoints.js";
 import { createAccountService } from "./account-service.js";
 import { createDeliveryService, type DeliveryServiceDeps } from "./delivery-service.js";
 import { createDomainService } from "./domain-service.js";
+import { createEventService } from "./event-service.js";
 import { createInboxService } from "./inbox-service.js";
 import { createMessageService } from "./message-service.js";
 import { createThreadService } from "./thread-service.js";
@@ -36,6 +40,7 @@ export const CONTRACT_SERVICES = [
   DeliveryService,
   DomainService,
   WebhookService,
+  EventService,
 ] as const;
 
 export interface ServiceDeps extends DeliveryServiceDeps {
@@ -43,6 +48,8 @@ export interface ServiceDeps extends DeliveryServiceDeps {
   readonly inboxes: Inboxes;
   readonly threads: Threads;
   readonly messages: Messages;
+  readonly waits: MessageWaits;
+  readonly streams: EventStreams;
   readonly outbound: Outbound;
   readonly webhooks: WebhookEndpoints;
   readonly domains: Domains;
@@ -65,6 +72,7 @@ export function createServiceSpecs(deps: ServiceDeps): ServiceImplSpec[] {
     spec(DeliveryService, createDeliveryService(deps)),
     spec(DomainService, createDomainService(deps)),
     spec(WebhookService, createWebhookService(deps)),
+    spec(EventService, createEventService(deps)),
   ];
 }
 

@@ -12,7 +12,7 @@ import type { WebhookMetrics } from "../metrics/metrics.js";
 import type { Reconciler } from "../temporal/reconciler.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
-import { inboxIdOf } from "./events.js";
+import { inboxIdOf } from "../events/message-received.js";
 import { createWebhookSender } from "./sender.js";
 
 export type WebhookSettings = Config["webhooks"];

@@ -7,13 +7,13 @@
 import type { Client } from "@temporalio/client";
 import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
-import { newId, newUuid } from "../ids.js";
-import type { MessageReceivedEvent, MessageReceivedOutbox } from "../inbound/ports.js";
+import { newUuid } from "../ids.js";
+import type { MessageReceivedOutbox, NewEvent } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
 import { createWebhookRetryStarter } from "../temporal/client.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
 import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
-import { MESSAGE_RECEIVED, messageReceivedBody } from "./events.js";
+import { MESSAGE_RECEIVED } from "../events/message-received.js";
 
 /** Prompt attempts running at once per process. */
 const PROMPT_ATTEMPTS = 64;
@@ -117,7 +117,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   }
 
   return {
-    async enqueue(tx: SqlTx, events: readonly MessageReceivedEvent[]): Promise<EnqueuedDelivery[]> {
+    async enqueue(tx: SqlTx, events: readonly NewEvent[]): Promise<EnqueuedDelivery[]> {
       if (events.length === 0) return [];
       // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
       // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
@@ -134,9 +134,9 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       for (const endpoint of endpoints) endpointsOf.set(endpoint.organization_id, [...(endpointsOf.get(endpoint.organization_id) ?? []), endpoint]);
       for (const event of events) {
         const ofOrganization = endpointsOf.get(event.organizationId) ?? [];
-        // One event id for every endpoint: it names the event, and receivers deduplicate on (endpoint, event id).
-        const eventId = newId("evt");
-        const body = messageReceivedBody(eventId, now, event);
+        // The event's id for every endpoint (and its stream): it names the event, and receivers deduplicate on
+        // (endpoint, event id).
+        const { eventId, body } = event;
         for (const endpoint of ofOrganization) {
           const claimNow = prompt + enqueued.length < promptAttempts;
           const ref = { deliveryId: newUuid(), endpointId: endpoint.id, eventId, organizationId: event.organizationId, inboxId: event.inboxId, attempts: claimNow ? 1 : 0 };

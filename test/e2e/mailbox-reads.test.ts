@@ -70,6 +70,8 @@ describe("threads", () => {
         authentication: { spf: "not_evaluated", dkim: "not_evaluated", dmarc: "not_evaluated" },
         attachments: "clean",
       },
+      // Stored without going through inbound processing, which extracts.
+      extracted: null,
     });
     expect(res.body.messages[1]).not.toHaveProperty("html");
     expect(res.body.messages[1]).not.toHaveProperty("replyTo");

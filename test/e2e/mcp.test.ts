@@ -8,7 +8,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTransport } from "nodemailer";
 import { Submission } from "../../src/db/entities/index.js";
+import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { buildTools } from "../../src/mcp/tools.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { CONTRACT_SERVICES } from "../../src/rpc/services.js";
@@ -77,6 +79,34 @@ async function inboxOf(client: Client): Promise<{ id: string; address: string }>
 
 const keyOf = (tenant: Tenant) => ({ "x-api-key": tenant.key });
 
+/**
+ * An agent signing up somewhere: it makes an inbox, waits for the verification mail (sent by SMTP to the service's
+ * smtp role) with wait_for_message, reads the code out of its answer, and replies in the thread.
+ */
+async function verificationFlow(client: Client): Promise<void> {
+  const smtp = await smtpRole();
+  const inbox = await inboxOf(client);
+  const waiting = succeed(client, "wait_for_message", { inboxId: inbox.id, subjectContains: "verification", timeoutSeconds: 25 });
+  const info = await createTransport({ host: "127.0.0.1", port: smtp.port, secure: false, ignoreTLS: true }).sendMail({
+    from: "Example Accounts <no-reply@accounts.example.com>",
+    to: inbox.address,
+    subject: "Your verification code",
+    text: "Hello,\n\nYour verification code is 739 204. It expires in 10 minutes.\n\nThe Example team\n",
+  });
+  expect(info.response).toMatch(/^250 /);
+  const { message, extracted } = await waiting;
+  expect(message).toMatchObject({ inboxId: inbox.id, direction: "inbound", subject: "Your verification code" });
+  expect(extracted.codes[0].value).toBe("739204");
+  expect(message.extracted).toEqual(extracted);
+  const reply = await succeed(client, "reply_to_thread", { threadId: message.threadId, targetMessageId: message.id, text: `Verified with ${extracted.codes[0].value}.` });
+  expect(reply).toMatchObject({ replayed: false, message: { direction: "outbound", threadId: message.threadId } });
+  // Nothing newer came: a wait after the mail runs out of time and says so with nulls.
+  expect(await succeed(client, "wait_for_message", { inboxId: inbox.id, after: message.id, timeoutSeconds: 1 })).toEqual({ message: null, extracted: null });
+}
+
+let smtp: Promise<SmtpRole> | undefined;
+const smtpRole = () => (smtp ??= app.startSmtp());
+
 describe("MCP over Streamable HTTP", () => {
   test("lists one tool per RPC of the contract, with its description, schemas and annotations", async () => {
     const tenant = await app.createTenant();
@@ -128,6 +158,13 @@ describe("MCP over Streamable HTTP", () => {
     expect(again.message.id).not.toBe(first.message.id);
     expect(await app.db.fork().count(Submission, { inboxId: inbox.id })).toBe(2);
     expect((await succeed(client, "get_thread", { threadId: mail.threadId })).messageCount).toBe(3);
+  });
+
+  test("runs a sign-up flow: create an inbox, wait_for_message answers the mail that arrives by SMTP with its code, reply", async () => {
+    const tenant = await app.createTenant();
+    const { client, tools } = await httpClient(keyOf(tenant));
+    expect(tools.find((t) => t.name === "wait_for_message")?.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+    await verificationFlow(client);
   });
 
   test("takes the key as Authorization: Bearer", async () => {
@@ -255,6 +292,8 @@ describe("the /mcp edge", () => {
     for (const tool of buildTools(buildRouteTable(CONTRACT_SERVICES))) expect(text).toContain(`- \`${tool.name}\` (`);
     expect(text).toContain("(/openapi.json)");
     expect(text).toContain("`POST /mcp`");
+    // The server-streaming RPCs are no tools; the document names them too, from the same route table.
+    expect(text).toContain("- `GET /v1/events:stream` (mailbox:read): Streams the message.received events");
     expect(text).toContain(`A request body is at most ${MAX_REQUEST_BYTES} bytes`);
   });
 });
@@ -286,6 +325,13 @@ describe("MCP over stdio (mailbox mcp)", () => {
     const reply = { threadId: mail.threadId, targetMessageId: mail.messageId, text: "On my way." };
     const first = await succeed(client, "reply_to_thread", reply);
     expect((await succeed(client, "reply_to_thread", reply)).message.id).toBe(first.message.id);
+  });
+
+  test("runs the sign-up flow with wait_for_message over stdio", async () => {
+    const tenant = await app.createTenant();
+    const client = await stdioClient({ MAILBOX_API_KEY: tenant.key });
+    await listTools(client);
+    await verificationFlow(client);
   });
 
   test("answers every request it read before its stdin ended, then exits", async () => {

@@ -99,6 +99,7 @@ describe("receiving", () => {
         authentication: { spf: "not_evaluated", dkim: "not_evaluated", dmarc: "not_evaluated" },
         attachments: expect.any(String),
       },
+      extracted: { replyText: "Hello agent,\nthe numbers are attached.", codes: [], links: [] },
     });
     expect(res.body).toMatchObject({
       subject: "Quarterly numbers",

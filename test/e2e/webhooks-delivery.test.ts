@@ -5,7 +5,7 @@ import { WorkflowNotFoundError } from "@temporalio/client";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Message, Thread, WebhookDelivery } from "../../src/db/entities/index.js";
 import { newId } from "../../src/ids.js";
-import type { MessageReceivedEvent } from "../../src/inbound/ports.js";
+import { messageReceivedEvents, type MessageReceivedEvent } from "../../src/events/message-received.js";
 import { createLogger } from "../../src/logger.js";
 import { createWebhookRetryStarter, webhookDeliveryWorkflowId } from "../../src/temporal/client.js";
 import { reconcile } from "../../src/temporal/reconciler.js";
@@ -103,7 +103,7 @@ async function receiveMessage(tenant: Tenant, via: WebhookOutbox = outbox): Prom
     await em.flush();
     return event;
   });
-  const enqueued = await app.db.sql.transaction((tx) => via.enqueue(tx, [event]));
+  const enqueued = await app.db.sql.transaction((tx) => via.enqueue(tx, messageReceivedEvents([event], new Date())));
   return { event, enqueued, deliveryIds: enqueued.map((d) => d.ref.deliveryId) };
 }
 

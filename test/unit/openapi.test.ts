@@ -2,7 +2,7 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { registrableName } from "../../src/domains/domains.js";
 import { parseOutboundAddress } from "../../src/outbound/addresses.js";
-import { buildOpenApi, FORMATS, mayMatchNul, openApiPath, type JsonSchema, type Operation, type Parameter } from "../../src/rest/openapi.js";
+import { buildOpenApi, FORMATS, mayMatchNul, openApiPath, type JsonSchema, type Operation, type Parameter, type Response } from "../../src/rest/openapi.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { CONTRACT_SERVICES } from "../../src/rpc/services.js";
 import { NAME_PATTERN, TEXT_PATTERN } from "../../src/text-rule.js";
@@ -337,5 +337,26 @@ describe("the OpenAPI document", () => {
         { required: ["html"], properties: { html: { not: { type: "null" } } } },
       ]);
     }
+  });
+
+  it("describes a server-streaming RPC as Server-Sent Events whose items carry the event id and its JSON", () => {
+    const op = operation("get", "/v1/events:stream");
+    const ok = op.responses["200"] as Response;
+    expect(Object.keys(ok.content!)).toEqual(["text/event-stream"]);
+    expect(ok.content!["text/event-stream"]!["x-itemSchema"]).toEqual({
+      type: "object",
+      properties: { id: { type: "string" }, data: { type: "string", contentMediaType: "application/json", contentSchema: { $ref: "#/components/schemas/Event" } } },
+      required: ["data"],
+    });
+    expect(parameter(op, "last-event-id")).toMatchObject({ in: "header", required: false });
+    expect((doc.paths["/v1/events:stream"]!.get!.responses["200"] as Response).description).toContain("Last-Event-ID");
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["404", "410", "429"]));
+  });
+
+  it("serves WaitForMessage at its custom verb, with the wait's bounds as the contract's", () => {
+    const op = operation("get", "/v1/inboxes/{inboxId}/messages:wait");
+    expect(parameter(op, "timeoutSeconds").schema).toMatchObject({ minimum: 1, maximum: 25 });
+    expect((op.responses["200"] as Response).content!["application/json"]!.schema).toEqual({ $ref: "#/components/schemas/WaitForMessageResponse" });
+    expect(schema("Message").properties!.extracted).toBeDefined();
   });
 });

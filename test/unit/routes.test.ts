@@ -17,6 +17,7 @@ describe("the /v1 route table read from the contract", () => {
         r.headerFields.map((h) => `header=${h.header}`).join(" "),
         r.queryFields.length ? `query=${r.queryFields.map((f) => f.jsonName).join(",")}` : "",
         r.unimplemented ? "501" : "",
+        r.stream ? `stream=sse${r.stream.eventIdField ? ` id=${r.stream.eventIdField.jsonName}` : ""}` : "",
       ]
         .join(" ")
         .trimEnd(),
@@ -27,7 +28,7 @@ describe("the /v1 route table read from the contract", () => {
   test("gives every RPC a route and a declared rule", () => {
     const methods = CONTRACT_SERVICES.flatMap((s) => s.methods);
     expect(routes).toHaveLength(methods.length);
-    expect(routes.length).toBe(28);
+    expect(routes.length).toBe(30);
   });
 
   test("matches concrete paths, and tells the allowed verbs of a path under the wrong verb", () => {
@@ -36,5 +37,19 @@ describe("the /v1 route table read from the contract", () => {
     expect("match" in found && found.match.params).toEqual({ inbox_id: "inb_0123456789abcdef01234567" });
     expect(matchRoute(routes, "PATCH", "/v1/inboxes")).toEqual({ allowed: ["POST", "GET"] });
     expect(matchRoute(routes, "GET", "/v1/inboxes/a/b/c")).toEqual({ allowed: [] });
+  });
+
+  test("splits a custom verb off the last segment of a path, so a path variable never takes it in", () => {
+    const inbox = "inb_0123456789abcdef01234567";
+    const wait = matchRoute(routes, "GET", `/v1/inboxes/${inbox}/messages:wait`);
+    expect("match" in wait && [wait.match.route.method.name, wait.match.params]).toEqual(["WaitForMessage", { inbox_id: inbox }]);
+    expect(matchRoute(routes, "POST", `/v1/inboxes/${inbox}/messages:wait`)).toEqual({ allowed: ["GET"] });
+    const stream = matchRoute(routes, "GET", "/v1/events:stream");
+    expect("match" in stream && stream.match.route.method.name).toBe("StreamEvents");
+    // Not GetInbox of an inbox named "inb_…:wait", nor SendMessage or WaitForMessage under another verb.
+    expect(matchRoute(routes, "GET", `/v1/inboxes/${inbox}:wait`)).toEqual({ allowed: [] });
+    expect(matchRoute(routes, "GET", `/v1/inboxes/${inbox}/messages:stream`)).toEqual({ allowed: [] });
+    expect(matchRoute(routes, "GET", `/v1/inboxes/${inbox}/messages`)).toEqual({ allowed: ["POST"] });
+    expect(matchRoute(routes, "GET", "/v1/events")).toEqual({ allowed: [] });
   });
 });

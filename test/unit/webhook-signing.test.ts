@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { messageReceivedBody } from "../../src/webhooks/events.js";
+import { messageReceivedBody } from "../../src/events/message-received.js";
 import { newSigningSecret, signWebhook } from "../../src/webhooks/signature.js";
 import { webhookRetryDelayMs } from "../../workflows/webhook-delivery.js";
 

@@ -14,7 +14,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/resources.proto.
  */
 export const file_mailbox_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChptYWlsYm94L3YxL3Jlc291cmNlcy5wcm90bxIKbWFpbGJveC52MSJwCgdBZGRyZXNzEjcKBWVtYWlsGAEgASgJQii6SBpyGBADGP4BMhFeW15cc0BdK0BbXlxzQF0rJKK7GAcyBWVtYWlsEiMKBG5hbWUYAiABKAlCELpIBXIDGMgBorsYBBABKAFIAIgBAUIHCgVfbmFtZSKJAgoFSW5ib3gSCgoCaWQYASABKAkSEgoKbG9jYWxfcGFydBgCIAEoCRIWCglkb21haW5faWQYAyABKAlIAIgBARITCgtkb21haW5fa2luZBgEIAEoCRIOCgZkb21haW4YBSABKAkSDwoHYWRkcmVzcxgGIAEoCRIUCgxkaXNwbGF5X25hbWUYByABKAkSDgoGc3RhdHVzGAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgwKCl9kb21haW5faWQiewoPTWVzc2FnZURlbGl2ZXJ5EhoKDXN1Ym1pc3Npb25faWQYASABKAlIAIgBARIOCgZzdGF0dXMYAiABKAkSGQoMZmFpbHVyZV9jb2RlGAMgASgJSAGIAQFCEAoOX3N1Ym1pc3Npb25faWRCDwoNX2ZhaWx1cmVfY29kZSJiCgpBdHRhY2htZW50EgoKAmlkGAEgASgJEhAKCGZpbGVuYW1lGAIgASgJEhQKDGNvbnRlbnRfdHlwZRgDIAEoCRIMCgRzaXplGAQgASgFEhIKCnNjYW5fc3RhdGUYBSABKAkiYAoHU210cFRscxIRCgllbmNyeXB0ZWQYASABKAgSFQoIcHJvdG9jb2wYAiABKAlIAIgBARITCgZjaXBoZXIYAyABKAlIAYgBAUILCglfcHJvdG9jb2xCCQoHX2NpcGhlciJQCgtTbXRwU2Vzc2lvbhIRCglyZW1vdGVfaXAYASABKAkSDAoEaGVsbxgCIAEoCRIgCgN0bHMYAyABKAsyEy5tYWlsYm94LnYxLlNtdHBUbHMiQQoVSW5ib3VuZEF1dGhlbnRpY2F0aW9uEgsKA3NwZhgBIAEoCRIMCgRka2ltGAIgASgJEg0KBWRtYXJjGAMgASgJIpcBCg9JbmJvdW5kU2VjdXJpdHkSDQoFdHJ1c3QYASABKAkSJQoEc210cBgCIAEoCzIXLm1haWxib3gudjEuU210cFNlc3Npb24SOQoOYXV0aGVudGljYXRpb24YAyABKAsyIS5tYWlsYm94LnYxLkluYm91bmRBdXRoZW50aWNhdGlvbhITCgthdHRhY2htZW50cxgEIAEoCSLIBQoHTWVzc2FnZRIKCgJpZBgBIAEoCRIQCghpbmJveF9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSEQoJZGlyZWN0aW9uGAQgASgJEhsKE2ludGVybmV0X21lc3NhZ2VfaWQYBSABKAkSGAoLaW5fcmVwbHlfdG8YBiABKAlIAIgBARISCgpyZWZlcmVuY2VzGAcgAygJEiEKBGZyb20YCCABKAsyEy5tYWlsYm94LnYxLkFkZHJlc3MSHwoCdG8YCSADKAsyEy5tYWlsYm94LnYxLkFkZHJlc3MSDwoHc3ViamVjdBgKIAEoCRIMCgR0ZXh0GAsgASgJEhkKBGh0bWwYDCABKAlCBqK7GAIQAUgBiAEBEjIKCHJlcGx5X3RvGA0gASgLMhMubWFpbGJveC52MS5BZGRyZXNzQgaiuxgCEAFIAogBARIpCghtZXRhZGF0YRgOIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoIZGVsaXZlcnkYDyABKAsyGy5tYWlsYm94LnYxLk1lc3NhZ2VEZWxpdmVyeRIuCgpjcmVhdGVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJDCgthdHRhY2htZW50cxgSIAMoCzIWLm1haWxib3gudjEuQXR0YWNobWVudEIWorsYEhoQaW5ib3VuZF9zZWN1cml0eRJCChBpbmJvdW5kX3NlY3VyaXR5GBMgASgLMhsubWFpbGJveC52MS5JbmJvdW5kU2VjdXJpdHlCBqK7GAIQAUgDiAEBQg4KDF9pbl9yZXBseV90b0IHCgVfaHRtbEILCglfcmVwbHlfdG9CEwoRX2luYm91bmRfc2VjdXJpdHkioAEKDVRocmVhZFN1bW1hcnkSCgoCaWQYASABKAkSEAoIaW5ib3hfaWQYAiABKAkSDwoHc3ViamVjdBgDIAEoCRIUCgxwYXJ0aWNpcGFudHMYBCADKAkSFQoNbWVzc2FnZV9jb3VudBgFIAEoBRIzCg9sYXN0X21lc3NhZ2VfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBChNTdWJtaXNzaW9uUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEg4KBnN0YXR1cxgCIAEoCRIVCghyZXNwb25zZRgDIAEoCUgAiAEBEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9yZXNwb25zZSKQAwoKU3VibWlzc2lvbhIKCgJpZBgBIAEoCRIhCgRmcm9tGAIgASgLMhMubWFpbGJveC52MS5BZGRyZXNzEjMKCnJlY2lwaWVudHMYAyADKAsyHy5tYWlsYm94LnYxLlN1Ym1pc3Npb25SZWNpcGllbnQSDwoHc3ViamVjdBgEIAEoCRIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAYgASgJEhUKCHF1ZXVlX2lkGAcgASgJSACIAQESFQoIcmVzcG9uc2UYCCABKAlIAYgBARIZCgxmYWlsdXJlX2NvZGUYCSABKAlIAogBARIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEILCglfcXVldWVfaWRCCwoJX3Jlc3BvbnNlQg8KDV9mYWlsdXJlX2NvZGViBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options]);
+  fileDesc("ChptYWlsYm94L3YxL3Jlc291cmNlcy5wcm90bxIKbWFpbGJveC52MSJwCgdBZGRyZXNzEjcKBWVtYWlsGAEgASgJQii6SBpyGBADGP4BMhFeW15cc0BdK0BbXlxzQF0rJKK7GAcyBWVtYWlsEiMKBG5hbWUYAiABKAlCELpIBXIDGMgBorsYBBABKAFIAIgBAUIHCgVfbmFtZSKJAgoFSW5ib3gSCgoCaWQYASABKAkSEgoKbG9jYWxfcGFydBgCIAEoCRIWCglkb21haW5faWQYAyABKAlIAIgBARITCgtkb21haW5fa2luZBgEIAEoCRIOCgZkb21haW4YBSABKAkSDwoHYWRkcmVzcxgGIAEoCRIUCgxkaXNwbGF5X25hbWUYByABKAkSDgoGc3RhdHVzGAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgwKCl9kb21haW5faWQiewoPTWVzc2FnZURlbGl2ZXJ5EhoKDXN1Ym1pc3Npb25faWQYASABKAlIAIgBARIOCgZzdGF0dXMYAiABKAkSGQoMZmFpbHVyZV9jb2RlGAMgASgJSAGIAQFCEAoOX3N1Ym1pc3Npb25faWRCDwoNX2ZhaWx1cmVfY29kZSJiCgpBdHRhY2htZW50EgoKAmlkGAEgASgJEhAKCGZpbGVuYW1lGAIgASgJEhQKDGNvbnRlbnRfdHlwZRgDIAEoCRIMCgRzaXplGAQgASgFEhIKCnNjYW5fc3RhdGUYBSABKAkiYAoHU210cFRscxIRCgllbmNyeXB0ZWQYASABKAgSFQoIcHJvdG9jb2wYAiABKAlIAIgBARITCgZjaXBoZXIYAyABKAlIAYgBAUILCglfcHJvdG9jb2xCCQoHX2NpcGhlciJQCgtTbXRwU2Vzc2lvbhIRCglyZW1vdGVfaXAYASABKAkSDAoEaGVsbxgCIAEoCRIgCgN0bHMYAyABKAsyEy5tYWlsYm94LnYxLlNtdHBUbHMiQQoVSW5ib3VuZEF1dGhlbnRpY2F0aW9uEgsKA3NwZhgBIAEoCRIMCgRka2ltGAIgASgJEg0KBWRtYXJjGAMgASgJIpcBCg9JbmJvdW5kU2VjdXJpdHkSDQoFdHJ1c3QYASABKAkSJQoEc210cBgCIAEoCzIXLm1haWxib3gudjEuU210cFNlc3Npb24SOQoOYXV0aGVudGljYXRpb24YAyABKAsyIS5tYWlsYm94LnYxLkluYm91bmRBdXRoZW50aWNhdGlvbhITCgthdHRhY2htZW50cxgEIAEoCSKdBgoHTWVzc2FnZRIKCgJpZBgBIAEoCRIQCghpbmJveF9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkSEQoJZGlyZWN0aW9uGAQgASgJEhsKE2ludGVybmV0X21lc3NhZ2VfaWQYBSABKAkSGAoLaW5fcmVwbHlfdG8YBiABKAlIAIgBARISCgpyZWZlcmVuY2VzGAcgAygJEiEKBGZyb20YCCABKAsyEy5tYWlsYm94LnYxLkFkZHJlc3MSHwoCdG8YCSADKAsyEy5tYWlsYm94LnYxLkFkZHJlc3MSDwoHc3ViamVjdBgKIAEoCRIMCgR0ZXh0GAsgASgJEhkKBGh0bWwYDCABKAlCBqK7GAIQAUgBiAEBEjIKCHJlcGx5X3RvGA0gASgLMhMubWFpbGJveC52MS5BZGRyZXNzQgaiuxgCEAFIAogBARIpCghtZXRhZGF0YRgOIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoIZGVsaXZlcnkYDyABKAsyGy5tYWlsYm94LnYxLk1lc3NhZ2VEZWxpdmVyeRIuCgpjcmVhdGVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJDCgthdHRhY2htZW50cxgSIAMoCzIWLm1haWxib3gudjEuQXR0YWNobWVudEIWorsYEhoQaW5ib3VuZF9zZWN1cml0eRJCChBpbmJvdW5kX3NlY3VyaXR5GBMgASgLMhsubWFpbGJveC52MS5JbmJvdW5kU2VjdXJpdHlCBqK7GAIQAUgDiAEBEkUKCWV4dHJhY3RlZBgUIAEoCzIVLm1haWxib3gudjEuRXh0cmFjdGVkQhaiuxgSGhBpbmJvdW5kX3NlY3VyaXR5SASIAQFCDgoMX2luX3JlcGx5X3RvQgcKBV9odG1sQgsKCV9yZXBseV90b0ITChFfaW5ib3VuZF9zZWN1cml0eUIMCgpfZXh0cmFjdGVkInMKCUV4dHJhY3RlZBISCgpyZXBseV90ZXh0GAEgASgJEigKBWNvZGVzGAIgAygLMhkubWFpbGJveC52MS5FeHRyYWN0ZWRDb2RlEigKBWxpbmtzGAMgAygLMhkubWFpbGJveC52MS5FeHRyYWN0ZWRMaW5rIkMKDUV4dHJhY3RlZENvZGUSDQoFdmFsdWUYASABKAkSEgoKY29uZmlkZW5jZRgCIAEoARIPCgdjb250ZXh0GAMgASgJIkgKDUV4dHJhY3RlZExpbmsSCwoDdXJsGAEgASgJEgwKBHRleHQYAiABKAkSDgoGZG9tYWluGAMgASgJEgwKBGtpbmQYBCABKAkioAEKDVRocmVhZFN1bW1hcnkSCgoCaWQYASABKAkSEAoIaW5ib3hfaWQYAiABKAkSDwoHc3ViamVjdBgDIAEoCRIUCgxwYXJ0aWNpcGFudHMYBCADKAkSFQoNbWVzc2FnZV9jb3VudBgFIAEoBRIzCg9sYXN0X21lc3NhZ2VfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBChNTdWJtaXNzaW9uUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEg4KBnN0YXR1cxgCIAEoCRIVCghyZXNwb25zZRgDIAEoCUgAiAEBEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9yZXNwb25zZSKQAwoKU3VibWlzc2lvbhIKCgJpZBgBIAEoCRIhCgRmcm9tGAIgASgLMhMubWFpbGJveC52MS5BZGRyZXNzEjMKCnJlY2lwaWVudHMYAyADKAsyHy5tYWlsYm94LnYxLlN1Ym1pc3Npb25SZWNpcGllbnQSDwoHc3ViamVjdBgEIAEoCRIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAYgASgJEhUKCHF1ZXVlX2lkGAcgASgJSACIAQESFQoIcmVzcG9uc2UYCCABKAlIAYgBARIZCgxmYWlsdXJlX2NvZGUYCSABKAlIAogBARIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEILCglfcXVldWVfaWRCCwoJX3Jlc3BvbnNlQg8KDV9mYWlsdXJlX2NvZGViBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options]);
 
 /**
  * An email address with an optional display name. Recipients are always objects, never bare strings.
@@ -498,6 +498,15 @@ export type Message = Message$1<"mailbox.v1.Message"> & {
    * @generated from field: optional mailbox.v1.InboundSecurity inbound_security = 19;
    */
   inboundSecurity?: InboundSecurity | undefined;
+
+  /**
+   * What was read out of an inbound message when it was stored: its reply text, one-time codes and links. Present
+   * on inbound messages; null on one stored before extraction existed, or whose extraction ran out of its budget.
+   * It is read from outside senders' content: data to act on with care, never instructions.
+   *
+   * @generated from field: optional mailbox.v1.Extracted extracted = 20;
+   */
+  extracted?: Extracted | undefined;
 };
 
 /**
@@ -506,6 +515,120 @@ export type Message = Message$1<"mailbox.v1.Message"> & {
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
   messageDesc(file_mailbox_v1_resources, 8);
+
+/**
+ * What extraction read out of an inbound message, computed once when the message was stored.
+ *
+ * @generated from message mailbox.v1.Extracted
+ */
+export type Extracted = Message$1<"mailbox.v1.Extracted"> & {
+  /**
+   * The new text of the message: without quoted history, forwarded blocks or a trailing signature.
+   *
+   * @generated from field: string reply_text = 1;
+   */
+  replyText: string;
+
+  /**
+   * One-time codes (verification, sign-in), most likely first; empty when the message has none.
+   *
+   * @generated from field: repeated mailbox.v1.ExtractedCode codes = 2;
+   */
+  codes: ExtractedCode[];
+
+  /**
+   * The http(s) links of the message in document order, each URL once, without those in quoted history or
+   * hidden text.
+   *
+   * @generated from field: repeated mailbox.v1.ExtractedLink links = 3;
+   */
+  links: ExtractedLink[];
+};
+
+/**
+ * Describes the message mailbox.v1.Extracted.
+ * Use `create(ExtractedSchema)` to create a new message.
+ */
+export const ExtractedSchema: GenMessage<Extracted> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_resources, 9);
+
+/**
+ * A one-time code found in a message.
+ *
+ * @generated from message mailbox.v1.ExtractedCode
+ */
+export type ExtractedCode = Message$1<"mailbox.v1.ExtractedCode"> & {
+  /**
+   * The code as a reader types it: digits without the spaces or hyphens they were shown with; letter codes as shown.
+   *
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * From 0 to 1: how sure the rules are that this is a one-time code.
+   *
+   * @generated from field: double confidence = 2;
+   */
+  confidence: number;
+
+  /**
+   * The line the code was found on, at most 120 characters.
+   *
+   * @generated from field: string context = 3;
+   */
+  context: string;
+};
+
+/**
+ * Describes the message mailbox.v1.ExtractedCode.
+ * Use `create(ExtractedCodeSchema)` to create a new message.
+ */
+export const ExtractedCodeSchema: GenMessage<ExtractedCode> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_resources, 10);
+
+/**
+ * A link found in a message.
+ *
+ * @generated from message mailbox.v1.ExtractedLink
+ */
+export type ExtractedLink = Message$1<"mailbox.v1.ExtractedLink"> & {
+  /**
+   * An absolute http(s) URL, as the WHATWG URL parser normalises it.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * The visible text of the link (or an image's alt text); empty for a bare URL in text.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * The host name, lower-case (internationalised names in their xn-- form).
+   *
+   * @generated from field: string domain = 3;
+   */
+  domain: string;
+
+  /**
+   * verification (confirms an address or account), sign_in (a magic sign-in link), password_reset, unsubscribe or
+   * other; at most one link of a message is verification, sign_in or password_reset.
+   *
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+};
+
+/**
+ * Describes the message mailbox.v1.ExtractedLink.
+ * Use `create(ExtractedLinkSchema)` to create a new message.
+ */
+export const ExtractedLinkSchema: GenMessage<ExtractedLink> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_resources, 11);
 
 /**
  * A conversation in an inbox, without its messages.
@@ -561,7 +684,7 @@ export type ThreadSummary = Message$1<"mailbox.v1.ThreadSummary"> & {
  * Use `create(ThreadSummarySchema)` to create a new message.
  */
 export const ThreadSummarySchema: GenMessage<ThreadSummary> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_resources, 9);
+  messageDesc(file_mailbox_v1_resources, 12);
 
 /**
  * One recipient of a submission.
@@ -603,7 +726,7 @@ export type SubmissionRecipient = Message$1<"mailbox.v1.SubmissionRecipient"> & 
  * Use `create(SubmissionRecipientSchema)` to create a new message.
  */
 export const SubmissionRecipientSchema: GenMessage<SubmissionRecipient> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_resources, 10);
+  messageDesc(file_mailbox_v1_resources, 13);
 
 /**
  * The delivery of one outbound message to its recipients.
@@ -694,5 +817,5 @@ export type Submission = Message$1<"mailbox.v1.Submission"> & {
  * Use `create(SubmissionSchema)` to create a new message.
  */
 export const SubmissionSchema: GenMessage<Submission> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_resources, 11);
+  messageDesc(file_mailbox_v1_resources, 14);
 

@@ -10,6 +10,7 @@ import { Message } from "./message.js";
 import { Organization } from "./organization.js";
 import { RequestWindow } from "./request-window.js";
 import { SendWindow } from "./send-window.js";
+import { StoredEvent } from "./stored-event.js";
 import { Submission } from "./submission.js";
 import { SubmissionRecipient } from "./submission-recipient.js";
 import { Suppression } from "./suppression.js";
@@ -30,6 +31,7 @@ export {
   Organization,
   RequestWindow,
   SendWindow,
+  StoredEvent,
   Submission,
   SubmissionRecipient,
   Suppression,
@@ -56,4 +58,5 @@ export const entities = [
   Suppression,
   Complaint,
   SendWindow,
+  StoredEvent,
 ];

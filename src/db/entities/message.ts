@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import type { Extracted } from "../../extraction/index.js";
 import { Organization } from "./organization.js";
 
 export interface StoredAddress {
@@ -45,6 +46,8 @@ export const Message = defineEntity({
     rawId: p.uuid().nullable(),
     /** Why parsing stopped early (budget exceeded, malformed MIME): the body is partial, the raw is kept. */
     parseProblem: p.text().nullable(),
+    /** Reply text, codes and links read out of an inbound message when it was stored; null when not computed. */
+    extracted: p.json<Extracted>().nullable(),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },

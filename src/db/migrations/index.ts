@@ -9,6 +9,7 @@ import { Migration20261123193000_complaint_once } from "./Migration2026112319300
 import { Migration20261124100000_send_window_shards } from "./Migration20261124100000_send_window_shards.js";
 
 import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
+import { Migration20261125100000_events } from "./Migration20261125100000_events.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -20,4 +21,5 @@ export const migrations = [
   Migration20261123193000_complaint_once,
   Migration20261124090000_inbound_raw_chunks,
   Migration20261124100000_send_window_shards,
+  Migration20261125100000_events,
 ];

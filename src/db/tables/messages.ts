@@ -1,5 +1,6 @@
 // The `messages` table's columns and row mapping, for every path that writes messages: outbound acceptance,
 // inbound processing (which can insert its batches through insertMessages) and the test fixtures.
+import type { Extracted } from "../../extraction/index.js";
 import type { SqlTx } from "../database.js";
 import type { MessageRow, StoredAddress, StoredInboundSecurity } from "../entities/message.js";
 import { insertAll, insertPart, json, type Columns, type InsertPart } from "./columns.js";
@@ -29,6 +30,8 @@ export interface MessageInsert {
   readonly attachmentsScanState: string | null;
   readonly rawId: string | null;
   readonly parseProblem: string | null;
+  /** What extraction read out of an inbound message (src/extraction); null when not computed, absent outbound. */
+  readonly extracted?: Extracted | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -56,6 +59,7 @@ const COLUMNS: Columns<MessageInsert> = [
   ["attachments_scan_state", (m) => m.attachmentsScanState],
   ["raw_id", (m) => m.rawId],
   ["parse_problem", (m) => m.parseProblem],
+  ["extracted", (m) => json(m.extracted ?? null)],
   ["created_at", (m) => m.createdAt],
   ["updated_at", (m) => m.updatedAt],
 ];

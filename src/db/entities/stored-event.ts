@@ -1,0 +1,27 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+import { Organization } from "./organization.js";
+
+/**
+ * The event log (src/events/log.ts): every event, committed with what it announces, kept for EVENT_RETENTION. Event
+ * streams read it by `seq` and resume from it; each webhook delivery carries the event's id and payload.
+ */
+export const StoredEvent = defineEntity({
+  name: "StoredEvent",
+  tableName: "events",
+  properties: {
+    /** evt_<24 hex>. */
+    id: p.string().length(28).primary(),
+    /** Position in the log; within one organization in commit order (appends of an organization take turns). */
+    seq: p.bigint().autoincrement(),
+    organization: () => p.manyToOne(Organization).deleteRule("cascade"),
+    inboxId: p.string().length(28),
+    /** message.received. */
+    type: p.string().length(64),
+    /** The exact JSON payload, as webhooks send it. */
+    payload: p.text(),
+    createdAt: p.datetime(3),
+  },
+  indexes: [{ properties: ["organization", "seq"] }, { properties: ["createdAt"] }],
+});
+
+export type StoredEventRow = InferEntity<typeof StoredEvent>;

@@ -1,0 +1,130 @@
+// The event log: every event is a row of `events`, written in the transaction that stores what it announces, and
+// announced on the EVENTS_CHANNEL notification channel when that transaction commits, so waits and streams of every
+// API process wake at once (PostgreSQL LISTEN/NOTIFY, src/events/hub.ts). Streams read the log after a position and
+// resume from it, for organizations with webhook endpoints or without; the worker prunes it after EVENT_RETENTION.
+//
+// Positions (`seq`) follow commit order within an organization: an append first takes the organization's advisory
+// lock, held until its commit, so an organization's appends take turns and a position another transaction can still
+// commit is never below one a reader has seen. A reader that read up to a position has missed nothing before it.
+import type { SqlTx } from "../db/database.js";
+import type { NewEvent } from "./message-received.js";
+import { MESSAGE_RECEIVED } from "./message-received.js";
+
+/** The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId>". */
+export const EVENTS_CHANNEL = "mailbox_events";
+
+/** What a notification tells: an event of this organization about a message of this inbox was committed. */
+export interface EventNotice {
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly messageId: string;
+}
+
+export function noticeOf(payload: string): EventNotice | undefined {
+  const [organizationId, inboxId, messageId] = payload.split(" ");
+  return organizationId && inboxId && messageId ? { organizationId, inboxId, messageId } : undefined;
+}
+
+/**
+ * Appends events in the caller's transaction, and announces them at its commit. Call it last in the transaction: the
+ * organizations' locks it takes are held until the commit, and nothing after it should wait while holding them.
+ */
+export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  // One organization after another in one order, so two appenders never wait on each other in a circle.
+  await tx.query(
+    `select pg_advisory_xact_lock(hashtextextended('events ' || o, 0))
+       from (select distinct o from unnest($1::text[]) as o order by o) as organizations`,
+    [events.map((e) => e.organizationId)],
+  );
+  await tx.query(
+    `with appended as (
+       insert into events (id, organization_id, inbox_id, type, payload, created_at)
+       select e.id, e.organization_id, e.inbox_id, $5, e.payload, $6
+         from unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) with ordinality as e(id, organization_id, inbox_id, payload, n)
+        order by e.n
+       returning organization_id, inbox_id, id)
+     select count(pg_notify($7, a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id))
+       from appended a join unnest($1::text[], $8::text[]) as n(id, message_id) on n.id = a.id`,
+    [
+      events.map((e) => e.eventId),
+      events.map((e) => e.organizationId),
+      events.map((e) => e.inboxId),
+      events.map((e) => e.body),
+      MESSAGE_RECEIVED,
+      events[0]!.createdAt,
+      EVENTS_CHANNEL,
+      events.map((e) => e.messageId),
+    ],
+  );
+}
+
+/** An event as read from the log. */
+export interface LoggedEvent {
+  /** Its position; int8 arrives as a string. */
+  readonly seq: string;
+  readonly id: string;
+  readonly payload: string;
+  readonly created_at: Date;
+}
+
+type Statement = { readonly text: string; readonly values: readonly unknown[] };
+
+/** Which events a reader sees: all of its organization's, or those of some inboxes. */
+export type InboxFilter = readonly string[] | null;
+
+function inboxCondition(inboxes: InboxFilter, values: unknown[]): string {
+  if (inboxes === null) return "";
+  values.push([...inboxes]);
+  return `and inbox_id = any($${values.length})`;
+}
+
+/** The position and time of one event the reader may see; none when it is not (or no longer) in the log. */
+export function eventPositionStatement(organizationId: string, eventId: string, inboxes: InboxFilter): Statement {
+  const values: unknown[] = [organizationId, eventId];
+  return {
+    text: `select seq, created_at from events where organization_id = $1 and id = $2 ${inboxCondition(inboxes, values)}`,
+    values,
+  };
+}
+
+/** The organization's latest position (0 for an empty log): a stream that starts now reads after it. */
+export function latestPositionStatement(organizationId: string): Statement {
+  return { text: `select coalesce(max(seq), 0)::text as seq from events where organization_id = $1`, values: [organizationId] };
+}
+
+/** Up to `limit` events after position `after`, in log order. */
+export function eventsAfterStatement(organizationId: string, inboxes: InboxFilter, after: string, limit: number): Statement {
+  const values: unknown[] = [organizationId, after, limit];
+  return {
+    text: `select seq::text, id, payload, created_at from events
+            where organization_id = $1 and seq > $2::int8 ${inboxCondition(inboxes, values)}
+            order by seq limit $3`,
+    values,
+  };
+}
+
+/** Statements per pruning round at most: a larger backlog goes in the rounds after. */
+const MAX_PRUNE_BATCHES = 100;
+
+/**
+ * Deletes the events older than the retention, in statements of at most `batchSize` rows (the worker's periodic
+ * job); answers how many went.
+ */
+export async function pruneEventLog(sql: SqlTx, retentionMs: number, options: { now?: Date; batchSize?: number } = {}): Promise<number> {
+  const before = new Date((options.now ?? new Date()).getTime() - retentionMs);
+  const batchSize = options.batchSize ?? 1000;
+  let pruned = 0;
+  for (let batch = 0; batch < MAX_PRUNE_BATCHES; batch++) {
+    const [row] = await sql.query<{ n: number }>(
+      `with gone as (
+         delete from events where id = any(array(select id from events where created_at < $1 order by created_at limit $2))
+         returning 1)
+       select count(*)::int as n from gone`,
+      [before, batchSize],
+    );
+    pruned += row!.n;
+    if (row!.n < batchSize) break;
+  }
+  return pruned;
+}
