@@ -11,15 +11,31 @@ export function observeCalls(metrics: ApiMetrics): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
     const face = req.contextValues.get(kFace);
+    const observe = (code: string) => metrics.observe(req.method.name, face, code, (performance.now() - started) / 1000);
     try {
       const res = await next(req);
-      metrics.observe(req.method.name, face, "ok", (performance.now() - started) / 1000);
+      // A stream's outcome (a refusal such as 429 too_many_streams included) comes while its messages are read.
+      if (res.stream) return { ...res, message: observedStream(res.message, observe) };
+      observe("ok");
       return res;
     } catch (e) {
-      metrics.observe(req.method.name, face, codeName(ConnectError.from(e).code), (performance.now() - started) / 1000);
+      observe(codeName(ConnectError.from(e).code));
       throw e;
     }
   };
+}
+
+async function* observedStream<T>(messages: AsyncIterable<T>, observe: (code: string) => void): AsyncGenerator<T> {
+  let code = "canceled"; // the client went away: the generator is returned mid-stream
+  try {
+    yield* messages;
+    code = "ok";
+  } catch (e) {
+    code = codeName(ConnectError.from(e).code);
+    throw e;
+  } finally {
+    observe(code);
+  }
 }
 
 /**

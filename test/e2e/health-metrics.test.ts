@@ -96,6 +96,26 @@ describe("on the API port", () => {
     expect(sample(await scrape(app.baseUrl), "mailbox_api_requests_total")).toBe(calls);
   });
 
+  test("counts a stream when it ends, with the code it ended with: refused while its messages are read, or left by its client", async () => {
+    const tenant = await app.createTenant();
+    const labels = (code: string) => ({ operation: "StreamEvents", face: "json", code });
+    const before = await scrape(app.baseUrl);
+    // Another organization's inbox (or none): the stream's refusal comes after the call returned its stream.
+    const missing = await fetch(`${app.baseUrl}/v1/events:stream?inboxId=inb_000000000000000000000000`, { headers: { "x-api-key": tenant.key } });
+    expect(missing.status).toBe(404);
+    await missing.body?.cancel();
+    const abort = new AbortController();
+    const open = await fetch(`${app.baseUrl}/v1/events:stream`, { headers: { "x-api-key": tenant.key }, signal: abort.signal });
+    expect(open.status).toBe(200);
+    abort.abort();
+    await eventually(async () => {
+      const text = await scrape(app.baseUrl);
+      const grew = (code: string) => sample(text, "mailbox_api_requests_total", labels(code)) - sample(before, "mailbox_api_requests_total", labels(code));
+      // A stream its client leaves ends as the server ends it on the request's signal: ok (or canceled), once.
+      return grew("not_found") === 1 && grew("canceled") + grew("ok") === 1 ? true : undefined;
+    });
+  });
+
   test("counts SMTP sessions, refusals by reply, accepted bytes, webhook attempts and a delivered send with its latency, naming no tenant", async () => {
     const tenant = await app.createTenant();
     const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("metrics"), displayName: "Metrics" } })).body;
