@@ -3,6 +3,7 @@
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
 import { Worker } from "node:worker_threads";
+import { siblingModule } from "../runtime/sibling-module.js";
 
 export interface ParsedAddress {
   readonly email: string;
@@ -82,7 +83,7 @@ type Outcome<T> = ParseWorkerResult<T> & { readonly reusable: boolean };
 /** Time allowed to parse the bounded header section after the whole message overran its budget. */
 const HEADER_PARSE_BUDGET_MS = 2_000;
 
-const WORKER_URL = new URL("./parse-worker.ts", import.meta.url);
+const WORKER_URL = siblingModule("./parse-worker", import.meta.url);
 
 export function createEmailParser(options: EmailParserOptions): EmailParser {
   const idle: Worker[] = [];
