@@ -38,7 +38,8 @@ import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "./runtime/temporal-cli.js";
 import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
 import { findFreePort } from "./runtime/free-port.js";
-import { identityOf, isRunning, type ProcessIdentity } from "./runtime/watchdog.js";
+import { RUNTIME_FILE } from "./runtime/operator-database.js";
+import { identityOf } from "./runtime/watchdog.js";
 import {
   connectTemporal,
   createDeliveryStarter,
@@ -74,9 +75,6 @@ interface Infrastructure {
   readonly temporalUiUrl: string | null;
   stop(): Promise<void>;
 }
-
-/** Written while `mailbox start` runs, so operator commands reach the same embedded database. */
-const RUNTIME_FILE = "runtime.json";
 
 /** External PostgreSQL and Temporal when configured; otherwise embedded ones under DATA_DIR. */
 async function startInfrastructure(config: Config, log: Logger): Promise<Infrastructure> {
@@ -395,42 +393,6 @@ export async function startApi(
       await deliveries.close();
     },
   };
-}
-
-/**
- * A database for operator commands: DATABASE_URL, else the embedded one of a running `mailbox start`, else the
- * embedded one started just for this command.
- */
-export async function openOperatorDatabase(config: Config): Promise<{ db: Database; close(): Promise<void> }> {
-  let url = config.databaseUrl;
-  let stopPg: (() => Promise<void>) | undefined;
-  if (!url) {
-    url = await runningDatabaseUrl(config);
-    if (!url) {
-      const pg = await startEmbeddedPostgres({ dataDir: config.dataDir });
-      url = pg.url;
-      stopPg = pg.stop;
-    }
-  }
-  const db = await openDatabase(url, { poolMax: 2 });
-  await migrateDatabase(db);
-  return {
-    db,
-    close: async () => {
-      await db.close();
-      await stopPg?.();
-    },
-  };
-}
-
-async function runningDatabaseUrl(config: Config): Promise<string | undefined> {
-  try {
-    const runtime = JSON.parse(await readFile(join(config.dataDir, RUNTIME_FILE), "utf8")) as ProcessIdentity & { databaseUrl: string };
-    // The file of a killed run stays behind; its pid may belong to another process by now.
-    return isRunning(runtime) ? runtime.databaseUrl : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The worker role's running part: the Temporal worker and the delivery queue's dispatcher beside it. */

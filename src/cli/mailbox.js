@@ -1,9 +1,33 @@
 #!/usr/bin/env node
-// The `mailbox` bin: runs the TypeScript CLI through tsx, so no build step stands between a clone and a run.
-import { register } from "tsx/esm/api";
+// The `mailbox` bin. Plain JavaScript that old Nodes parse too, so the version check runs before anything else is
+// loaded: on an older Node the service would start, answer 250 to mail, and then fail to parse every message.
+import { readFileSync } from "node:fs";
 
-register();
-const { main } = await import("./main.ts");
+const required = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).engines.node;
+const [needMajor, needMinor] = required.replace(/^>=\s*/, "").split(".").map(Number);
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < needMajor || (major === needMajor && minor < needMinor)) {
+  process.stderr.write(
+    `mailbox needs Node.js ${required.replace(/^>=\s*/, "")} or newer; this is Node.js ${process.version} (${process.execPath}).\n` +
+      "Run it through npm, which puts the project's own Node 24 (the `node` package, in node_modules/.bin) first:\n" +
+      "  npm start    npx mailbox <command>    npm run mailbox -- <command>\n" +
+      "or install Node.js 24 (https://nodejs.org/en/download, or `nvm install 24`).\n",
+  );
+  process.exit(1);
+}
+
+// The build in dist/ when it is there and newer than the sources; a checkout whose build is older runs the sources
+// through tsx instead (correct, only slower to start).
+const { buildIsFresh, hasSources } = await import("./build.js");
+let main;
+if (!hasSources() || buildIsFresh()) {
+  ({ main } = await import("../../dist/src/cli/main.js"));
+} else {
+  process.stderr.write("mailbox: dist/ is older than the sources or absent, running them through tsx (`npm run build` makes commands start fast)\n");
+  const { register } = await import("tsx/esm/api");
+  register();
+  ({ main } = await import("./main.ts"));
+}
 const code = await main(process.argv.slice(2));
 // Exit explicitly: idle pool timers and sockets must not keep a finished command alive.
 process.exit(code);

@@ -1,19 +1,14 @@
 // The `mailbox` command. Operator commands print JSON on stdout; logs go to stderr.
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { describeKey, issueKey, listKeys, revokeKey, rotateKey, SEND_MODES, updateKey, type KeyRestrictions } from "../admin/api-keys.js";
-import {
-  createOrganization,
-  listOrganizations,
-  ORGANIZATION_STATUSES,
-  updateOrganization,
-  type OrganizationLimits,
-} from "../admin/organizations.js";
-import { parseScopes } from "../auth/scopes.js";
-import { ConfigError, loadConfig, type Config } from "../config.js";
-import { MIGRATIONS_DIR } from "../db/database.js";
-import { openOperatorDatabase, startService, type Role } from "../main.js";
-import { runStdioBridge } from "../mcp/stdio-bridge.js";
-import { managedDkimRecord } from "../outbound/delivery/managed-dkim.js";
+import type { Config } from "../config.js";
+import type { Database } from "../db/database.js";
+import type { Role } from "../main.js";
+import { runsFromBuild } from "../runtime/sibling-module.js";
+import { UsageError } from "./usage-error.js";
+
+// Each command imports what it needs when it runs: `--help` loads nothing more, operator commands the database and
+// their own module, and only `start` and `serve` the whole service.
 
 const USAGE = `mailbox <command>
 
@@ -33,8 +28,6 @@ const USAGE = `mailbox <command>
   admin key rotate --id KEY_ID       new secret; the old one works for KEY_ROTATION_OVERLAP_S more seconds
   admin key revoke --id KEY_ID
   admin key list --org ORG_ID`;
-
-class UsageError extends Error {}
 
 const FLAGS = {
   role: { type: "string" },
@@ -56,7 +49,7 @@ const FLAGS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-type Flags = ReturnType<typeof parseArgs<{ options: typeof FLAGS; allowPositionals: true }>>["values"];
+export type Flags = ReturnType<typeof parseArgs<{ options: typeof FLAGS; allowPositionals: true }>>["values"];
 
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -70,6 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return flags.help ? 0 : 2;
   }
+  const { ConfigError, loadConfig } = await import("../config.js");
   try {
     const config = loadConfig();
     const command = positionals.join(" ");
@@ -84,21 +78,34 @@ export async function main(argv: string[]): Promise<number> {
         return await withDatabase(config, async () => ({ migrated: true }));
       case "migrate create":
         return await withDatabase(config, async (db) => {
-          const result = await db.orm.migrator.create(MIGRATIONS_DIR, false, false, flags.name);
+          // A development command: the migration goes into the sources, also when this runs from the build in dist/.
+          const sources = fileURLToPath(new URL(runsFromBuild(import.meta.url) ? "../../../src/db/migrations" : "../db/migrations", import.meta.url));
+          const result = await db.orm.migrator.create(sources, false, false, flags.name);
           return { fileName: result.fileName || null, changed: result.diff.up.length > 0 };
         });
-      case "dkim-record":
+      case "dkim-record": {
+        const { managedDkimRecord } = await import("../outbound/delivery/managed-dkim.js");
         console.log(JSON.stringify(await managedDkimRecord(config), null, 2));
         return 0;
+      }
       // stdout carries the protocol: nothing else may be printed on it.
-      case "mcp":
+      case "mcp": {
+        const { runStdioBridge } = await import("../mcp/stdio-bridge.js");
         await runStdioBridge({ ...config.mcpBridge, warn: (message) => console.error(message) });
         return 0;
+      }
       default:
-        if (positionals[0] === "admin") return await admin(config, positionals.slice(1).join(" "), flags);
+        if (positionals[0] === "admin") {
+          const { admin } = await import("./admin.js");
+          return await withDatabase(config, (db) => admin(db, config, positionals.slice(1).join(" "), flags));
+        }
         throw new UsageError(`unknown command "${command}"`);
     }
   } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message);
+      return 2;
+    }
     return fail(e);
   }
 }
@@ -106,10 +113,6 @@ export async function main(argv: string[]): Promise<number> {
 function fail(e: unknown): number {
   if (e instanceof UsageError) {
     console.error(`${e.message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (e instanceof ConfigError) {
-    console.error(e.message);
     return 2;
   }
   console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
@@ -122,6 +125,7 @@ function roleOf(role: string | undefined): Role {
 }
 
 async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean): Promise<number> {
+  const { startService } = await import("../main.js");
   const service = await startService(config, roles, { embedded });
   const summary = {
     api: service.api ? `http://${config.bindHost}:${service.api.port}` : null,
@@ -141,9 +145,8 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
   return 0;
 }
 
-type OperatorDb = Awaited<ReturnType<typeof openOperatorDatabase>>["db"];
-
-async function withDatabase(config: Config, fn: (db: OperatorDb) => Promise<unknown>): Promise<number> {
+async function withDatabase(config: Config, fn: (db: Database) => Promise<unknown>): Promise<number> {
+  const { openOperatorDatabase } = await import("../runtime/operator-database.js");
   const { db, close } = await openOperatorDatabase(config);
   try {
     console.log(JSON.stringify(await fn(db), null, 2));
@@ -151,93 +154,4 @@ async function withDatabase(config: Config, fn: (db: OperatorDb) => Promise<unkn
   } finally {
     await close();
   }
-}
-
-function admin(config: Config, command: string, flags: Flags): Promise<number> {
-  return withDatabase(config, async (db) => {
-    const em = db.fork();
-    switch (command) {
-      case "org create":
-        return createOrganization(em, config.defaults, { name: required(flags.name, "--name"), ...limitsOf(flags) });
-      case "org update":
-        return updateOrganization(em, required(flags.id, "--id"), {
-          ...limitsOf(flags),
-          name: flags.name,
-          status: oneOf(flags.status, ORGANIZATION_STATUSES, "--status"),
-        });
-      case "org list":
-        return listOrganizations(em);
-      case "key issue": {
-        const { key, secret } = await issueKey(em, config.defaults, required(flags.org, "--org"), {
-          ...restrictionsOf(flags),
-          scopes: parseScopes(required(flags.scopes, "--scopes")),
-        });
-        return { ...describeKey(key), secret };
-      }
-      case "key update":
-        return describeKey(await updateKey(em, required(flags.id, "--id"), restrictionsOf(flags)));
-      case "key rotate": {
-        const { key, secret } = await rotateKey(em, required(flags.id, "--id"), config.keyRotationOverlapMs);
-        return { ...describeKey(key), secret };
-      }
-      case "key revoke":
-        return describeKey(await revokeKey(em, required(flags.id, "--id")));
-      case "key list":
-        return (await listKeys(em, required(flags.org, "--org"))).map(describeKey);
-      default:
-        throw new UsageError(`unknown command "admin ${command}"`);
-    }
-  });
-}
-
-function required(value: string | undefined, flag: string): string {
-  if (value === undefined || value === "") throw new UsageError(`${flag} is required`);
-  return value;
-}
-
-function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], flag: string): T | undefined {
-  if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}`);
-  return value as T;
-}
-
-function count(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a whole number`);
-  return n;
-}
-
-/** A comma list; an empty value clears the restriction (null). */
-function list(value: string | undefined): string[] | null | undefined {
-  if (value === undefined) return undefined;
-  const items = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  return items.length === 0 ? null : items;
-}
-
-function limitsOf(flags: Flags): OrganizationLimits {
-  return {
-    managedLimit: count(flags["managed-limit"], "--managed-limit"),
-    messagesPerMinute: count(flags["messages-per-minute"], "--messages-per-minute"),
-    messagesPerDay: count(flags["messages-per-day"], "--messages-per-day"),
-    recipientsPerDay: count(flags["recipients-per-day"], "--recipients-per-day"),
-  };
-}
-
-function restrictionsOf(flags: Flags): KeyRestrictions {
-  const expires = flags["expires-at"];
-  let expiresAt: Date | null | undefined;
-  if (expires !== undefined) {
-    expiresAt = expires === "" ? null : new Date(expires);
-    if (expiresAt !== null && Number.isNaN(expiresAt.getTime())) throw new UsageError("--expires-at must be an ISO 8601 time");
-  }
-  return {
-    scopes: flags.scopes === undefined ? undefined : parseScopes(flags.scopes),
-    inboxIds: list(flags["inbox-ids"]),
-    allowedIps: list(flags["allowed-ips"]),
-    sendMode: oneOf(flags["send-mode"], SEND_MODES, "--send-mode"),
-    allowedRecipientDomains: list(flags["recipient-domains"]),
-    expiresAt,
-    requestsPerMinute: count(flags["requests-per-minute"], "--requests-per-minute"),
-  };
 }

@@ -6,6 +6,7 @@
 // so hostile HTML that makes it slow or large costs the extraction only, never the parsed message.
 import { Worker } from "node:worker_threads";
 import type { Extracted, ExtractionInput } from "../extraction/index.js";
+import { siblingModule } from "../runtime/sibling-module.js";
 
 export interface ParsedAddress {
   readonly email: string;
@@ -92,7 +93,7 @@ type Outcome<T> = ParseWorkerResult<T> & { readonly reusable: boolean };
 /** Time allowed to parse the bounded header section after the whole message overran its budget. */
 const HEADER_PARSE_BUDGET_MS = 2_000;
 
-const WORKER_URL = new URL("./parse-worker.ts", import.meta.url);
+const WORKER_URL = siblingModule("./parse-worker", import.meta.url);
 
 export function createEmailParser(options: EmailParserOptions): EmailParser {
   const idle: Worker[] = [];

@@ -11,8 +11,11 @@ import { createDomainVerificationActivities, type DomainVerificationActivityDeps
 import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.js";
 import { createDeliveryOperations, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
 import { createDeliveryActivities } from "./activities/delivery.js";
+import { runsFromBuild, siblingModule } from "../runtime/sibling-module.js";
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL("../../workflows/index.ts", import.meta.url));
+export const WORKFLOWS_PATH = fileURLToPath(siblingModule("../../workflows/index", import.meta.url));
+/** Made once by the build (src/cli/build.js); from the sources the workflows are bundled at every worker start. */
+const BUILT_WORKFLOW_BUNDLE = runsFromBuild(import.meta.url) ? fileURLToPath(new URL("../../workflow-bundle.js", import.meta.url)) : undefined;
 
 export function createActivities(deps: {
   db: Database;
@@ -46,7 +49,7 @@ export interface WorkerOptions {
   readonly delivery: DeliveryDeps;
   /** Webhook attempts are recorded here (delivery outcomes through `delivery.metrics`). */
   readonly metrics?: Metrics;
-  /** A prebuilt bundle (tests share one); otherwise workflows/ is bundled at start. */
+  /** A prebuilt bundle (tests share one); otherwise the build's, or workflows/ bundled at start. */
   readonly workflowBundle?: WorkflowBundleOption;
 }
 
@@ -77,6 +80,12 @@ export async function createWorker(options: WorkerOptions): Promise<Worker> {
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     activities: createActivities(options),
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...workflowsOf(options.workflowBundle),
   });
+}
+
+function workflowsOf(prebuilt: WorkflowBundleOption | undefined): { workflowBundle: WorkflowBundleOption } | { workflowsPath: string } {
+  if (prebuilt) return { workflowBundle: prebuilt };
+  if (BUILT_WORKFLOW_BUNDLE) return { workflowBundle: { codePath: BUILT_WORKFLOW_BUNDLE } };
+  return { workflowsPath: WORKFLOWS_PATH };
 }
