@@ -67,9 +67,9 @@ async function processesIn(dataDir: string): Promise<ProcessIdentity[]> {
   return found.filter((p) => !pids.has(p.parent)).map(({ pid, startTime }) => ({ pid, startTime }));
 }
 
-/** The watchdog of the process `pid`: its child running src/runtime/watchdog.ts. */
+/** The watchdog of the process `pid`: its child running the watchdog program (dist/…/watchdog.js from the build, else src/runtime/watchdog.ts). */
 async function watchdogOf(pid: number): Promise<number> {
-  const watchdog = (await processes()).find((p) => p.parent === pid && commandLineOf(p.pid).some((arg) => arg.endsWith("watchdog.ts")));
+  const watchdog = (await processes()).find((p) => p.parent === pid && commandLineOf(p.pid).some((arg) => /watchdog\.[jt]s$/.test(arg)));
   if (watchdog === undefined) throw new Error(`no watchdog runs for pid ${pid}`);
   return watchdog.pid;
 }
