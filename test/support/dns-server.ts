@@ -102,22 +102,36 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
     else void send(response);
   };
 
-  const udp = dns2.createUDPServer((req, send) => handle(req, send as never, false));
-  udp.on("requestError", () => undefined);
-  await udp.listen(0, host);
-  const port = (udp.address() as AddressInfo).port;
-  const tcp = dns2.createTCPServer((req, send) => handle(req, send as never, true));
-  tcp.on("requestError", () => undefined);
-  // Connections left waiting by a "timeout" failure would hold close() for the server's idle timeout.
+  // The UDP port is the system's choice; the same number over TCP may be taken by another socket of the run: then
+  // both are given up and another pair tried (a bounded number of times).
+  let udp: ReturnType<typeof dns2.createUDPServer>;
+  let tcp: ReturnType<typeof dns2.createTCPServer>;
+  let port = 0;
   const connections = new Set<Socket>();
-  tcp.on("connection", (socket: Socket) => {
-    connections.add(socket);
-    socket.once("close", () => connections.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once("error", reject);
-    tcp.listen(port, host, () => resolve());
-  });
+  for (let attempt = 1; ; attempt++) {
+    udp = dns2.createUDPServer((req, send) => handle(req, send as never, false));
+    udp.on("requestError", () => undefined);
+    await udp.listen(0, host);
+    port = (udp.address() as AddressInfo).port;
+    tcp = dns2.createTCPServer((req, send) => handle(req, send as never, true));
+    tcp.on("requestError", () => undefined);
+    // Connections left waiting by a "timeout" failure would hold close() for the server's idle timeout.
+    tcp.on("connection", (socket: Socket) => {
+      connections.add(socket);
+      socket.once("close", () => connections.delete(socket));
+    });
+    const listening = tcp;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        listening.once("error", reject);
+        listening.listen(port, host, () => resolve());
+      });
+      break;
+    } catch (e) {
+      await udp.close();
+      if ((e as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 20) throw e;
+    }
+  }
 
   return {
     address: { host, port },
