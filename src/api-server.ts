@@ -41,7 +41,8 @@ export interface ApiServerDeps extends ServiceDeps {
 
 export interface ApiServer {
   readonly port: number;
-  close(): Promise<void>;
+  /** Stops accepting and lets requests in flight finish for up to `graceMs` (10 s by default). */
+  close(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -152,5 +153,5 @@ const CLOSE_GRACE_MS = 10_000;
 
 export async function startApiServer(deps: ApiServerDeps, port: number, host: string): Promise<ApiServer> {
   const listener = await listen(deps.config.api, port, host, createApiHandler(deps));
-  return { port: listener.port, close: () => listener.close(CLOSE_GRACE_MS) };
+  return { port: listener.port, close: (graceMs = CLOSE_GRACE_MS) => listener.close(graceMs) };
 }

@@ -60,6 +60,8 @@ export interface Config {
     readonly refusalDelayMs: number;
     /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
     readonly receiveMemoryBytes: number;
+    /** Expect a PROXY protocol (v1/v2) header on every connection (a TCP load balancer in front): the client IP is taken from it. */
+    readonly proxyProtocol: boolean;
   };
   /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
   readonly inbound: {
@@ -79,6 +81,12 @@ export interface Config {
   readonly temporalAddress: string | undefined;
   readonly temporalNamespace: string;
   readonly temporalTaskQueue: string;
+  /** How an external Temporal is reached: TLS (mTLS with a client certificate) and an API key (Temporal Cloud). */
+  readonly temporalAccess: TemporalAccess;
+  /** TLS and pool size of the PostgreSQL connections (DATABASE_SSL_MODE, DATABASE_SSL_CA, DATABASE_POOL_MAX). */
+  readonly database: DatabaseSettings;
+  /** How long SIGTERM may take: requests, sessions and activities in flight get this long, then the process exits. */
+  readonly shutdownTimeoutMs: number;
   readonly temporalUiPort: number;
   readonly managedDomain: string;
   readonly dataDir: string;
@@ -186,6 +194,33 @@ export interface Config {
   readonly mcpBridge: { readonly url: string; readonly apiKey: string | undefined };
 }
 
+/** Paths are read when connecting; tls undefined means plaintext. */
+export interface TemporalAccess {
+  readonly tls:
+    | {
+        /** PEM client certificate and key (mTLS); both or neither. */
+        readonly certPath: string | undefined;
+        readonly keyPath: string | undefined;
+        /** PEM CA that signed the server's certificate; undefined trusts the system's CAs. */
+        readonly caPath: string | undefined;
+        /** The name the server's certificate is checked against, when it is not the address's host. */
+        readonly serverName: string | undefined;
+      }
+    | undefined;
+  readonly apiKey: string | undefined;
+}
+
+export type DatabaseSslMode = "disable" | "require" | "verify-ca" | "verify-full";
+
+export interface DatabaseSettings {
+  /** undefined: what DATABASE_URL's sslmode says (no TLS without one). */
+  readonly sslMode: DatabaseSslMode | undefined;
+  /** PEM CA of the server's certificate (else DATABASE_URL's sslrootcert, else the system's CAs). */
+  readonly sslCaPath: string | undefined;
+  /** Connections of each of a process's pools (the ORM's and the plain-SQL one). */
+  readonly poolMax: number;
+}
+
 export class ConfigError extends Error {}
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -253,6 +288,22 @@ export function loadConfig(env: Env = process.env): Config {
   const deliveryRetryInitialMs = duration("DELIVERY_RETRY_INITIAL", "1m", 10);
   const deliveryRetryMaxMs = duration("DELIVERY_RETRY_MAX", "1h", 10);
   if (deliveryRetryMaxMs < deliveryRetryInitialMs) errors.push("DELIVERY_RETRY_MAX must not be below DELIVERY_RETRY_INITIAL");
+  const databaseUrl = optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL");
+  const temporalAddress = optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port");
+  const temporalCert = optional("TEMPORAL_TLS_CERT");
+  const temporalKey = optional("TEMPORAL_TLS_KEY");
+  if ((temporalCert === undefined) !== (temporalKey === undefined)) errors.push("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together");
+  const temporalCa = optional("TEMPORAL_TLS_CA");
+  const temporalServerName = optional("TEMPORAL_TLS_SERVER_NAME", /^[a-zA-Z0-9.-]{1,253}$/, "a host name");
+  const temporalApiKey = optional("TEMPORAL_API_KEY");
+  const temporalTlsFlag = optional("TEMPORAL_TLS", /^(true|false)$/, "true or false");
+  // An API key goes over TLS only (Temporal Cloud); TEMPORAL_TLS=true alone is TLS against the system's CAs.
+  const temporalTls = temporalTlsFlag === "false" ? false : temporalTlsFlag === "true" || [temporalCert, temporalCa, temporalServerName, temporalApiKey].some((v) => v !== undefined);
+  if (temporalTlsFlag === "false" && temporalApiKey !== undefined) errors.push("TEMPORAL_API_KEY needs TLS: unset TEMPORAL_TLS=false");
+  if (temporalTls && temporalAddress === undefined) errors.push("TEMPORAL_TLS* and TEMPORAL_API_KEY need TEMPORAL_ADDRESS (the embedded Temporal is plaintext)");
+  const sslMode = optional("DATABASE_SSL_MODE", /^(disable|require|verify-ca|verify-full)$/, "one of disable, require, verify-ca, verify-full");
+  const sslCa = optional("DATABASE_SSL_CA");
+  if ((sslMode !== undefined || sslCa !== undefined) && databaseUrl === undefined) errors.push("DATABASE_SSL_MODE and DATABASE_SSL_CA need DATABASE_URL (the embedded PostgreSQL is local)");
   const apiHeadersTimeoutMs = int("API_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
   const apiRequestTimeoutMs = int("API_REQUEST_TIMEOUT_MS", 120_000, 100, 3_600_000);
   if (apiRequestTimeoutMs < apiHeadersTimeoutMs) errors.push("API_REQUEST_TIMEOUT_MS must not be below API_HEADERS_TIMEOUT_MS");
@@ -294,6 +345,7 @@ export function loadConfig(env: Env = process.env): Config {
       refusalDelayAfter: int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
       refusalDelayMs: int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
       receiveMemoryBytes: int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      proxyProtocol: str("SMTP_PROXY_PROTOCOL", "false", /^(true|false)$/, "true or false") === "true",
     },
     inbound: {
       parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
@@ -303,10 +355,27 @@ export function loadConfig(env: Env = process.env): Config {
       maxBacklogMessages: int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
       maxBacklogBytes: int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     },
-    databaseUrl: optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL"),
-    temporalAddress: optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port"),
+    databaseUrl,
+    temporalAddress,
     temporalNamespace: str("TEMPORAL_NAMESPACE", "default", /^[\w.-]{1,64}$/, "a namespace name"),
     temporalTaskQueue: str("TEMPORAL_TASK_QUEUE", "mailbox", /^[\w.-]{1,64}$/, "a task queue name"),
+    temporalAccess: {
+      tls: temporalTls
+        ? {
+            certPath: temporalCert && resolve(temporalCert),
+            keyPath: temporalKey && resolve(temporalKey),
+            caPath: temporalCa && resolve(temporalCa),
+            serverName: temporalServerName,
+          }
+        : undefined,
+      apiKey: temporalApiKey,
+    },
+    database: {
+      sslMode: sslMode as DatabaseSslMode | undefined,
+      sslCaPath: sslCa && resolve(sslCa),
+      poolMax: int("DATABASE_POOL_MAX", 20, 1, 1000),
+    },
+    shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 30_000, 1000, 3_600_000),
     temporalUiPort: int("TEMPORAL_UI_PORT", 8233, 0, 65535),
     managedDomain,
     dataDir,

@@ -40,6 +40,7 @@ import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
 import { findFreePort } from "./runtime/free-port.js";
 import { RUNTIME_FILE } from "./runtime/operator-database.js";
 import { identityOf } from "./runtime/watchdog.js";
+import { drainGraceMs } from "./runtime/drain.js";
 import {
   connectTemporal,
   createDeliveryStarter,
@@ -217,10 +218,10 @@ export async function startService(config: Config, roles: readonly Role[], optio
     for (const s of stops.reverse()) await s().catch((e: unknown) => log.warn("stop failed", { error: e }));
   };
   try {
-    const db = await openDatabase(infra.databaseUrl);
+    const db = await openDatabase(infra.databaseUrl, { poolMax: config.database.poolMax, ssl: config.database });
     stops.push(() => db.close());
     await migrateDatabase(db);
-    const temporal = await connectTemporal(infra.temporalAddress, config.temporalNamespace);
+    const temporal = await connectTemporal(infra.temporalAddress, config.temporalNamespace, config.temporalAccess);
     stops.push(() => temporal.connection.close());
     await ensureSearchAttributes(temporal);
     const shared = createSharedDeps(config, db, temporal, log);
@@ -228,7 +229,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
     let api: ApiServer | undefined;
     if (roles.includes("api")) {
       api = await startApi(config, db, temporal, log, shared);
-      stops.push(() => api!.close());
+      stops.push(() => api!.close(drainGraceMs(config.shutdownTimeoutMs)));
       log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
     }
     if (roles.includes("worker")) {
@@ -386,10 +387,10 @@ export async function startApi(
   );
   return {
     port: server.port,
-    async close() {
+    async close(graceMs) {
       // Waits and streams end first (503 for a wait, the end of a stream), so the server's requests can finish.
       await hub.close();
-      await server.close();
+      await server.close(graceMs);
       await deliveries.close();
     },
   };
@@ -471,6 +472,8 @@ export async function createConfiguredWorker(
   };
   return createWorker({
     address: temporalAddress,
+    access: config.temporalAccess,
+    shutdownGraceMs: drainGraceMs(config.shutdownTimeoutMs),
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
     db,

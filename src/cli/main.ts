@@ -141,6 +141,11 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
+  // The drain is bounded by its parts' graces; this bounds what none of them foresaw (a hung close).
+  setTimeout(() => {
+    console.error(`error: shutdown took longer than SHUTDOWN_TIMEOUT_MS (${config.shutdownTimeoutMs} ms), exiting`);
+    process.exit(1);
+  }, config.shutdownTimeoutMs).unref();
   await service.stop();
   return 0;
 }

@@ -1,5 +1,6 @@
 // The database handle: the ORM and the one way to get an EntityManager (a fork per unit of work).
 import { Migrator } from "@mikro-orm/migrations";
+import { pgConnectionOf, type DatabaseTls, type PgConnection } from "./tls.js";
 import { MikroORM, type EntityManager } from "@mikro-orm/postgresql";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -62,8 +63,8 @@ const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
 const ignoreError = (): void => undefined;
 
-function createSqlPool(url: string, max: number): SqlPool & { use(): PoolUse; end(): Promise<void> } {
-  const pool = new pg.Pool({ connectionString: url, max });
+function createSqlPool({ url, ssl }: PgConnection, max: number): SqlPool & { use(): PoolUse; end(): Promise<void> } {
+  const pool = new pg.Pool({ connectionString: url, ssl, max });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const run = async <T>(client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = []) =>
@@ -88,13 +89,13 @@ function createSqlPool(url: string, max: number): SqlPool & { use(): PoolUse; en
         client.release();
       }
     },
-    listen: (channel, handlers) => listenOn(url, channel, handlers),
+    listen: (channel, handlers) => listenOn({ url, ssl }, channel, handlers),
     use: () => useOf(pool),
     end: () => pool.end(),
   };
 }
 
-function listenOn(url: string, channel: string, handlers: ListenHandlers): Listener {
+function listenOn({ url, ssl }: PgConnection, channel: string, handlers: ListenHandlers): Listener {
   let closed = false;
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | undefined;
@@ -106,7 +107,7 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers): Liste
     retry.unref();
   }
   function connect(): void {
-    const c = new pg.Client({ connectionString: url });
+    const c = new pg.Client({ connectionString: url, ssl });
     client = c;
     let gone = false;
     const lose = () => {
@@ -142,9 +143,12 @@ function listenOn(url: string, channel: string, handlers: ListenHandlers): Liste
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
 
-export async function openDatabase(url: string, options: { poolMax?: number } = {}): Promise<Database> {
+/** `poolMax` connections for each of the two pools (the ORM's and the plain-SQL one); `ssl` per DATABASE_SSL_*. */
+export async function openDatabase(url: string, options: { poolMax?: number; ssl?: DatabaseTls } = {}): Promise<Database> {
+  const connection = await pgConnectionOf(url, options.ssl);
   const orm = await MikroORM.init({
-    clientUrl: url,
+    clientUrl: connection.url,
+    driverOptions: { ssl: connection.ssl },
     entities,
     extensions: [Migrator],
     migrations: {
@@ -161,7 +165,7 @@ export async function openDatabase(url: string, options: { poolMax?: number } = 
     debug: false,
     allowGlobalContext: false,
   });
-  const sql = createSqlPool(url, options.poolMax ?? 20);
+  const sql = createSqlPool(connection, options.poolMax ?? 20);
   return {
     orm,
     fork: () => orm.em.fork(),

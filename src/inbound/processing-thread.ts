@@ -24,8 +24,8 @@ const port = parentPort!;
 const post = (message: FromProcessing) => port.postMessage(message);
 const { config, databaseUrl, temporalAddress, sweeper: sweeperOptions } = workerData as ProcessingThreadSettings;
 const log = createLogger(config.logLevel);
-const db = await openDatabase(databaseUrl, { poolMax: POOL_SIZE });
-const temporal = await connectTemporal(temporalAddress, config.temporalNamespace);
+const db = await openDatabase(databaseUrl, { poolMax: POOL_SIZE, ssl: config.database });
+const temporal = await connectTemporal(temporalAddress, config.temporalNamespace, config.temporalAccess);
 const parser = createEmailParser({
   timeoutMs: config.inbound.parseTimeoutMs,
   memoryMb: config.inbound.parseMemoryMb,

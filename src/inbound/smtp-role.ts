@@ -13,6 +13,7 @@ import { startProcessing, type Processing } from "./processing.js";
 import { createRawBodies, createReceiveMemory } from "./raw-body.js";
 import { createRawMessageStore } from "./receive.js";
 import { DEFAULT_SWEEPER_OPTIONS, type SweeperOptions } from "./sweeper.js";
+import { drainGraceMs } from "../runtime/drain.js";
 
 export interface SmtpRoleDeps {
   readonly config: Config;
@@ -83,6 +84,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
         idleTimeoutMs: smtp.idleTimeoutMs,
         sessionTimeoutMs: smtp.sessionTimeoutMs,
         maxMessageBytes: config.platformLimits.messageContentBytes,
+        proxyProtocol: smtp.proxyProtocol,
         log,
         ...(deps.metrics ? { metrics: deps.metrics.smtp } : {}),
       },
@@ -96,7 +98,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
       listening: server.listening,
       async stop() {
         unregister();
-        await server.close();
+        await server.close(drainGraceMs(config.shutdownTimeoutMs));
         await admission.close();
         await processing.stop();
       },

@@ -36,6 +36,8 @@ export interface SmtpServerOptions {
   readonly sessionTimeoutMs: number;
   /** Advertised with SIZE; a message over it is flagged on its stream (the data hook refuses it). */
   readonly maxMessageBytes: number;
+  /** Every connection starts with a PROXY protocol header (a TCP load balancer in front): the client address is its. */
+  readonly proxyProtocol?: boolean;
   readonly log: Logger;
   /** Sessions, refusals by reply and accepted messages are counted here. */
   readonly metrics?: SmtpMetrics;
@@ -45,7 +47,12 @@ export interface RunningSmtpServer {
   readonly port: number;
   /** Whether the listener accepts connections. */
   listening(): boolean;
-  close(): Promise<void>;
+  /**
+   * Drains: no new connections; sessions between transactions are told 421 and closed at once, a transaction in
+   * progress may finish (its next MAIL FROM is told 421) for up to `graceMs`; CLOSE_GRACE_MS after that, what is
+   * left is told 421 and closed.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -55,8 +62,9 @@ export interface RunningSmtpServer {
 const MAX_COMMAND_BYTES = 2048;
 /** The SMTP command each hook answers (a metrics label). */
 const COMMANDS: Record<keyof SmtpHooks, string> = { mailFrom: "mail", rcptTo: "rcpt", data: "data" };
-/** How long close() lets open sessions finish before they are told 421 and dropped. */
+/** After the drain's grace: how long the sessions still open get before they are told 421 and closed. */
 const CLOSE_GRACE_MS = 5000;
+const SHUTTING_DOWN = ["4.3.2", "shutting down, try again later"] as const;
 
 export async function startSmtpServer(
   options: SmtpServerOptions,
@@ -71,6 +79,7 @@ export async function startSmtpServer(
   const countedUnder = new Map<string, string>();
   /** Refused recipients per session. */
   const refusals = new Map<string, number>();
+  let draining = false;
 
   /** The one adapter between async hooks and smtp-server's callbacks; every refusal is counted by its reply. */
   function settle<R>(work: Promise<R>, done: (err: Error | null, value?: R) => void, hook: keyof SmtpHooks): void {
@@ -103,6 +112,7 @@ export async function startSmtpServer(
     // Reverse DNS says nothing we store, and would make every connection wait on a resolver.
     disableReverseLookup: true,
     logger: false,
+    useProxy: options.proxyProtocol ?? false,
     onConnect(session, callback) {
       const client = session.remoteAddress;
       const open = perClient.get(client) ?? 0;
@@ -131,6 +141,7 @@ export async function startSmtpServer(
       else perClient.set(client, open);
     },
     onMailFrom(address, session, callback) {
+      if (draining) return callback(new SmtpError(421, ...SHUTTING_DOWN));
       settle(hooks.mailFrom(address.address, session), callback, "mailFrom");
     },
     onRcptTo(address, session, callback) {
@@ -187,10 +198,19 @@ export async function startSmtpServer(
   return {
     port: (server.server.address() as AddressInfo).port,
     listening: () => server.server.listening,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const timer of deadlines.values()) clearTimeout(timer);
-        server.close(() => resolve());
-      }),
+    async close(graceMs = 0) {
+      draining = true;
+      for (const timer of deadlines.values()) clearTimeout(timer);
+      // Emitted once the listener is closed and the last session has ended.
+      const ended = new Promise<void>((resolve) => server.server.once("close", () => resolve()));
+      server.server.close();
+      for (const connection of server.connections) {
+        // A 421 closes the connection (smtp-server).
+        if (!(connection.session as SMTPServerSession | undefined)?.envelope.mailFrom) connection.send(421, SHUTTING_DOWN.join(" "));
+      }
+      const deadline = sleep(graceMs, "deadline", { ref: false });
+      if ((await Promise.race([ended, deadline])) === undefined) return;
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }

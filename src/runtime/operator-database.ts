@@ -29,7 +29,7 @@ export async function openOperatorDatabase(config: Config): Promise<OperatorData
       stopPg = pg.stop;
     }
   }
-  const db = await openDatabase(url, { poolMax: 2 });
+  const db = await openDatabase(url, { poolMax: 2, ssl: config.database });
   await migrateDatabase(db);
   return {
     db,

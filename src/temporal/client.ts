@@ -4,6 +4,7 @@ import { defineSearchAttributeKey, SearchAttributeType, WorkflowExecutionAlready
 import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
 import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
 import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes } from "./search-attributes.js";
+import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
 import type { inboxPurge } from "../../workflows/inbox-purge.js";
 import type { domainVerification } from "../../workflows/domain-verification.js";
 import type { DomainVerificationStarter } from "../domains/domains.js";
@@ -27,8 +28,9 @@ export function withStartDeadline<R>(client: Client, start: () => Promise<R>): P
   return client.withDeadline(Date.now() + START_DEADLINE_MS, start);
 }
 
-export async function connectTemporal(address: string, namespace: string): Promise<Client> {
-  const connection = await Connection.connect({ address });
+/** A client of `namespace` at `address`, over TLS and with the API key of `access` when configured. */
+export async function connectTemporal(address: string, namespace: string, access: TemporalAccess = PLAINTEXT): Promise<Client> {
+  const connection = await connectDiagnosed(await temporalConnectOptions(address, access), (options) => Connection.connect(options));
   return new Client({ connection, namespace });
 }
 

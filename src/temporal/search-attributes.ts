@@ -31,7 +31,19 @@ export async function registerSearchAttributes(
 ): Promise<void> {
   const wanted = Object.entries(attributes);
   if (wanted.length === 0) return;
-  const existing = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+  const names = wanted.map(([name, type]) => `${name} (${type})`).join(", ");
+  // Temporal Cloud's API keys (and locked-down clusters) may not list or add attributes: say which ones it takes.
+  const cannot = (what: string, e: unknown) =>
+    new Error(
+      `cannot ${what} the search attributes of namespace "${namespace}" (${(e as Error).message}); ` +
+        `this service needs ${names}: add them (temporal operator search-attribute create, or tcld / the Cloud UI) and restart`,
+    );
+  let existing: Record<string, number>;
+  try {
+    existing = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+  } catch (e) {
+    throw cannot("list", e);
+  }
   for (const [name, type] of wanted) {
     const current = existing[name];
     if (current !== undefined && current !== INDEXED_VALUE_TYPE[type]) {
@@ -41,8 +53,15 @@ export async function registerSearchAttributes(
   }
   const missing = wanted.filter(([name]) => existing[name] === undefined);
   if (missing.length === 0) return;
-  await connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, INDEXED_VALUE_TYPE[type]])),
-  });
+  try {
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, INDEXED_VALUE_TYPE[type]])),
+    });
+  } catch (e) {
+    throw new Error(
+      `search attributes ${missing.map(([name, type]) => `${name} (${type})`).join(", ")} are missing in namespace "${namespace}" ` +
+        `and could not be added (${(e as Error).message}): add them (temporal operator search-attribute create, or tcld / the Cloud UI) and restart`,
+    );
+  }
 }

@@ -12,6 +12,7 @@ import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.j
 import { createDeliveryOperations, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
 import { createDeliveryActivities } from "./activities/delivery.js";
 import { runsFromBuild, siblingModule } from "../runtime/sibling-module.js";
+import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
 
 export const WORKFLOWS_PATH = fileURLToPath(siblingModule("../../workflows/index", import.meta.url));
 /** Made once by the build (src/cli/build.js); from the sources the workflows are bundled at every worker start. */
@@ -36,6 +37,10 @@ export function createActivities(deps: {
 
 export interface WorkerOptions {
   readonly address: string;
+  /** TLS and API key of the connection (config.temporalAccess); plaintext when absent. */
+  readonly access?: TemporalAccess;
+  /** How long shutdown lets activities in flight finish before they are cancelled (their attempts go back to Temporal). */
+  readonly shutdownGraceMs?: number;
   readonly namespace: string;
   readonly taskQueue: string;
   readonly db: Database;
@@ -74,12 +79,13 @@ export function installTemporalRuntime(prometheusAddress?: string): boolean {
 
 export async function createWorker(options: WorkerOptions): Promise<Worker> {
   installTemporalRuntime();
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await connectDiagnosed(await temporalConnectOptions(options.address, options.access ?? PLAINTEXT), (o) => NativeConnection.connect(o));
   return Worker.create({
     connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     activities: createActivities(options),
+    ...(options.shutdownGraceMs === undefined ? {} : { shutdownGraceTime: options.shutdownGraceMs }),
     ...workflowsOf(options.workflowBundle),
   });
 }
