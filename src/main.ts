@@ -214,8 +214,15 @@ export async function startService(config: Config, roles: readonly Role[], optio
   }
   const infra = await startInfrastructure(config, log);
   const stops: (() => Promise<void>)[] = [infra.stop];
+  // The roles' drains run together, each within its grace (SIGTERM's budget is for all of them at once); what they
+  // use — connections, pools, the status port, the embedded servers — closes after them, last opened first.
+  const drains: (() => Promise<void>)[] = [];
+  let draining = false;
+  const stopFailed = (e: unknown) => log.warn("stop failed", { error: e });
   const stop = async () => {
-    for (const s of stops.reverse()) await s().catch((e: unknown) => log.warn("stop failed", { error: e }));
+    draining = true;
+    await Promise.all(drains.map((d) => d().catch(stopFailed)));
+    for (const s of stops.reverse()) await s().catch(stopFailed);
   };
   try {
     const db = await openDatabase(infra.databaseUrl, { poolMax: config.database.poolMax, ssl: config.database });
@@ -225,17 +232,24 @@ export async function startService(config: Config, roles: readonly Role[], optio
     stops.push(() => temporal.connection.close());
     await ensureSearchAttributes(temporal);
     const shared = createSharedDeps(config, db, temporal, log);
+    // A draining process is taken out of its load balancer's rotation while it finishes what it has.
+    shared.readiness.add({
+      name: "drain",
+      check: async () => {
+        if (draining) throw new Error("shutting down");
+      },
+    });
 
     let api: ApiServer | undefined;
     if (roles.includes("api")) {
       api = await startApi(config, db, temporal, log, shared);
-      stops.push(() => api!.close(drainGraceMs(config.shutdownTimeoutMs)));
+      drains.push(() => api!.close(drainGraceMs(config.shutdownTimeoutMs)));
       log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
     }
     if (roles.includes("worker")) {
       await exportTemporalMetrics(shared.metrics, log);
       const worker = await runConfiguredWorker(config, db, infra.temporalAddress, { shared });
-      stops.push(worker.stop);
+      drains.push(worker.stop);
       const queue = config.temporalTaskQueue;
       const jobs = startPeriodicJobs(
         [
@@ -249,7 +263,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
         ],
         log,
       );
-      stops.push(jobs.stop);
+      drains.push(jobs.stop);
       log.info("worker polling", { taskQueue: queue, temporal: infra.temporalAddress });
     }
     let smtp: SmtpRole | undefined;
@@ -264,7 +278,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
         metrics: shared.metrics,
       });
       smtp = role;
-      stops.push(role.stop);
+      drains.push(role.stop);
       shared.readiness.add({
         name: "smtp",
         check: async () => {

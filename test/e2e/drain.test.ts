@@ -1,0 +1,182 @@
+// SIGTERM drains each role of a real `mailbox serve --role …` process: it stops accepting, finishes what is in
+// flight (an API request whose body is still arriving, an SMTP transaction in DATA, a delivery waiting on its
+// peer's reply), hands back what cannot finish within SHUTDOWN_TIMEOUT_MS, and exits 0.
+import { mkdtemp } from "node:fs/promises";
+import http from "node:http";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { createDeliveryStarter } from "../../src/temporal/client.js";
+import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
+import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
+import { serveRole, type RoleName, type RoleProcess } from "../support/role-process.js";
+import { RawSmtpClient } from "../support/smtp-client.js";
+import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
+
+let app: TestApp;
+let sink: SmtpSink;
+const processes: RoleProcess[] = [];
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  app = await startTestApp();
+});
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.kill("SIGKILL")));
+  await app?.stop();
+  await sink?.stop();
+});
+
+/** A role on the run's PostgreSQL and Temporal, on its own task queue unless told otherwise. */
+async function role(name: RoleName, env: Record<string, string> = {}): Promise<RoleProcess> {
+  const started = await serveRole(name, {
+    DATABASE_URL: inject("databaseUrl"),
+    TEMPORAL_ADDRESS: inject("temporalAddress"),
+    TEMPORAL_TASK_QUEUE: uniqueName("drain"),
+    MANAGED_DOMAIN: app.config.managedDomain,
+    DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-drain-")),
+    SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}`,
+    DELIVERY_TIMEOUT_MS: "60000",
+    ...env,
+  });
+  processes.push(started);
+  return started;
+}
+
+/** Resolves once a connection to `port` is refused: the process has closed its listener. */
+async function refusesConnections(port: number): Promise<true> {
+  return eventually(
+    () =>
+      new Promise<true | undefined>((resolve) => {
+        const socket = net.connect({ port, host: "127.0.0.1" });
+        socket.once("connect", () => {
+          socket.destroy();
+          resolve(undefined);
+        });
+        socket.once("error", (e: NodeJS.ErrnoException) => resolve(e.code === "ECONNREFUSED" ? true : undefined));
+      }),
+    20_000,
+  );
+}
+
+test("the api role finishes a request in flight after SIGTERM, refuses new connections, and exits 0", async () => {
+  const tenant = await app.createTenant();
+  const api = await role("api", { SHUTDOWN_TIMEOUT_MS: "30000" });
+  const { port } = new URL(api.api!);
+  const body = JSON.stringify({ localPart: uniqueName("drain"), displayName: "Drained" });
+
+  // Expect: 100-continue makes the server say when it starts reading the body: from then on the request is in
+  // flight, and the rest of the body is sent only after SIGTERM has closed the listener.
+  const req = http.request({
+    host: "127.0.0.1",
+    port,
+    method: "POST",
+    path: "/v1/inboxes",
+    headers: { "x-api-key": tenant.key, "content-type": "application/json", "content-length": Buffer.byteLength(body), expect: "100-continue" },
+  });
+  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.once("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (d: string) => (text += d));
+      res.once("end", () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.once("error", reject);
+  });
+  await new Promise<void>((resolve) => req.once("continue", resolve));
+
+  const exited = api.kill("SIGTERM");
+  await refusesConnections(Number(port));
+  req.end(body);
+
+  const answer = await response;
+  expect(answer.status, answer.body).toBe(200);
+  expect(JSON.parse(answer.body)).toMatchObject({ displayName: "Drained" });
+  expect(await exited, api.stderr()).toBe(0);
+});
+
+test("the smtp role tells idle sessions 421, lets a transaction in DATA finish with 250, then 421s it, and exits 0", async () => {
+  const tenant = await app.createTenant();
+  const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("drain"), displayName: "Drain" } })).body as { id: string; address: string };
+  const smtp = await role("smtp", { SHUTDOWN_TIMEOUT_MS: "30000" });
+
+  const { client: idle } = await RawSmtpClient.connect(smtp.smtpPort!);
+  expect((await idle.command("EHLO idle.example"))?.code).toBe(250);
+  const { client: busy } = await RawSmtpClient.connect(smtp.smtpPort!);
+  expect((await busy.command("EHLO busy.example"))?.code).toBe(250);
+  expect((await busy.command("MAIL FROM:<sender@example.org>"))?.code).toBe(250);
+  expect((await busy.command(`RCPT TO:<${inbox.address}>`))?.code).toBe(250);
+  expect((await busy.command("DATA"))?.code).toBe(354);
+  busy.write("From: sender@example.org\r\nSubject: sent while draining\r\nMessage-ID: <drain-1@example.org>\r\n\r\nfirst half,\r\n");
+
+  const exited = smtp.kill("SIGTERM");
+  const told = await idle.reply();
+  expect(told?.code).toBe(421);
+  expect(told?.text).toMatch(/shutting down/);
+  await idle.closed;
+  await refusesConnections(smtp.smtpPort!);
+
+  busy.write("second half.\r\n.\r\n");
+  expect((await busy.reply())?.code).toBe(250);
+  expect((await busy.command("MAIL FROM:<sender@example.org>"))?.code).toBe(421);
+  await busy.closed;
+  expect(await exited, smtp.stderr()).toBe(0);
+
+  // Committed before its 250: the message's raw row is there for any smtp process to process.
+  const rows = await app.db.sql.query<{ status: string }>("select status from inbound_raw_messages where $1 = any(inbox_ids)", [inbox.id]);
+  expect(rows).toHaveLength(1);
+});
+
+/** A delivery of one submission to the sink, started on `taskQueue`; resolves with what the test needs. */
+async function startDelivery(taskQueue: string) {
+  const tenant = await app.createTenant();
+  const to = `${uniqueName("drain")}@sink.test`;
+  const s = await insertSubmission(app.db, {
+    organizationId: tenant.organizationId,
+    from: { email: `${uniqueName("agent")}@${app.config.managedDomain}` },
+    to: [{ email: to }],
+    withMessage: true,
+  });
+  await createDeliveryStarter(app.temporal, taskQueue).start({ submissionId: s.submissionId, organizationId: tenant.organizationId, inboxId: null });
+  // The peer has the whole message; its reply is held.
+  await eventually(async () => (sink.copiesFor(to).length === 1 ? true : undefined), 30_000);
+  return { ...s, to };
+}
+
+const delivered = (submissionId: string) =>
+  eventually(async () => {
+    const state = await submissionState(app.db, submissionId);
+    return state.status === "delivered" ? state : undefined;
+  }, 60_000);
+
+test("the worker role finishes a delivery waiting on its peer after SIGTERM, and exits 0", async () => {
+  const taskQueue = uniqueName("drain-worker");
+  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "60000" });
+  sink.holdData(1, 3_000);
+  const s = await startDelivery(taskQueue);
+
+  expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
+  // Finished by the draining worker itself: no other worker polls this queue.
+  const state = await delivered(s.submissionId);
+  expect(state.recipients[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  expect(sink.copiesFor(s.to)).toHaveLength(1);
+});
+
+test("a worker whose delivery outlasts SHUTDOWN_TIMEOUT_MS hands it back and exits 0; the next worker delivers it", async () => {
+  const taskQueue = uniqueName("drain-worker");
+  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "4000" });
+  sink.holdData(1, 120_000);
+  const s = await startDelivery(taskQueue);
+
+  expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
+  expect((await submissionState(app.db, s.submissionId)).status).not.toBe("delivered");
+
+  sink.releaseData();
+  await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue });
+  const state = await delivered(s.submissionId);
+  expect(state.recipients[0]).toMatchObject({ status: "delivered" });
+  // The peer may have taken the first copy (its reply was lost with the cancelled attempt): one duplicate at most.
+  const copies = sink.copiesFor(s.to);
+  expect(copies.length).toBeGreaterThanOrEqual(1);
+  expect(copies.length).toBeLessThanOrEqual(2);
+});
