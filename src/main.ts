@@ -40,7 +40,7 @@ import { startTemporalDevServer } from "./runtime/temporal-dev-server.js";
 import { findFreePort } from "./runtime/free-port.js";
 import { RUNTIME_FILE } from "./runtime/operator-database.js";
 import { identityOf } from "./runtime/watchdog.js";
-import { drainGraceMs } from "./runtime/drain.js";
+import { createInFlight, drainGraceMs, type InFlight } from "./runtime/drain.js";
 import {
   connectTemporal,
   createDeliveryStarter,
@@ -439,10 +439,12 @@ export async function runConfiguredWorker(
     log,
   });
   const connections = createSmtpConnections({ ehloName: config.smtp.hostname, timeoutMs: config.delivery.timeoutMs, idleMs: config.delivery.connectionIdleMs });
+  const attempts = createInFlight();
   const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, {
     ...(options.deliveryMxPort === undefined ? {} : { deliveryMxPort: options.deliveryMxPort }),
     firstAttemptEnded: dispatcher.firstAttemptEnded,
     connections,
+    attempts,
     shared: options.shared ?? { log },
   });
   const running = worker.run();
@@ -455,6 +457,9 @@ export async function runConfiguredWorker(
     stop: () =>
       (stopping ??= (async () => {
         await dispatcher.stop();
+        // The worker's shutdown abandons local activities (first attempts) rather than waiting for them, and an SMTP
+        // transaction cut there is sent again by the next worker: attempts under way finish first.
+        await attempts.settled(drainGraceMs(config.shutdownTimeoutMs));
         worker.shutdown();
         await running;
         connections.close();
@@ -475,6 +480,7 @@ export async function createConfiguredWorker(
     deliveryMxPort?: number;
     firstAttemptEnded?: (submissionId: string) => void;
     connections?: SmtpConnections;
+    attempts?: InFlight;
     shared?: WorkerShared;
   } = {},
 ): Promise<Worker> {
@@ -502,6 +508,7 @@ export async function createConfiguredWorker(
       ...(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort, shared)),
       ...(overrides.firstAttemptEnded ? { firstAttemptEnded: overrides.firstAttemptEnded } : {}),
       ...(overrides.connections ? { connections: overrides.connections } : {}),
+      ...(overrides.attempts ? { attempts: overrides.attempts } : {}),
     },
     ...(shared.metrics ? { metrics: shared.metrics } : {}),
     ...(workflowBundle ? { workflowBundle } : {}),

@@ -1,6 +1,38 @@
-// SIGTERM's budget (SHUTDOWN_TIMEOUT_MS): what is in flight — API requests, SMTP transactions, activities — gets
-// half of it; the rest is for telling late SMTP sessions 421, closing pools and connections. Past the whole of it
-// the process exits anyway (src/cli/main.ts).
+// SIGTERM's budget (SHUTDOWN_TIMEOUT_MS). What is in flight — API requests, SMTP transactions, activities — gets a
+// third of it, and the worker waits twice (its SMTP attempts, then its other activities); the rest is for telling
+// late SMTP sessions 421 and closing pools and connections. Past the whole of it the process exits anyway
+// (src/cli/main.ts).
 export function drainGraceMs(shutdownTimeoutMs: number): number {
-  return Math.floor(shutdownTimeoutMs / 2);
+  return Math.floor(shutdownTimeoutMs / 3);
+}
+
+/** Work that a drain waits for, counted while it runs. */
+export interface InFlight {
+  run<T>(work: () => Promise<T>): Promise<T>;
+  /** Resolves once nothing runs, or after `graceMs`. */
+  settled(graceMs: number): Promise<void>;
+}
+
+export function createInFlight(): InFlight {
+  let running = 0;
+  const waiting = new Set<() => void>();
+  return {
+    async run(work) {
+      running++;
+      try {
+        return await work();
+      } finally {
+        if (--running === 0) for (const wake of waiting) wake();
+      }
+    },
+    async settled(graceMs) {
+      if (running === 0) return;
+      let wake!: () => void;
+      const idle = new Promise<void>((resolve) => waiting.add((wake = resolve)));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([idle, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      waiting.delete(wake);
+    },
+  };
 }

@@ -3,6 +3,7 @@
 // construction: an attempt reads the domain's open recipients when it starts, so recipients recorded as delivered
 // are never sent again. A worker killed after the peer's 250 and before the record may cause one more copy (the
 // same bytes, the same Message-ID) on the retried attempt; a message is never lost.
+import { createInFlight, type InFlight } from "../../runtime/drain.js";
 import type { Config } from "../../config.js";
 import type { Database } from "../../db/database.js";
 import type { DnsResolver } from "../../dns/resolver.js";
@@ -60,6 +61,8 @@ export interface DeliveryDeps {
   readonly store?: DeliveryStore;
   /** Kept connections per next hop; one set per process (made here when omitted; idle ones close by themselves). */
   readonly connections?: SmtpConnections;
+  /** Attempts under way, which the worker's drain lets finish (made here when omitted). */
+  readonly attempts?: InFlight;
   /** Told when a first attempt of a submission has ended in this process (the delivery queue's capacity). */
   readonly firstAttemptEnded?: (submissionId: string) => void;
   /** Recipient outcomes and accepted→delivered latency are recorded here. */
@@ -88,6 +91,7 @@ export function deliverySettingsOf(
 
 export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations {
   const store = deps.store ?? createDeliveryStore(deps.db);
+  const attempts = deps.attempts ?? createInFlight();
   const { settings } = deps;
   const connections =
     deps.connections ?? createSmtpConnections({ ehloName: settings.ehloName, timeoutMs: settings.timeoutMs, idleMs: settings.connectionIdleMs });
@@ -163,7 +167,9 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
 
     async attemptDomain(submissionId, domain, { heartbeat, signal, first }) {
       try {
-        return await attempt(submissionId, domain, heartbeat, first ? AbortSignal.any([signal, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]) : signal);
+        return await attempts.run(() =>
+          attempt(submissionId, domain, heartbeat, first ? AbortSignal.any([signal, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]) : signal),
+        );
       } finally {
         if (first) deps.firstAttemptEnded?.(submissionId);
       }
