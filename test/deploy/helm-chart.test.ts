@@ -71,6 +71,16 @@ describe.each(VALUE_SETS)("rendered with the %s values", (set) => {
     }
   });
 
+  test("each role's drain (SHUTDOWN_TIMEOUT_MS) ends before the kubelet kills it (terminationGracePeriodSeconds)", () => {
+    for (const role of ROLES) {
+      const deployment = one(objects(), "Deployment", `mbx-agent-mailbox-${role}`);
+      const killedAfterMs = deployment.spec.template.spec.terminationGracePeriodSeconds * 1000;
+      const drainMs = Number(env(container(objects(), role)).get("SHUTDOWN_TIMEOUT_MS").value);
+      expect(drainMs).toBeGreaterThanOrEqual(1000);
+      expect(drainMs).toBeLessThan(killedAfterMs);
+    }
+  });
+
   test("every role has a PodDisruptionBudget selecting exactly its pods", () => {
     for (const role of ROLES) {
       const pdb = one(objects(), "PodDisruptionBudget", `mbx-agent-mailbox-${role}`);

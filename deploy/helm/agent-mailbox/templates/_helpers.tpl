@@ -66,6 +66,11 @@ Call with (dict "root" $ "role" "api"|"smtp"|"worker"|"migrate").
   value: "0.0.0.0"
 - name: DATA_DIR
   value: /var/lib/mailbox
+{{- if has .role (list "api" "smtp" "worker") }}
+{{- /* The drain ends 5 s before the kubelet's SIGKILL (terminationGracePeriodSeconds). */}}
+- name: SHUTDOWN_TIMEOUT_MS
+  value: {{ mul (max 1 (sub (index $v .role).terminationGracePeriodSeconds 5)) 1000 | quote }}
+{{- end }}
 - name: TEMPORAL_ADDRESS
   value: {{ required "temporal.address is required" $v.temporal.address | quote }}
 - name: TEMPORAL_NAMESPACE
