@@ -71,6 +71,9 @@ export function installTemporalRuntime(prometheusAddress?: string): boolean {
   // A runtime that failed to start (its exporter's port taken) is not installed: the next call may install one.
   Runtime.install({
     logger: new DefaultLogger("WARN"),
+    // The SDK would shut its workers down on SIGTERM itself, before the drain lets SMTP attempts finish
+    // (src/main.ts): the process's own handler stops them, in its order.
+    shutdownSignals: [],
     ...(prometheusAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: prometheusAddress } } } } : {}),
   });
   runtimeInstalled = true;

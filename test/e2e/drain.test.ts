@@ -7,7 +7,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { createDeliveryStarter } from "../../src/temporal/client.js";
+import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
 import { serveRole, type RoleName, type RoleProcess } from "../support/role-process.js";
@@ -159,10 +159,12 @@ test("the worker role finishes a delivery waiting on its peer after SIGTERM, and
   const s = await startDelivery(taskQueue);
 
   expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
-  // Finished by the draining worker itself: no other worker polls this queue.
+  // Finished by the draining worker itself (no other worker polls this queue), the workflow told of it too.
   const state = await delivered(s.submissionId);
   expect(state.recipients[0]).toMatchObject({ status: "delivered", attempts: 1 });
   expect(sink.copiesFor(s.to)).toHaveLength(1);
+  const workflow = await app.temporal.workflow.getHandle(deliveryWorkflowId(s.submissionId)).describe();
+  expect(workflow.status.name).toBe("COMPLETED");
 }, 150_000);
 
 test("a worker whose delivery outlasts SHUTDOWN_TIMEOUT_MS hands it back and exits 0; the next worker delivers it", async () => {
