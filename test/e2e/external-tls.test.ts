@@ -119,14 +119,12 @@ test("without a client certificate the role does not start, and says it could no
   const { code, stderr } = await serveRoleFailure("api", env);
   expect(code).toBe(1);
   expect(stderr).toMatch(/cannot connect to Temporal at 127\.0\.0\.1:\d+ over TLS: TLS handshake failed: .*certificate/);
-  console.log(stderr);
 });
 
 test("a TEMPORAL_TLS_CA that did not sign the server's certificate fails with a certificate error", async () => {
   const { code, stderr } = await serveRoleFailure("api", await externalEnv({ TEMPORAL_TLS_CA: otherCa.ca }));
   expect(code).toBe(1);
   expect(stderr).toMatch(/cannot connect to Temporal at 127\.0\.0\.1:\d+ over TLS: TLS handshake failed: .*certificate/);
-  console.log(stderr);
 });
 
 test("TEMPORAL_TLS_CERT without TEMPORAL_TLS_KEY, or TLS without TEMPORAL_ADDRESS, is a configuration error", async () => {
@@ -208,4 +206,16 @@ test("DATABASE_POOL_MAX bounds the connections an api process opens under concur
   } finally {
     await counted.stop();
   }
+});
+
+test("a namespace whose search attributes cannot be read stops the start, naming the attributes the service needs", async () => {
+  const { code, stderr } = await serveRoleFailure("api", {
+    DATABASE_URL: inject("databaseUrl"),
+    TEMPORAL_ADDRESS: inject("temporalAddress"),
+    TEMPORAL_NAMESPACE: "no-such-namespace",
+    DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-tls-")),
+  });
+  expect(code).toBe(1);
+  expect(stderr).toContain('cannot list the search attributes of namespace "no-such-namespace"');
+  expect(stderr).toContain("this service needs MailboxOrganizationId (Keyword), MailboxInboxId (Keyword)");
 });
