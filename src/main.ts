@@ -458,8 +458,10 @@ export async function runConfiguredWorker(
       (stopping ??= (async () => {
         await dispatcher.stop();
         // The worker's shutdown abandons local activities (first attempts) rather than waiting for them, and an SMTP
-        // transaction cut there is sent again by the next worker: attempts under way finish first.
+        // transaction cut there is sent again by the next worker: attempts under way finish first. What does not
+        // finish within the grace is cut here, so its outcome (deferred) still reaches its workflow.
         await attempts.settled(drainGraceMs(config.shutdownTimeoutMs));
+        attempts.abort();
         worker.shutdown();
         await running;
         connections.close();

@@ -6,21 +6,25 @@ export function drainGraceMs(shutdownTimeoutMs: number): number {
   return Math.floor(shutdownTimeoutMs / 3);
 }
 
-/** Work that a drain waits for, counted while it runs. */
+/** Work that a drain waits for, counted while it runs, and cut when the drain gives up on it. */
 export interface InFlight {
-  run<T>(work: () => Promise<T>): Promise<T>;
+  /** Runs `work` counted; its signal aborts when the drain gives up (abort()). */
+  run<T>(work: (cut: AbortSignal) => Promise<T>): Promise<T>;
   /** Resolves once nothing runs, or after `graceMs`. */
   settled(graceMs: number): Promise<void>;
+  /** Aborts what still runs. */
+  abort(): void;
 }
 
 export function createInFlight(): InFlight {
   let running = 0;
   const waiting = new Set<() => void>();
+  const cut = new AbortController();
   return {
     async run(work) {
       running++;
       try {
-        return await work();
+        return await work(cut.signal);
       } finally {
         if (--running === 0) for (const wake of waiting) wake();
       }
@@ -34,5 +38,6 @@ export function createInFlight(): InFlight {
       clearTimeout(timer);
       waiting.delete(wake);
     },
+    abort: () => cut.abort(new Error("the worker is shutting down")),
   };
 }

@@ -38,6 +38,8 @@ async function role(name: RoleName, env: Record<string, string> = {}): Promise<R
     DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-drain-")),
     SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}`,
     DELIVERY_TIMEOUT_MS: "60000",
+    // A cut attempt counts as a deferral: the next worker retries it a second later.
+    DELIVERY_RETRY_INITIAL: "1s",
     ...env,
   });
   processes.push(started);
@@ -98,7 +100,7 @@ test("the api role finishes a request in flight after SIGTERM, refuses new conne
 test("the smtp role tells idle sessions 421, lets a transaction in DATA finish with 250, then 421s it, and exits 0", async () => {
   const tenant = await app.createTenant();
   const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("drain"), displayName: "Drain" } })).body as { id: string; address: string };
-  const smtp = await role("smtp", { SHUTDOWN_TIMEOUT_MS: "30000" });
+  const smtp = await role("smtp", { SHUTDOWN_TIMEOUT_MS: "30000", STATUS_PORT: "0" });
 
   const { client: idle } = await RawSmtpClient.connect(smtp.smtpPort!);
   expect((await idle.command("EHLO idle.example"))?.code).toBe(250);
@@ -115,6 +117,10 @@ test("the smtp role tells idle sessions 421, lets a transaction in DATA finish w
   expect(told?.text).toMatch(/shutting down/);
   await idle.closed;
   await refusesConnections(smtp.smtpPort!);
+  // Out of its load balancer's rotation while it drains.
+  const ready = await fetch(`${smtp.status}/readyz`);
+  expect(ready.status).toBe(503);
+  expect(await ready.json()).toMatchObject({ ready: false, checks: { drain: "failing" } });
 
   busy.write("second half.\r\n.\r\n");
   expect((await busy.reply())?.code).toBe(250);

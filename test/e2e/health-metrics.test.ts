@@ -1,8 +1,6 @@
 // Health and metrics of every role: /healthz, /readyz and /metrics on the API port (no key, no rate, no body) and
 // on STATUS_PORT of processes without the api role, scraped after real traffic on every API face, an SMTP
 // delivery, a webhook and a send delivered to a local sink; readiness follows PostgreSQL going away and coming back.
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +10,7 @@ import { startCountingProxy } from "../support/counting-proxy.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
 import { sendRaw } from "../support/smtp-client.js";
+import { serveRole, type RoleProcess } from "../support/role-process.js";
 import { serveSmtp } from "../support/smtp-process.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
@@ -192,45 +191,23 @@ test("/readyz answers 503 while PostgreSQL is unreachable and 200 once it is bac
 });
 
 describe("on STATUS_PORT of the roles without an API port", () => {
-  const children: ChildProcess[] = [];
+  const children: RoleProcess[] = [];
   afterAll(async () => {
-    for (const child of children) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGTERM");
-        await once(child, "exit");
-      }
-    }
+    await Promise.all(children.map((child) => child.kill("SIGTERM")));
   });
 
   /** `mailbox serve --role worker` on the run's PostgreSQL and Temporal; resolves with its status URL. */
   async function serveWorker(env: Record<string, string>): Promise<string> {
-    const child = spawn(process.execPath, ["src/cli/mailbox.js", "serve", "--role", "worker"], {
-      env: {
-        ...process.env,
-        DATABASE_URL: inject("databaseUrl"),
-        TEMPORAL_ADDRESS: inject("temporalAddress"),
-        TEMPORAL_TASK_QUEUE: uniqueName("status"),
-        DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
-        STATUS_PORT: "0",
-        LOG_LEVEL: "warn",
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const worker = await serveRole("worker", {
+      DATABASE_URL: inject("databaseUrl"),
+      TEMPORAL_ADDRESS: inject("temporalAddress"),
+      TEMPORAL_TASK_QUEUE: uniqueName("status"),
+      DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
+      STATUS_PORT: "0",
+      ...env,
     });
-    children.push(child);
-    let stdout = "";
-    let stderr = "";
-    child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const summary = await new Promise<{ status: string | null; roles: string[] }>((resolve, reject) => {
-      child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-        stdout += d;
-        const line = stdout.split("\n").find((l) => l.startsWith("{"));
-        if (line) resolve(JSON.parse(line));
-      });
-      child.once("exit", (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-    });
-    expect(summary.roles).toEqual(["worker"]);
-    return summary.status!;
+    children.push(worker);
+    return worker.status!;
   }
 
   test("the worker role serves health and its metrics with the Temporal SDK's own, /metrics behind METRICS_TOKEN", async () => {
@@ -239,7 +216,8 @@ describe("on STATUS_PORT of the roles without an API port", () => {
     expect((await fetch(`${status}/healthz`)).status).toBe(200);
     const ready = await fetch(`${status}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { database: "ok", temporal: "ok" } });
+    // A process of `serve` also says whether it drains.
+    expect(await ready.json()).toEqual({ ready: true, checks: { database: "ok", temporal: "ok", drain: "ok" } });
     expect((await fetch(`${status}/v1/inboxes`)).status).toBe(404);
     const refused = await fetch(`${status}/metrics`);
     expect(refused.status).toBe(401);
@@ -257,10 +235,10 @@ describe("on STATUS_PORT of the roles without an API port", () => {
     const app = await startTestApp();
     try {
       const smtp = await serveSmtp(app, await mkdtemp(join(tmpdir(), "mailbox-status-")), { STATUS_PORT: "0" });
-      children.push(smtp.child);
+      children.push(smtp);
       const status = smtp.status!;
       const ready = await fetch(`${status}/readyz`);
-      expect(await ready.json()).toEqual({ ready: true, checks: { database: "ok", temporal: "ok", smtp: "ok" } });
+      expect(await ready.json()).toEqual({ ready: true, checks: { database: "ok", temporal: "ok", drain: "ok", smtp: "ok" } });
       const replies = await sendRaw(smtp.port, { from: "a@example.org", to: [`nobody@${app.config.managedDomain}`], data: "x" });
       expect(replies.rcpt[0]?.code).toBe(550);
       const text = await scrape(status);

@@ -167,8 +167,8 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
 
     async attemptDomain(submissionId, domain, { heartbeat, signal, first }) {
       try {
-        return await attempts.run(() =>
-          attempt(submissionId, domain, heartbeat, first ? AbortSignal.any([signal, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]) : signal),
+        return await attempts.run((cut) =>
+          attempt(submissionId, domain, heartbeat, AbortSignal.any([signal, cut, ...(first ? [AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)] : [])])),
         );
       } finally {
         if (first) deps.firstAttemptEnded?.(submissionId);
