@@ -11,7 +11,7 @@
 // Only the public faces are used (SMTP, HTTP, the database, the sink), so the phase runs against any deployment.
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { runInboundClient } from "./inbound-client.js";
+import { runInboundClient, type ClientResult } from "./inbound-client.js";
 import { tokenOf } from "./inbound-message.js";
 import { runOutboundClient, tokenInSubject } from "./outbound-client.js";
 import type { SinkRecord } from "./outbound-sink.js";
@@ -19,8 +19,9 @@ import type { Sink } from "./outbound-sink-process.js";
 
 /** The service under test, as the loads and the counts reach it. */
 export interface FaultTarget {
-  readonly smtpPort: number;
-  readonly apiUrl: string;
+  /** Every SMTP listener and API process of the deployment: the loads are spread evenly over them. */
+  readonly smtpPorts: readonly number[];
+  readonly apiUrls: readonly string[];
   readonly apiKey: string;
   /** Inboxes of the key's organization: inbound recipients and outbound senders. */
   readonly inboxIds: readonly string[];
@@ -52,6 +53,11 @@ export interface PhaseSettings {
   readonly afterS: number;
   /** Longest wait after the load for what was acknowledged to arrive. */
   readonly drainS: number;
+  /**
+   * Closed loop: every session and sender sends its next message as soon as the last one is answered (the rates are
+   * then ignored): what the deployment can take, for throughput. Without a fault only.
+   */
+  readonly closedLoop?: boolean;
 }
 
 export interface LoadFigures {
@@ -142,41 +148,51 @@ export async function runFaultPhase(
   const loadEnded = new Promise<void>((resolve) => (endLoad = resolve));
   // Bounded by the settings; the fault's own length is not known in advance, so the loads end when told.
   const hardS = settings.beforeS + settings.afterS + 600;
-  const inbound = runInboundClient(
-    {
-      mode: "open",
-      host: "127.0.0.1",
-      port: target.smtpPort,
-      sessions: settings.inboundSessions,
-      rate: settings.inboundRate,
-      durationS: hardS,
-      from: SENDER,
-      recipients: target.addresses,
-      messageBytes: settings.messageBytes,
-      tokenPrefix: `${tag}-in`,
-      records: true,
-      reconnect: true,
-    },
-    { stop: loadEnded },
-  );
-  const outbound = runOutboundClient(
-    {
-      target: "api",
-      mode: "open",
-      concurrency: settings.outboundConcurrency,
-      rate: settings.outboundRate,
-      durationS: hardS,
-      tag: `${tag}-out`,
-      sinkDomain: target.sinkDomain,
-      deferEvery: 0,
-      textBytes: TEXT_BYTES,
-      apiUrl: target.apiUrl,
-      apiKey: target.apiKey,
-      inboxIds: target.inboxIds,
-    },
-    () => ledger.take(),
-    loadEnded,
-  );
+  const mode = settings.closedLoop ? "closed" : "open";
+  // One client per listener and per API process, each with its share of the rate and of the sessions.
+  const inbound = Promise.all(
+    target.smtpPorts.map((port, k) =>
+      runInboundClient(
+        {
+          mode,
+          host: "127.0.0.1",
+          port,
+          sessions: Math.ceil(settings.inboundSessions / target.smtpPorts.length),
+          rate: settings.inboundRate / target.smtpPorts.length,
+          durationS: hardS,
+          from: SENDER,
+          recipients: target.addresses,
+          messageBytes: settings.messageBytes,
+          tokenPrefix: `${tag}-in${k}`,
+          records: true,
+          reconnect: !settings.closedLoop,
+        },
+        { stop: loadEnded },
+      ),
+    ),
+  ).then(mergeInbound);
+  const outbound = Promise.all(
+    target.apiUrls.map((apiUrl, k) =>
+      runOutboundClient(
+        {
+          target: "api",
+          mode,
+          concurrency: Math.ceil(settings.outboundConcurrency / target.apiUrls.length),
+          rate: settings.outboundRate / target.apiUrls.length,
+          durationS: hardS,
+          tag: `${tag}-out${k}`,
+          sinkDomain: target.sinkDomain,
+          deferEvery: 0,
+          textBytes: TEXT_BYTES,
+          apiUrl,
+          apiKey: target.apiKey,
+          inboxIds: target.inboxIds,
+        },
+        () => ledger.take(),
+        loadEnded,
+      ),
+    ),
+  ).then((results) => ({ records: results.flatMap((r) => r.records), notStarted: results.reduce((n, r) => n + r.notStarted, 0) }));
   let faultAt = 0;
   let backAt = 0;
   const struck = (async () => {
@@ -222,7 +238,7 @@ export async function runFaultPhase(
   const drainS = (now() - drainStarted) / 1000;
 
   const inTokens = new Set([...inAcked.keys(), ...stored.keys()]);
-  const outTokens = new Set([...outAcked.keys(), ...ledger.tokensWithPrefix(`${tag}-out.`)]);
+  const outTokens = new Set([...outAcked.keys(), ...ledger.tokensWithPrefix(`${tag}-out`)]);
   return {
     fault: fault.name,
     downtimeS: (backAt - faultAt) / 1000,
@@ -303,12 +319,19 @@ async function withDatabase<T>(target: FaultTarget, query: (db: pg.Client) => Pr
   }
 }
 
+/** The figures of the clients of one load as those of one client: records joined, failures added up. */
+function mergeInbound(results: readonly ClientResult[]): Pick<ClientResult, "sent" | "failures" | "records"> {
+  const failures: Record<string, number> = {};
+  for (const r of results) for (const [reply, n] of Object.entries(r.failures)) failures[reply] = (failures[reply] ?? 0) + n;
+  return { sent: results.reduce((n, r) => n + r.sent, 0), failures, records: results.flatMap((r) => r.records ?? []) };
+}
+
 /** Stored messages per token of this phase's inbound load, and raw messages not processed yet (any phase). */
 async function countStored(target: FaultTarget, prefix: string): Promise<{ stored: Map<string, number>; pending: number }> {
   return withDatabase(target, async (db) => {
     const rows = await db.query<{ id: string; n: number }>(
       `select internet_message_id as id, count(*)::int as n from messages where internet_message_id like $1 group by 1`,
-      [`<${prefix}.%`],
+      [`<${prefix}%`],
     );
     const pending = await db.query<{ n: number }>(`select count(*)::int as n from inbound_raw_messages where status = 'pending'`);
     const stored = new Map<string, number>();
@@ -331,4 +354,26 @@ async function countUnfinished(target: FaultTarget, acked: ReadonlyMap<string, {
     );
     return rows[0]!.n;
   });
+}
+
+const count = (n: number) => n.toLocaleString("en-US");
+
+/** The per-phase table of bench:faults and bench:roles: each load's acknowledged, arrived, lost and duplicated. */
+export function formatPhaseTable(phases: readonly PhaseFigures[]): string {
+  const head = ["fault", "down s", "sent", "ack", "after", "arrived", "lost", "dup", "unacked arrived"];
+  const rows = (pick: (p: PhaseFigures) => LoadFigures, title: string) => [
+    `${title} (ack = 250 / 202 · after = acknowledged once the service was back · arrived = stored / at the sink)`,
+    head.map((h, i) => (i === 0 ? h.padEnd(46) : h.padStart(i === 8 ? 16 : 8))).join(""),
+    ...phases.map((p) => {
+      const f = pick(p);
+      return [p.fault.padEnd(46), p.downtimeS.toFixed(1), count(f.sent), count(f.acknowledged), count(f.acknowledgedAfter), count(f.arrived), count(f.lost), count(f.duplicated), count(f.arrivedUnacknowledged)]
+        .map((c, i) => (i === 0 ? c : c.padStart(i === 8 ? 16 : 8)))
+        .join("");
+    }),
+    ...phases.flatMap((p) => {
+      const refused = Object.entries(pick(p).refused);
+      return refused.length === 0 ? [] : [`  ${p.fault}: not acknowledged ${refused.map(([k, n]) => `${k} ×${n}`).join(", ")}`];
+    }),
+  ];
+  return [...rows((p) => p.inbound, "inbound SMTP"), "", ...rows((p) => p.outbound, "outbound API")].join("\n");
 }

@@ -87,8 +87,8 @@ export async function startWholeStack(options: StackOptions, teardown: Teardown)
   const inboxes = await inboxesOf(await databaseUrl());
   return {
     target: {
-      smtpPort,
-      apiUrl: server.url,
+      smtpPorts: [smtpPort],
+      apiUrls: [server.url],
       apiKey: apiKey!,
       inboxIds: inboxes.ids,
       addresses: inboxes.addresses,
@@ -108,8 +108,14 @@ export async function startWholeStack(options: StackOptions, teardown: Teardown)
   };
 }
 
-export async function startRolesStack(options: StackOptions, teardown: Teardown): Promise<FaultStack> {
+/**
+ * `replicas` processes of each role (the first of each as bench:outbound starts them, the others beside them on
+ * ports of their own). The role faults kill -9 the last process of their role (or of every role: "roles") and
+ * start it again on the same ports.
+ */
+export async function startRolesStack(options: StackOptions & { readonly replicas?: number }, teardown: Teardown): Promise<FaultStack> {
   const { workDir, log } = options;
+  const replicas = options.replicas ?? 1;
   const stack = await startOurOutboundStack(
     {
       workDir,
@@ -126,21 +132,42 @@ export async function startRolesStack(options: StackOptions, teardown: Teardown)
   );
   // The stack's own connections die with a PostgreSQL restart; the counts open their own.
   for (const client of [stack.db, stack.sampler]) client.on("error", () => undefined);
-  const ports = { HTTP_PORT: stack.apiUrl.split(":").pop()!, SMTP_PORT: stack.smtp.summary.smtp!.split(":").pop()! };
-  const pids: Record<"api" | "worker" | "smtp", number> = { api: stack.api.pid, worker: stack.worker.pid, smtp: stack.smtp.pid };
-  const killRole = (role: "api" | "worker" | "smtp"): Fault => ({
-    name: `kill -9 of the ${role} role`,
-    async inflict() {
-      await kill9(pids[role]);
-      const restarted = await startRole(role, { ...stack.roleEnv, ...ports, DATA_DIR: join(workDir, role) }, workDir, teardown);
-      pids[role] = restarted.pid;
-    },
+  type Role = "api" | "worker" | "smtp";
+  interface Replica {
+    pid: number;
+    readonly env: Record<string, string>;
+    readonly dir: string;
+  }
+  const portsOf = (summary: { api: string | null; smtp: string | null }) => ({
+    HTTP_PORT: summary.api?.split(":").pop() ?? "0",
+    SMTP_PORT: summary.smtp?.split(":").pop() ?? "0",
   });
+  const processes: Record<Role, Replica[]> = { api: [], worker: [], smtp: [] };
+  for (const first of [stack.api, stack.worker, stack.smtp]) {
+    processes[first.role as Role].push({ pid: first.pid, env: { ...stack.roleEnv, ...portsOf(first.summary), DATA_DIR: join(workDir, first.role) }, dir: workDir });
+  }
+  if (replicas > 1) log(`starting ${replicas - 1} more process(es) of each role …`);
+  for (let k = 1; k < replicas; k++) {
+    await Promise.all(
+      (["api", "worker", "smtp"] as const).map(async (role) => {
+        const dir = join(workDir, `${role}-${k}`);
+        await mkdir(dir, { recursive: true });
+        const started = await startRole(role, { ...stack.roleEnv, DATA_DIR: dir }, dir, teardown);
+        processes[role].push({ pid: started.pid, env: { ...stack.roleEnv, ...portsOf(started.summary), DATA_DIR: dir }, dir });
+      }),
+    );
+  }
+  const restart = async (role: Role) => {
+    const victim = processes[role].at(-1)!;
+    await kill9(victim.pid);
+    victim.pid = (await startRole(role, victim.env, victim.dir, teardown)).pid;
+  };
+  const killRole = (role: Role): Fault => ({ name: `kill -9 of ${replicas > 1 ? "one process of " : ""}the ${role} role`, inflict: () => restart(role) });
   const inboxes = await inboxesOf(stack.infra.databaseUrl);
   return {
     target: {
-      smtpPort: Number(ports.SMTP_PORT),
-      apiUrl: stack.apiUrl,
+      smtpPorts: processes.smtp.map((p) => Number(p.env["SMTP_PORT"])),
+      apiUrls: processes.api.map((p) => `http://127.0.0.1:${p.env["HTTP_PORT"]}`),
       apiKey: stack.apiKey,
       inboxIds: inboxes.ids,
       addresses: inboxes.addresses,
@@ -152,6 +179,12 @@ export async function startRolesStack(options: StackOptions, teardown: Teardown)
       smtp: killRole("smtp"),
       api: killRole("api"),
       worker: killRole("worker"),
+      roles: {
+        name: `kill -9 of ${replicas > 1 ? "one process of " : ""}each role at once`,
+        async inflict() {
+          await Promise.all((["api", "worker", "smtp"] as const).map(restart));
+        },
+      },
       postgres: { name: "PostgreSQL restart (fast shutdown)", inflict: () => stack.infra.restartPostgres!() },
       temporal: { name: "Temporal restart", inflict: () => stack.infra.restartTemporal!() },
     },

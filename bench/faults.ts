@@ -20,7 +20,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.js";
-import { brokenInvariants, runFaultPhase, SinkLedger, type LoadFigures, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
+import { brokenInvariants, formatPhaseTable, runFaultPhase, SinkLedger, type LoadFigures, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
 import { startRolesStack, startWholeStack, type FaultStack, type StackOptions } from "./faults-stacks.js";
 import { loadAverage, revision } from "./machine.js";
 import { startSink } from "./outbound-sink-process.js";
@@ -30,6 +30,7 @@ const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const FAULTS = ["start", "smtp", "api", "worker", "postgres", "temporal"] as const;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const count = (n: number) => n.toLocaleString("en-US");
 
 function settingsFromEnv(env = process.env) {
   const num = (name: string, fallback: number) => {
@@ -51,27 +52,6 @@ function settingsFromEnv(env = process.env) {
     drainS: num("BENCH_DRAIN_MAX_S", 300),
   };
   return { faults, phase, inboxes: num("BENCH_INBOXES", 20), sinkDomain: (env["BENCH_SINK_DOMAIN"] || "bench-sink.test").toLowerCase() };
-}
-
-const int = (n: number) => n.toLocaleString("en-US");
-
-function formatTable(phases: readonly PhaseFigures[]): string {
-  const head = ["fault", "down s", "sent", "ack", "after", "arrived", "lost", "dup", "unacked arrived"];
-  const rows = (pick: (p: PhaseFigures) => LoadFigures, title: string) => [
-    `${title} (ack = 250 / 202 · after = acknowledged once the service was back · arrived = stored / at the sink)`,
-    head.map((h, i) => (i === 0 ? h.padEnd(36) : h.padStart(i === 8 ? 16 : 8))).join(""),
-    ...phases.map((p) => {
-      const f = pick(p);
-      return [p.fault.padEnd(36), p.downtimeS.toFixed(1), int(f.sent), int(f.acknowledged), int(f.acknowledgedAfter), int(f.arrived), int(f.lost), int(f.duplicated), int(f.arrivedUnacknowledged)]
-        .map((c, i) => (i === 0 ? c : c.padStart(i === 8 ? 16 : 8)))
-        .join("");
-    }),
-    ...phases.flatMap((p) => {
-      const refused = Object.entries(pick(p).refused);
-      return refused.length === 0 ? [] : [`  ${p.fault}: not acknowledged ${refused.map(([k, n]) => `${k} ×${n}`).join(", ")}`];
-    }),
-  ];
-  return [...rows((p) => p.inbound, "inbound SMTP"), "", ...rows((p) => p.outbound, "outbound API")].join("\n");
 }
 
 async function main(): Promise<void> {
@@ -129,13 +109,13 @@ async function main(): Promise<void> {
     `outbound ${settings.phase.outboundRate} msg/s; ${settings.phase.beforeS} s of load before each fault, ${settings.phase.afterS} s after`;
   const broken = phases.flatMap((p) => brokenInvariants(p).map((b) => `${p.fault}: ${b}`));
   const totals = (pick: (p: PhaseFigures) => LoadFigures) =>
-    `${int(phases.reduce((n, p) => n + pick(p).acknowledged, 0))} acknowledged → ${int(phases.reduce((n, p) => n + pick(p).lost, 0))} lost, ` +
-    `${int(phases.reduce((n, p) => n + pick(p).duplicated, 0))} duplicated`;
+    `${count(phases.reduce((n, p) => n + pick(p).acknowledged, 0))} acknowledged → ${count(phases.reduce((n, p) => n + pick(p).lost, 0))} lost, ` +
+    `${count(phases.reduce((n, p) => n + pick(p).duplicated, 0))} duplicated`;
   console.log(
     [
       header,
       "",
-      formatTable(phases),
+      formatPhaseTable(phases),
       "",
       `total: inbound ${totals((p) => p.inbound)}; outbound ${totals((p) => p.outbound)}`,
       broken.length === 0 ? "invariants: PASS (nothing acknowledged lost, ≤ 1 extra copy per fault, same Message-ID, serving after each fault)" : `invariants: FAIL\n  ${broken.join("\n  ")}`,
