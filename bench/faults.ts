@@ -16,29 +16,24 @@
 //   BENCH_INBOUND_SESSIONS=20  BENCH_MESSAGE_BYTES=2048  BENCH_OUTBOUND_RATE=10  BENCH_OUTBOUND_CONCURRENCY=8
 //   BENCH_BEFORE_S=10  BENCH_AFTER_S=20  BENCH_DRAIN_MAX_S=300  BENCH_INBOXES=20  BENCH_SINK_DOMAIN=bench-sink.test
 //   LOG_LEVEL (of our processes; error)
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.js";
 import { brokenInvariants, formatPhaseTable, runFaultPhase, SinkLedger, type LoadFigures, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
 import { startRolesStack, startWholeStack, type FaultStack, type StackOptions } from "./faults-stacks.js";
-import { loadAverage, revision } from "./machine.js";
+import { loadAverage, revision, runAsScript, writeResult } from "./machine.js";
 import { startSink } from "./outbound-sink-process.js";
 import { Teardown } from "./stack.js";
+import { envNumber } from "./settings.js";
 
-const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const FAULTS = ["start", "smtp", "api", "worker", "postgres", "temporal"] as const;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const count = (n: number) => n.toLocaleString("en-US");
 
 function settingsFromEnv(env = process.env) {
-  const num = (name: string, fallback: number) => {
-    const raw = env[name];
-    const n = raw === undefined || raw === "" ? fallback : Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`);
-    return n;
-  };
+  const num = (name: string, fallback: number) => envNumber(env, name, fallback, 0.001, 1_000_000, false);
   const faults = (env["BENCH_FAULTS"] || FAULTS.join(",")).split(",").map((f) => f.trim());
   for (const f of faults) if (!(FAULTS as readonly string[]).includes(f)) throw new Error(`BENCH_FAULTS: unknown fault "${f}" (${FAULTS.join(", ")})`);
   const phase: PhaseSettings = {
@@ -121,16 +116,9 @@ async function main(): Promise<void> {
       broken.length === 0 ? "invariants: PASS (nothing acknowledged lost, ≤ 1 extra copy per fault, same Message-ID, serving after each fault)" : `invariants: FAIL\n  ${broken.join("\n  ")}`,
     ].join("\n"),
   );
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `faults-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
-  await writeFile(file, JSON.stringify({ revision: revision(), startedAt, loadBefore, loadAfter, settings, phases, broken }, null, 2));
+  const file = await writeResult("faults", startedAt, { revision: revision(), startedAt, loadBefore, loadAfter, settings, phases, broken });
   log(`written ${file}`);
   process.exit(broken.length === 0 ? 0 : 1);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e: unknown) => {
-    log(`faults: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    process.exit(1);
-  });
-}
+runAsScript(import.meta.url, "faults", main);

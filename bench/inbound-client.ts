@@ -21,6 +21,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { bodyFor, headerFor, type MessageTemplate } from "./inbound-message.js";
 import { now, ReplyError, SmtpSession } from "./smtp-session.js";
+import { runAsScript } from "./machine.js";
 
 export interface ClientJob {
   readonly mode: "open" | "closed" | "idle" | "greet";
@@ -334,9 +335,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`inbound-client: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  });
-}
+runAsScript(import.meta.url, "inbound-client", main);

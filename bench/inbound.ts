@@ -26,13 +26,13 @@
 //   smtp role, summary printed)  LOG_LEVEL (of our roles; error)  INBOUND_CONCURRENCY etc. reach our roles as set
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig, type Config } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine.js";
+import { loadAverage, machineFacts, resultPath, revision, waitForQuietLoad, writeResult } from "./machine.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
@@ -46,7 +46,6 @@ import { percentile } from "./run-report.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
-const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const SCENARIOS = ["idle", "throughput", "newconn", "latency", "webhook", "commits"] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 const SYSTEMS: Readonly<Record<string, SystemName>> = { ours: "ours", postfix: "Postfix", haraka: "Haraka" };
@@ -590,7 +589,7 @@ async function main(): Promise<void> {
   teardown.add(() => rm(workDir, { recursive: true, force: true }));
   const runs: RunRecord[] = [];
   let report: Report | undefined;
-  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-inbound-${startedAt.toISOString().replace(/[:.]/g, "-")}`) : undefined;
+  const profileDir = settings.cpuProfile ? resultPath("cpu-inbound", startedAt) : undefined;
   try {
     const loadAtStart = await waitForQuietLoad(QUIET_LOAD, settings.loadWaitS, log);
     const messageFile = join(workDir, "message.txt");
@@ -732,9 +731,7 @@ async function main(): Promise<void> {
   }
   if (!report) return;
   console.log(formatReport(report));
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `inbound-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
-  await writeFile(file, JSON.stringify(report, null, 2));
+  const file = await writeResult("inbound", startedAt, report);
   console.log(`figures written to ${file}`);
   if (profileDir) {
     // The smtp role's threads each wrote a profile when it stopped; the main thread's is the one numbered 0.

@@ -1,6 +1,8 @@
 // What a benchmark record says about where and on what it ran: the revision and the machine's load.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { availableParallelism, cpus, totalmem } from "node:os";
 
 /** /proc/loadavg: the 1, 5 and 15 minute load averages. */
@@ -34,4 +36,29 @@ export async function waitForQuietLoad(quietLoad: number, maxS: number, log: (li
 /** The machine a record was made on. */
 export function machineFacts(): { cores: number; cpu: string; memoryGb: number; node: string } {
   return { cores: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown CPU", memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
+}
+
+/** Where every benchmark writes its records (and CPU profiles); not committed. */
+export const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
+
+/** A name in RESULTS_DIR for what `bench` made at `at`: `<bench>-<ISO time>` plus `suffix`. */
+export function resultPath(bench: string, at: Date, suffix = ""): string {
+  return join(RESULTS_DIR, `${bench}-${at.toISOString().replace(/[:.]/g, "-")}${suffix}`);
+}
+
+/** Writes a benchmark's record as JSON into RESULTS_DIR; returns the file's path. */
+export async function writeResult(bench: string, at: Date, record: unknown): Promise<string> {
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const file = resultPath(bench, at, ".json");
+  await writeFile(file, JSON.stringify(record, null, 2));
+  return file;
+}
+
+/** Runs `main` when the module at `moduleUrl` is the script node was started with; a failure is printed, exit 1. */
+export function runAsScript(moduleUrl: string, name: string, main: () => Promise<unknown>): void {
+  if (moduleUrl !== `file://${process.argv[1]}`) return;
+  main().catch((e: unknown) => {
+    process.stderr.write(`${name}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  });
 }

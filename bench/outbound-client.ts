@@ -21,6 +21,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { now, ReplyError, SmtpSession } from "./smtp-session.js";
+import { runAsScript } from "./machine.js";
 
 export interface OutboundJob {
   readonly target: "api" | "smtp";
@@ -357,9 +358,4 @@ export async function runOutboundClient(
   return JSON.parse(out.trim().split("\n").pop()!) as OutboundResult;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`outbound-client: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  });
-}
+runAsScript(import.meta.url, "outbound-client", main);

@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { DefaultLogger, NativeConnection, Runtime, Worker } from "@temporalio/worker";
+import { runAsScript } from "./machine.js";
 
 export interface FloorJob {
   readonly address: string;
@@ -102,9 +103,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(results)}\n`, () => process.exit(0));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`outbound-floor: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(1);
-  });
-}
+runAsScript(import.meta.url, "outbound-floor", main);

@@ -36,13 +36,13 @@
 //   roles; error)
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, machineFacts, revision, waitForQuietLoad } from "./machine.js";
+import { loadAverage, machineFacts, resultPath, revision, waitForQuietLoad, writeResult } from "./machine.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
@@ -57,7 +57,6 @@ import { percentile } from "./run-report.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
-const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const SCENARIOS = ["accept", "latency", "deferral", "throughput", "floor"] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 const SYSTEMS: Readonly<Record<string, SystemName>> = { ours: "ours", postfix: "Postfix" };
@@ -761,7 +760,7 @@ async function main(): Promise<void> {
   const workDir = await mkdtemp(join(tmpdir(), "mailbox-outbound-"));
   await chmod(workDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
   teardown.add(() => rm(workDir, { recursive: true, force: true }));
-  const profileDir = settings.cpuProfile ? join(RESULTS_DIR, `cpu-outbound-${startedAt.toISOString().replace(/[:.]/g, "-")}`) : undefined;
+  const profileDir = settings.cpuProfile ? resultPath("cpu-outbound", startedAt) : undefined;
   const runs: RunRecord[] = [];
   const rolePids = new Map<number, string>();
   let report: OutboundReport | undefined;
@@ -890,9 +889,7 @@ async function main(): Promise<void> {
   }
   if (!report) return;
   console.log(formatOutboundReport(report));
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `outbound-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
-  await writeFile(file, JSON.stringify(report, null, 2));
+  const file = await writeResult("outbound", startedAt, report);
   console.log(`figures written to ${file}`);
   if (profileDir) {
     // Each role's threads wrote a profile when it stopped (thread 0 is the main thread).

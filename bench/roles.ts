@@ -15,28 +15,23 @@
 // Settings (env): BENCH_RUNS=3  BENCH_SECONDS=20  BENCH_INBOUND_SESSIONS=16  BENCH_OUTBOUND_CONCURRENCY=8
 //   BENCH_MESSAGE_BYTES=2048  BENCH_KILL_INBOUND_RATE=100  BENCH_KILL_OUTBOUND_RATE=10  BENCH_DRAIN_MAX_S=180
 //   BENCH_INBOXES=20  BENCH_SINK_DOMAIN=bench-sink.test  LOG_LEVEL (of our processes; error)
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.js";
 import { brokenInvariants, formatPhaseTable, runFaultPhase, SinkLedger, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
 import { startRolesStack } from "./faults-stacks.js";
-import { loadAverage, revision } from "./machine.js";
+import { loadAverage, revision, runAsScript, writeResult } from "./machine.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
 import { median } from "./report.js";
 import { dec } from "./run-report.js";
 import { Teardown } from "./stack.js";
+import { envNumber } from "./settings.js";
 
-const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function settingsFromEnv(env = process.env) {
-  const num = (name: string, fallback: number) => {
-    const raw = env[name];
-    const n = raw === undefined || raw === "" ? fallback : Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`);
-    return n;
-  };
+  const num = (name: string, fallback: number) => envNumber(env, name, fallback, 0.001, 1_000_000, false);
   const seconds = num("BENCH_SECONDS", 20);
   const common = { messageBytes: num("BENCH_MESSAGE_BYTES", 2048), drainS: num("BENCH_DRAIN_MAX_S", 180) };
   const throughput: PhaseSettings = {
@@ -161,16 +156,9 @@ async function main(): Promise<void> {
       broken.length === 0 ? "invariants: PASS (nothing acknowledged lost, ≤ 1 extra copy per message, same Message-ID)" : `invariants: FAIL\n  ${broken.join("\n  ")}`,
     ].join("\n"),
   );
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `roles-${startedAt.toISOString().replace(/[:.]/g, "-")}.json`);
-  await writeFile(file, JSON.stringify({ revision: revision(), startedAt, settings, throughput, killPhase, broken }, null, 2));
+  const file = await writeResult("roles", startedAt, { revision: revision(), startedAt, settings, throughput, killPhase, broken });
   log(`written ${file}`);
   process.exit(broken.length === 0 ? 0 : 1);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e: unknown) => {
-    log(`roles: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    process.exit(1);
-  });
-}
+runAsScript(import.meta.url, "roles", main);
