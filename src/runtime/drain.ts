@@ -17,20 +17,25 @@ export interface InFlight {
 }
 
 export function createInFlight(): InFlight {
-  let running = 0;
+  // A controller per run, not one shared signal: AbortSignal.any() over a long-lived signal keeps every combined
+  // signal that has a listener (nodemailer adds one) for as long as the long-lived one lives (nodejs/node#64476).
+  const running = new Set<AbortController>();
   const waiting = new Set<() => void>();
-  const cut = new AbortController();
+  let cutReason: Error | undefined;
   return {
     async run(work) {
-      running++;
+      const cut = new AbortController();
+      if (cutReason) cut.abort(cutReason);
+      running.add(cut);
       try {
         return await work(cut.signal);
       } finally {
-        if (--running === 0) for (const wake of waiting) wake();
+        running.delete(cut);
+        if (running.size === 0) for (const wake of waiting) wake();
       }
     },
     async settled(graceMs) {
-      if (running === 0) return;
+      if (running.size === 0) return;
       let wake!: () => void;
       const idle = new Promise<void>((resolve) => waiting.add((wake = resolve)));
       let timer: NodeJS.Timeout | undefined;
@@ -38,6 +43,9 @@ export function createInFlight(): InFlight {
       clearTimeout(timer);
       waiting.delete(wake);
     },
-    abort: () => cut.abort(new Error("the worker is shutting down")),
+    abort() {
+      cutReason = new Error("the worker is shutting down");
+      for (const cut of running) cut.abort(cutReason);
+    },
   };
 }
