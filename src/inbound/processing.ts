@@ -1,9 +1,8 @@
 // Processing runs in a worker thread of its own, so the SMTP event loop only receives and commits (commit 1):
 // parsing, storing (commit 2), the webhook outbox and scan starts never delay a reply. The thread builds its own
 // database pool, Temporal client, outbox and scan starter from the configuration (the smtp role's thread module,
-// src/roles/smtp-processing-thread.ts); this side
-// hands it each committed message and learns its backlog, which refuses new transactions while it is over its
-// bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES).
+// src/roles/smtp-processing-thread.ts); this side hands it each committed message and learns its backlog, which
+// refuses new transactions while it is over its bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES).
 //
 // Nothing is lost in between: a message is committed before it is handed over, so whatever the thread did not take
 // (its queue full, the thread restarting after a crash) stays pending in PostgreSQL for the sweeper.
@@ -56,7 +55,7 @@ export interface Processing {
 }
 
 export interface ProcessingOptions extends ProcessingThreadSettings {
-  /** The module the thread runs (the smtp role's, src/roles/smtp-processing-thread): it builds what processing needs. */
+  /** The module the thread runs (src/roles/smtp-processing-thread): it builds what processing needs and takes submissions. */
   readonly entry: URL;
   readonly log: Logger;
   /** Where the thread's webhook attempts are counted (it reports them with its load). */

@@ -1,6 +1,7 @@
 // The smtp role's processing thread (started by src/inbound/processing.ts): the inbound processor with its parser
-// threads, the webhook outbox, the attachment scan starter and the sweeper, each built here from the
-// configuration, on a database pool and a Temporal client of the thread's own. Submissions come in as messages; the backlog goes out as reports.
+// threads, the webhook outbox, the attachment scan starter and the sweeper, each built here from the configuration,
+// on a database pool and a Temporal client of the thread's own. Submissions come in as messages; the backlog goes
+// out as reports.
 import { parentPort, workerData } from "node:worker_threads";
 import { openDatabase } from "../db/database.js";
 import { NO_LOAD, type FromProcessing, type ProcessingLoad, type ProcessingThreadSettings, type ToProcessing } from "../inbound/processing.js";

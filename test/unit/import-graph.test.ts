@@ -7,7 +7,9 @@
 // - Temporal stays at the edge: only src/temporal/ and the composition (src/main.ts, src/roles/, and src/runtime/
 //   and src/cli/ where they must) import @temporalio/* packages, workflows/ or src/temporal/; domain code declares
 //   ports that src/temporal/ implements and the composition passes in.
-// - Activities never import workflows/ (Temporal's samples: workflows import activities by type, never the reverse).
+// - Workflow contracts (argument and result types) are types only, in workflows/types.ts; src/ names workflows by
+//   type only. Activities never import workflows/ (Temporal's samples: workflows import activities by type, never
+//   the reverse).
 // - The composition is the top: src/main.ts and src/roles/ are imported by nothing but the composition and the CLI.
 // - No import circles, type-only imports included.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -17,6 +19,7 @@ import { beforeAll, describe, expect, test } from "vitest";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
 const SCANNED = ["src", "workflows"];
+const CONTRACTS = "workflows/types.ts";
 
 interface Import {
   readonly from: string;
@@ -93,6 +96,23 @@ describe("the import graph of src/ and workflows/", () => {
 
   test("only src/temporal/ and the composition import Temporal packages, workflows/ or src/temporal/: domain code sees ports", () => {
     const offenders = imports.filter((i) => under(i.from, "src") && !temporalEdge(i.from) && isTemporal(i)).map(show);
+    expect(offenders).toEqual([]);
+  });
+
+  test("src/ imports workflows/ by type only: the worker loads them by path into the sandbox", () => {
+    const offenders = imports.filter((i) => under(i.from, "src") && under(i.to, "workflows") && !i.typeOnly).map(show);
+    expect(offenders).toEqual([]);
+  });
+
+  test("the workflow contracts (workflows/types.ts) are types only", () => {
+    const source = ts.createSourceFile(CONTRACTS, readFileSync(join(ROOT, CONTRACTS), "utf8"), ts.ScriptTarget.Latest, true);
+    const typesOnly = (node: ts.Statement) =>
+      ts.isInterfaceDeclaration(node) ||
+      ts.isTypeAliasDeclaration(node) ||
+      (ts.isImportDeclaration(node) && node.importClause?.isTypeOnly === true) ||
+      (ts.isExportDeclaration(node) && node.isTypeOnly);
+    const offenders = source.statements.filter((node) => !typesOnly(node)).map((node) => node.getText(source).split("\n")[0]);
+    expect(source.statements.length).toBeGreaterThan(0);
     expect(offenders).toEqual([]);
   });
 
