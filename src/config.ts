@@ -1,4 +1,5 @@
-// The only reader of process.env: typed, validated once at start, frozen.
+// The only reader of process.env: typed, validated once at start, frozen. One small parser per section reads its
+// variables (parseSmtp, parseDelivery, …); loadConfig composes them into one Config.
 import { resolve } from "node:path";
 import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
@@ -225,243 +226,356 @@ export class ConfigError extends Error {}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export function loadConfig(env: Env = process.env): Config {
-  const errors: string[] = [];
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
+/** A lower-case domain or host name: dot-separated labels of letters, digits and inner hyphens. */
+const DOMAIN_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
+const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** Reads variables of one environment by kind; what is wrong is collected, so one ConfigError names all of it. */
+class EnvReader {
+  readonly errors: string[] = [];
+  constructor(readonly env: Env) {}
+
+  fail(message: string): void {
+    this.errors.push(message);
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[name];
     if (raw === undefined || raw === "") return fallback;
     const n = Number(raw);
     if (!Number.isInteger(n) || n < min || n > max) {
-      errors.push(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+      this.fail(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
       return fallback;
     }
     return n;
-  };
-  const str = (name: string, fallback: string, pattern?: RegExp, what?: string): string => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return fallback;
-    if (pattern && !pattern.test(raw)) errors.push(`${name} must be ${what}, got "${raw}"`);
-    return raw;
-  };
-  const optional = (name: string, pattern?: RegExp, what?: string): string | undefined => {
-    const raw = env[name];
-    if (raw === undefined || raw === "") return undefined;
-    if (pattern && !pattern.test(raw)) errors.push(`${name} must be ${what}, got "${raw.replace(/:[^:@/]*@/, ":***@")}"`);
-    return raw;
-  };
-  const logLevels = ["debug", "info", "warn", "error"] as const;
-  const logLevel = str("LOG_LEVEL", "info", /^(debug|info|warn|error)$/, "one of debug, info, warn, error");
+  }
 
-  const dataDir = resolve(str("DATA_DIR", "./.data"));
-  const domainName = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
-  const managedDomain = str("MANAGED_DOMAIN", "agents.localhost", domainName, "a lower-case domain name");
-  const tlsCertPath = optional("SMTP_TLS_CERT");
-  const tlsKeyPath = optional("SMTP_TLS_KEY");
-  if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) errors.push("SMTP_TLS_CERT and SMTP_TLS_KEY must be set together");
-  /** A comma list of host names and IP addresses, trimmed and lower-cased. */
-  const hostList = (name: string): string[] => {
-    const hosts = (env[name] ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
-    for (const host of hosts) if (!/^[a-z0-9.:-]+$/.test(host)) errors.push(`${name} must list host names or IP addresses, got "${host}"`);
-    return hosts;
-  };
-  const allowHosts = hostList("WEBHOOK_ALLOW_HOSTS");
-  const webhookRetryInitialMs = int("WEBHOOK_RETRY_INITIAL_MS", 30_000, 10, 3_600_000);
-  const webhookRetryMaxMs = int("WEBHOOK_RETRY_MAX_MS", 3_600_000, 10, 86_400_000);
-  if (webhookRetryMaxMs < webhookRetryInitialMs) errors.push("WEBHOOK_RETRY_MAX_MS must not be below WEBHOOK_RETRY_INITIAL_MS");
-  // A duration such as 500ms, 5s, 30m, 6h or 3d.
-  const duration = (name: string, fallback: string, minMs: number): number => {
-    const raw = env[name] || fallback;
+  str(name: string, fallback: string, pattern?: RegExp, what?: string): string {
+    const raw = this.env[name];
+    if (raw === undefined || raw === "") return fallback;
+    if (pattern && !pattern.test(raw)) this.fail(`${name} must be ${what}, got "${raw}"`);
+    return raw;
+  }
+
+  /** Unset or empty is undefined; a bad value is echoed with any URL password masked. */
+  optional(name: string, pattern?: RegExp, what?: string): string | undefined {
+    const raw = this.env[name];
+    if (raw === undefined || raw === "") return undefined;
+    if (pattern && !pattern.test(raw)) this.fail(`${name} must be ${what}, got "${raw.replace(/:[^:@/]*@/, ":***@")}"`);
+    return raw;
+  }
+
+  /** An optional file path, made absolute against the working directory. */
+  path(name: string): string | undefined {
+    const raw = this.optional(name);
+    return raw && resolve(raw);
+  }
+
+  /** true or false, "false" when unset. */
+  flag(name: string): boolean {
+    return this.str(name, "false", /^(true|false)$/, "true or false") === "true";
+  }
+
+  /** A duration such as 500ms, 5s, 30m, 6h or 3d. */
+  duration(name: string, fallback: string, minMs: number): number {
+    const raw = this.env[name] || fallback;
     const m = /^(\d+)(ms|s|m|h|d)$/.exec(raw);
-    const ms = m ? Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "ms"] : Number.NaN;
-    if (!(ms >= minMs)) errors.push(`${name} must be a duration of at least ${minMs} ms such as 30s, 6h or 3d, got "${raw}"`);
+    const ms = m ? Number(m[1]) * DURATION_UNIT_MS[m[2] as keyof typeof DURATION_UNIT_MS] : Number.NaN;
+    if (!(ms >= minMs)) this.fail(`${name} must be a duration of at least ${minMs} ms such as 30s, 6h or 3d, got "${raw}"`);
     return ms;
+  }
+
+  /** A comma list of host names and IP addresses, trimmed and lower-cased. */
+  hostList(name: string): string[] {
+    const hosts = (this.env[name] ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
+    for (const host of hosts) if (!/^[a-z0-9.:-]+$/.test(host)) this.fail(`${name} must list host names or IP addresses, got "${host}"`);
+    return hosts;
+  }
+}
+
+/** Where the process keeps its data and tools, how it logs, how long it may take to stop, the domain it serves. */
+function parseProcess(r: EnvReader): Pick<Config, "logLevel" | "dataDir" | "toolsDir" | "bindHost" | "shutdownTimeoutMs" | "managedDomain"> {
+  const logLevel = r.str("LOG_LEVEL", "info", /^(debug|info|warn|error)$/, "one of debug, info, warn, error");
+  return {
+    logLevel: (["debug", "info", "warn", "error"] as const).find((l) => l === logLevel) ?? "info",
+    dataDir: resolve(r.str("DATA_DIR", "./.data")),
+    toolsDir: resolve(r.str("TOOLS_DIR", "./.tools")),
+    bindHost: r.str("BIND_HOST", "127.0.0.1"),
+    shutdownTimeoutMs: r.int("SHUTDOWN_TIMEOUT_MS", 30_000, 1000, 3_600_000),
+    managedDomain: r.str("MANAGED_DOMAIN", "agents.localhost", DOMAIN_NAME, "a lower-case domain name"),
   };
-  const dnsServerList = optional("DNS_SERVERS");
-  const dnsServers = dnsServerList === undefined ? undefined : parseDnsServers(dnsServerList);
-  if (dnsServers && (dnsServers.invalid.length > 0 || dnsServers.servers.length === 0)) {
-    errors.push(`DNS_SERVERS must list IP:port addresses, got "${dnsServerList}"`);
-  }
-  const smtpRouteList = parseSmtpRoutes(env.SMTP_ROUTES ?? "");
-  if (smtpRouteList.invalid.length > 0) {
-    errors.push(`SMTP_ROUTES must list domain=host:port entries (domain or *), got "${smtpRouteList.invalid.join(",")}"`);
-  }
-  const deliveryRetryInitialMs = duration("DELIVERY_RETRY_INITIAL", "1m", 10);
-  const deliveryRetryMaxMs = duration("DELIVERY_RETRY_MAX", "1h", 10);
-  if (deliveryRetryMaxMs < deliveryRetryInitialMs) errors.push("DELIVERY_RETRY_MAX must not be below DELIVERY_RETRY_INITIAL");
-  const databaseUrl = optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL");
-  const temporalAddress = optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port");
-  const temporalCert = optional("TEMPORAL_TLS_CERT");
-  const temporalKey = optional("TEMPORAL_TLS_KEY");
-  if ((temporalCert === undefined) !== (temporalKey === undefined)) errors.push("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together");
-  const temporalCa = optional("TEMPORAL_TLS_CA");
-  const temporalServerName = optional("TEMPORAL_TLS_SERVER_NAME", /^[a-zA-Z0-9.-]{1,253}$/, "a host name");
-  const temporalApiKey = optional("TEMPORAL_API_KEY");
-  const temporalTlsFlag = optional("TEMPORAL_TLS", /^(true|false)$/, "true or false");
-  // An API key goes over TLS only (Temporal Cloud); TEMPORAL_TLS=true alone is TLS against the system's CAs.
-  const temporalTls = temporalTlsFlag === "false" ? false : temporalTlsFlag === "true" || [temporalCert, temporalCa, temporalServerName, temporalApiKey].some((v) => v !== undefined);
-  if (temporalTlsFlag === "false" && temporalApiKey !== undefined) errors.push("TEMPORAL_API_KEY needs TLS: unset TEMPORAL_TLS=false");
-  if (temporalTls && temporalAddress === undefined) errors.push("TEMPORAL_TLS* and TEMPORAL_API_KEY need TEMPORAL_ADDRESS (the embedded Temporal is plaintext)");
-  const sslMode = optional("DATABASE_SSL_MODE", /^(disable|require|verify-ca|verify-full)$/, "one of disable, require, verify-ca, verify-full");
-  const sslCa = optional("DATABASE_SSL_CA");
-  if ((sslMode !== undefined || sslCa !== undefined) && databaseUrl === undefined) errors.push("DATABASE_SSL_MODE and DATABASE_SSL_CA need DATABASE_URL (the embedded PostgreSQL is local)");
-  const apiHeadersTimeoutMs = int("API_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
-  const apiRequestTimeoutMs = int("API_REQUEST_TIMEOUT_MS", 120_000, 100, 3_600_000);
-  if (apiRequestTimeoutMs < apiHeadersTimeoutMs) errors.push("API_REQUEST_TIMEOUT_MS must not be below API_HEADERS_TIMEOUT_MS");
-  const config: Config = {
-    httpPort: int("HTTP_PORT", 8080, 0, 65535),
-    bindHost: str("BIND_HOST", "127.0.0.1"),
-    statusPort: env.STATUS_PORT === undefined || env.STATUS_PORT === "" ? undefined : int("STATUS_PORT", 0, 0, 65535),
-    metricsToken: (() => {
-      const token = optional("METRICS_TOKEN");
-      // Not echoed: the value is a secret.
-      if (token !== undefined && !/^[\x21-\x7e]{16,}$/.test(token)) errors.push("METRICS_TOKEN must be at least 16 printable characters without spaces");
-      return token;
-    })(),
+}
+
+/** The API port and its edge limits, and /healthz, /readyz, /metrics. */
+function parseHttp(r: EnvReader): Pick<Config, "httpPort" | "statusPort" | "metricsToken" | "api"> {
+  const headersTimeoutMs = r.int("API_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  const requestTimeoutMs = r.int("API_REQUEST_TIMEOUT_MS", 120_000, 100, 3_600_000);
+  if (requestTimeoutMs < headersTimeoutMs) r.fail("API_REQUEST_TIMEOUT_MS must not be below API_HEADERS_TIMEOUT_MS");
+  const metricsToken = r.optional("METRICS_TOKEN");
+  // Not echoed: the value is a secret.
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) r.fail("METRICS_TOKEN must be at least 16 printable characters without spaces");
+  return {
+    httpPort: r.int("HTTP_PORT", 8080, 0, 65535),
+    statusPort: r.env.STATUS_PORT === undefined || r.env.STATUS_PORT === "" ? undefined : r.int("STATUS_PORT", 0, 0, 65535),
+    metricsToken,
     api: {
-      maxConnections: int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
-      maxHeaderBytes: int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
-      headersTimeoutMs: apiHeadersTimeoutMs,
-      requestTimeoutMs: apiRequestTimeoutMs,
-      maxRequestBytes: int("API_MAX_REQUEST_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
-      h2MaxStreams: int("API_H2_MAX_STREAMS", 100, 1, 10_000),
-      h2SessionMemoryMb: int("API_H2_SESSION_MEMORY_MB", 10, 1, 1024),
-      authFailuresPerMinute: int("API_AUTH_FAILURES_PER_MINUTE", 100, 1, 1_000_000),
+      maxConnections: r.int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+      maxHeaderBytes: r.int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
+      headersTimeoutMs,
+      requestTimeoutMs,
+      maxRequestBytes: r.int("API_MAX_REQUEST_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+      h2MaxStreams: r.int("API_H2_MAX_STREAMS", 100, 1, 10_000),
+      h2SessionMemoryMb: r.int("API_H2_SESSION_MEMORY_MB", 10, 1, 1024),
+      authFailuresPerMinute: r.int("API_AUTH_FAILURES_PER_MINUTE", 100, 1, 1_000_000),
     },
-    smtpPort: int("SMTP_PORT", 2525, 0, 65535),
-    smtp: {
-      hostname: str("SMTP_HOSTNAME", managedDomain, domainName, "a lower-case host name"),
-      tlsCertPath: tlsCertPath && resolve(tlsCertPath),
-      tlsKeyPath: tlsKeyPath && resolve(tlsKeyPath),
-      maxConnections: int("SMTP_MAX_CONNECTIONS", 100, 1, 100_000),
-      maxRecipients: int("SMTP_MAX_RECIPIENTS", 100, 1, 10_000),
-      idleTimeoutMs: int("SMTP_IDLE_TIMEOUT_MS", 60_000, 1000, 3_600_000),
-      sessionTimeoutMs: int("SMTP_SESSION_TIMEOUT_MS", 600_000, 1000, 86_400_000),
-      maxHeaderBytes: int("SMTP_MAX_HEADER_BYTES", 256 * 1024, 1024, 16 * 1024 * 1024),
-      maxMimeDepth: int("SMTP_MAX_MIME_DEPTH", 20, 1, 1000),
-      // At most 1000: attachment ids number a message's attachments 1..999 (spec id shape).
-      maxMimeParts: int("SMTP_MAX_MIME_PARTS", 500, 1, 1000),
-      maxConnectionsPerClient: int("SMTP_MAX_CONNECTIONS_PER_CLIENT", 20, 1, 100_000),
-      maxRefusedRecipients: int("SMTP_MAX_REFUSED_RECIPIENTS", 20, 1, 10_000),
-      refusalDelayAfter: int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
-      refusalDelayMs: int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
-      receiveMemoryBytes: int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
-      proxyProtocol: str("SMTP_PROXY_PROTOCOL", "false", /^(true|false)$/, "true or false") === "true",
-    },
-    inbound: {
-      parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
-      parseMemoryMb: int("INBOUND_PARSE_MEMORY_MB", 256, 16, 16_384),
-      concurrency: int("INBOUND_CONCURRENCY", 2, 1, 64),
-      processingMemoryBytes: int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
-      maxBacklogMessages: int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
-      maxBacklogBytes: int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
-    },
-    databaseUrl,
-    temporalAddress,
-    temporalNamespace: str("TEMPORAL_NAMESPACE", "default", /^[\w.-]{1,64}$/, "a namespace name"),
-    temporalTaskQueue: str("TEMPORAL_TASK_QUEUE", "mailbox", /^[\w.-]{1,64}$/, "a task queue name"),
-    temporalAccess: {
-      tls: temporalTls
-        ? {
-            certPath: temporalCert && resolve(temporalCert),
-            keyPath: temporalKey && resolve(temporalKey),
-            caPath: temporalCa && resolve(temporalCa),
-            serverName: temporalServerName,
-          }
-        : undefined,
-      apiKey: temporalApiKey,
-    },
-    database: {
-      sslMode: sslMode as DatabaseSslMode | undefined,
-      sslCaPath: sslCa && resolve(sslCa),
-      poolMax: int("DATABASE_POOL_MAX", 20, 1, 1000),
-    },
-    shutdownTimeoutMs: int("SHUTDOWN_TIMEOUT_MS", 30_000, 1000, 3_600_000),
-    temporalUiPort: int("TEMPORAL_UI_PORT", 8233, 0, 65535),
-    managedDomain,
-    dataDir,
-    toolsDir: resolve(str("TOOLS_DIR", "./.tools")),
-    cursorSecret: optional("CURSOR_SECRET", /^.{32,}$/, "at least 32 characters"),
-    keyCacheMs: int("KEY_CACHE_MS", 2000, 0, 5000),
-    keyRotationOverlapMs: int("KEY_ROTATION_OVERLAP_S", 86_400, 0, 30 * 86_400) * 1000,
-    defaults: {
-      managedLimit: int("DEFAULT_MANAGED_LIMIT", 10, 0, 1_000_000),
-      messagesPerMinute: int("DEFAULT_MESSAGES_PER_MINUTE", 60, 1, 1_000_000),
-      messagesPerDay: int("DEFAULT_MESSAGES_PER_DAY", 1000, 1, 100_000_000),
-      recipientsPerDay: int("DEFAULT_RECIPIENTS_PER_DAY", 2000, 1, 100_000_000),
-      requestsPerMinute: int("DEFAULT_REQUESTS_PER_MINUTE", 600, 1, 10_000_000),
-    },
-    platformLimits: {
-      recipientsPerMessage: int("LIMIT_RECIPIENTS_PER_MESSAGE", 50, 1, 1000),
-      messageContentBytes: int("LIMIT_MESSAGE_CONTENT_BYTES", 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
-      inboxes: int("LIMIT_INBOXES", 1000, 1, 10_000_000),
-      domains: int("LIMIT_DOMAINS", 10, 0, 100_000),
-      webhookEndpoints: int("LIMIT_WEBHOOK_ENDPOINTS", 10, 0, 1000),
-    },
-    maxPageBytes: int("MAX_PAGE_BYTES", 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  };
+}
+
+/** API keys, pagination cursors and pages, waits, event streams and the event log they read. */
+function parseApiCalls(r: EnvReader): Pick<Config, "cursorSecret" | "keyCacheMs" | "keyRotationOverlapMs" | "maxPageBytes" | "waits" | "streams" | "eventRetentionMs"> {
+  return {
+    cursorSecret: r.optional("CURSOR_SECRET", /^.{32,}$/, "at least 32 characters"),
+    keyCacheMs: r.int("KEY_CACHE_MS", 2000, 0, 5000),
+    keyRotationOverlapMs: r.int("KEY_ROTATION_OVERLAP_S", 86_400, 0, 30 * 86_400) * 1000,
+    maxPageBytes: r.int("MAX_PAGE_BYTES", 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     waits: {
-      perKey: int("WAIT_MAX_PER_KEY", 10, 1, 10_000),
-      perProcess: int("WAIT_MAX_PER_PROCESS", 500, 1, 1_000_000),
+      perKey: r.int("WAIT_MAX_PER_KEY", 10, 1, 10_000),
+      perProcess: r.int("WAIT_MAX_PER_PROCESS", 500, 1, 1_000_000),
     },
     streams: {
-      perKey: int("STREAM_MAX_PER_KEY", 5, 1, 10_000),
-      perProcess: int("STREAM_MAX_PER_PROCESS", 500, 1, 1_000_000),
-      keepAliveMs: int("STREAM_KEEPALIVE_S", 15, 1, 300) * 1000,
+      perKey: r.int("STREAM_MAX_PER_KEY", 5, 1, 10_000),
+      perProcess: r.int("STREAM_MAX_PER_PROCESS", 500, 1, 1_000_000),
+      keepAliveMs: r.int("STREAM_KEEPALIVE_S", 15, 1, 300) * 1000,
     },
-    eventRetentionMs: duration("EVENT_RETENTION", "72h", 60_000),
-    purgeBatchSize: int("PURGE_BATCH_SIZE", 500, 1, 100_000),
+    eventRetentionMs: r.duration("EVENT_RETENTION", "72h", 60_000),
+  };
+}
+
+/** Inbound SMTP: its port, the name it answers with, its STARTTLS certificate, the limits of one session. */
+function parseSmtp(r: EnvReader, managedDomain: string): Pick<Config, "smtpPort" | "smtp"> {
+  const tlsCertPath = r.path("SMTP_TLS_CERT");
+  const tlsKeyPath = r.path("SMTP_TLS_KEY");
+  if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) r.fail("SMTP_TLS_CERT and SMTP_TLS_KEY must be set together");
+  return {
+    smtpPort: r.int("SMTP_PORT", 2525, 0, 65535),
+    smtp: {
+      hostname: r.str("SMTP_HOSTNAME", managedDomain, DOMAIN_NAME, "a lower-case host name"),
+      tlsCertPath,
+      tlsKeyPath,
+      maxConnections: r.int("SMTP_MAX_CONNECTIONS", 100, 1, 100_000),
+      maxRecipients: r.int("SMTP_MAX_RECIPIENTS", 100, 1, 10_000),
+      idleTimeoutMs: r.int("SMTP_IDLE_TIMEOUT_MS", 60_000, 1000, 3_600_000),
+      sessionTimeoutMs: r.int("SMTP_SESSION_TIMEOUT_MS", 600_000, 1000, 86_400_000),
+      maxHeaderBytes: r.int("SMTP_MAX_HEADER_BYTES", 256 * 1024, 1024, 16 * 1024 * 1024),
+      maxMimeDepth: r.int("SMTP_MAX_MIME_DEPTH", 20, 1, 1000),
+      // At most 1000: attachment ids number a message's attachments 1..999 (spec id shape).
+      maxMimeParts: r.int("SMTP_MAX_MIME_PARTS", 500, 1, 1000),
+      maxConnectionsPerClient: r.int("SMTP_MAX_CONNECTIONS_PER_CLIENT", 20, 1, 100_000),
+      maxRefusedRecipients: r.int("SMTP_MAX_REFUSED_RECIPIENTS", 20, 1, 10_000),
+      refusalDelayAfter: r.int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
+      refusalDelayMs: r.int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
+      receiveMemoryBytes: r.int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      proxyProtocol: r.flag("SMTP_PROXY_PROTOCOL"),
+    },
+  };
+}
+
+/** Processing of received mail: the parse budget, its concurrency, and the backlog that pushes back on senders. */
+function parseInbound(r: EnvReader): Pick<Config, "inbound"> {
+  return {
+    inbound: {
+      parseTimeoutMs: r.int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
+      parseMemoryMb: r.int("INBOUND_PARSE_MEMORY_MB", 256, 16, 16_384),
+      concurrency: r.int("INBOUND_CONCURRENCY", 2, 1, 64),
+      processingMemoryBytes: r.int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      maxBacklogMessages: r.int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
+      maxBacklogBytes: r.int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+    },
+  };
+}
+
+/** An external PostgreSQL (else the embedded one), its TLS, and the size of each pool. */
+function parseDatabase(r: EnvReader): Pick<Config, "databaseUrl" | "database"> {
+  const databaseUrl = r.optional("DATABASE_URL", /^postgres(ql)?:\/\//, "a postgres:// URL");
+  const sslMode = r.optional("DATABASE_SSL_MODE", /^(disable|require|verify-ca|verify-full)$/, "one of disable, require, verify-ca, verify-full");
+  const sslCaPath = r.path("DATABASE_SSL_CA");
+  if ((sslMode !== undefined || sslCaPath !== undefined) && databaseUrl === undefined) {
+    r.fail("DATABASE_SSL_MODE and DATABASE_SSL_CA need DATABASE_URL (the embedded PostgreSQL is local)");
+  }
+  return {
+    databaseUrl,
+    database: { sslMode: sslMode as DatabaseSslMode | undefined, sslCaPath, poolMax: r.int("DATABASE_POOL_MAX", 20, 1, 1000) },
+  };
+}
+
+/** An external Temporal (else the embedded dev server), how it is reached, the namespace, task queue and Web UI port. */
+function parseTemporal(
+  r: EnvReader,
+): Pick<Config, "temporalAddress" | "temporalNamespace" | "temporalTaskQueue" | "temporalAccess" | "temporalUiPort" | "purgeBatchSize"> {
+  const temporalAddress = r.optional("TEMPORAL_ADDRESS", /^[\w.-]+:\d+$/, "host:port");
+  const certPath = r.path("TEMPORAL_TLS_CERT");
+  const keyPath = r.path("TEMPORAL_TLS_KEY");
+  if ((certPath === undefined) !== (keyPath === undefined)) r.fail("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together");
+  const caPath = r.path("TEMPORAL_TLS_CA");
+  const serverName = r.optional("TEMPORAL_TLS_SERVER_NAME", /^[a-zA-Z0-9.-]{1,253}$/, "a host name");
+  const apiKey = r.optional("TEMPORAL_API_KEY");
+  const tlsFlag = r.optional("TEMPORAL_TLS", /^(true|false)$/, "true or false");
+  // An API key goes over TLS only (Temporal Cloud); TEMPORAL_TLS=true alone is TLS against the system's CAs.
+  const tls = tlsFlag === "false" ? false : tlsFlag === "true" || [certPath, caPath, serverName, apiKey].some((v) => v !== undefined);
+  if (tlsFlag === "false" && apiKey !== undefined) r.fail("TEMPORAL_API_KEY needs TLS: unset TEMPORAL_TLS=false");
+  if (tls && temporalAddress === undefined) r.fail("TEMPORAL_TLS* and TEMPORAL_API_KEY need TEMPORAL_ADDRESS (the embedded Temporal is plaintext)");
+  return {
+    temporalAddress,
+    temporalNamespace: r.str("TEMPORAL_NAMESPACE", "default", /^[\w.-]{1,64}$/, "a namespace name"),
+    temporalTaskQueue: r.str("TEMPORAL_TASK_QUEUE", "mailbox", /^[\w.-]{1,64}$/, "a task queue name"),
+    temporalAccess: { tls: tls ? { certPath, keyPath, caPath, serverName } : undefined, apiKey },
+    temporalUiPort: r.int("TEMPORAL_UI_PORT", 8233, 0, 65535),
+    purgeBatchSize: r.int("PURGE_BATCH_SIZE", 500, 1, 100_000),
+  };
+}
+
+/** Defaults for new organizations, and the platform's limits on everything. */
+function parseLimits(r: EnvReader): Pick<Config, "defaults" | "platformLimits"> {
+  return {
+    defaults: {
+      managedLimit: r.int("DEFAULT_MANAGED_LIMIT", 10, 0, 1_000_000),
+      messagesPerMinute: r.int("DEFAULT_MESSAGES_PER_MINUTE", 60, 1, 1_000_000),
+      messagesPerDay: r.int("DEFAULT_MESSAGES_PER_DAY", 1000, 1, 100_000_000),
+      recipientsPerDay: r.int("DEFAULT_RECIPIENTS_PER_DAY", 2000, 1, 100_000_000),
+      requestsPerMinute: r.int("DEFAULT_REQUESTS_PER_MINUTE", 600, 1, 10_000_000),
+    },
+    platformLimits: {
+      recipientsPerMessage: r.int("LIMIT_RECIPIENTS_PER_MESSAGE", 50, 1, 1000),
+      messageContentBytes: r.int("LIMIT_MESSAGE_CONTENT_BYTES", 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+      inboxes: r.int("LIMIT_INBOXES", 1000, 1, 10_000_000),
+      domains: r.int("LIMIT_DOMAINS", 10, 0, 100_000),
+      webhookEndpoints: r.int("LIMIT_WEBHOOK_ENDPOINTS", 10, 0, 1000),
+    },
+  };
+}
+
+/** Attachment scanning: clamd when an address is set, else the built-in scanner. */
+function parseScanning(r: EnvReader): Pick<Config, "scanning"> {
+  return {
     scanning: {
-      clamdAddress: optional("CLAMD_ADDRESS", /^(unix:\/.+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5})$/, "host:port or unix:/path"),
-      timeoutMs: int("SCAN_TIMEOUT_MS", 60_000, 100, 600_000),
-      maxBytes: int("SCAN_MAX_BYTES", 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+      clamdAddress: r.optional("CLAMD_ADDRESS", /^(unix:\/.+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5})$/, "host:port or unix:/path"),
+      timeoutMs: r.int("SCAN_TIMEOUT_MS", 60_000, 100, 600_000),
+      maxBytes: r.int("SCAN_MAX_BYTES", 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
     },
+  };
+}
+
+/** Webhook delivery: the request timeout, the retry schedule, how long a create's secret may be replayed. */
+function parseWebhooks(r: EnvReader): Pick<Config, "webhooks"> {
+  const allowHosts = r.hostList("WEBHOOK_ALLOW_HOSTS");
+  const retryInitialMs = r.int("WEBHOOK_RETRY_INITIAL_MS", 30_000, 10, 3_600_000);
+  const retryMaxMs = r.int("WEBHOOK_RETRY_MAX_MS", 3_600_000, 10, 86_400_000);
+  if (retryMaxMs < retryInitialMs) r.fail("WEBHOOK_RETRY_MAX_MS must not be below WEBHOOK_RETRY_INITIAL_MS");
+  return {
     webhooks: {
       allowHosts,
-      timeoutMs: int("WEBHOOK_TIMEOUT_MS", 10_000, 100, 60_000),
-      maxAttempts: int("WEBHOOK_MAX_ATTEMPTS", 10, 1, 50),
-      retryInitialMs: webhookRetryInitialMs,
-      retryMaxMs: webhookRetryMaxMs,
-      secretReplayMs: int("WEBHOOK_SECRET_REPLAY_S", 86_400, 0, 30 * 86_400) * 1000,
+      timeoutMs: r.int("WEBHOOK_TIMEOUT_MS", 10_000, 100, 60_000),
+      maxAttempts: r.int("WEBHOOK_MAX_ATTEMPTS", 10, 1, 50),
+      retryInitialMs,
+      retryMaxMs,
+      secretReplayMs: r.int("WEBHOOK_SECRET_REPLAY_S", 86_400, 0, 30 * 86_400) * 1000,
     },
-    dnsServers: dnsServers?.servers,
-    dnsTimeoutMs: int("DNS_TIMEOUT_MS", 2000, 10, 30_000),
+  };
+}
+
+/** The DNS resolvers every lookup goes to (the system's when unset), and how long one attempt waits. */
+function parseDns(r: EnvReader): Pick<Config, "dnsServers" | "dnsTimeoutMs"> {
+  const list = r.optional("DNS_SERVERS");
+  const parsed = list === undefined ? undefined : parseDnsServers(list);
+  if (parsed && (parsed.invalid.length > 0 || parsed.servers.length === 0)) r.fail(`DNS_SERVERS must list IP:port addresses, got "${list}"`);
+  return { dnsServers: parsed?.servers, dnsTimeoutMs: r.int("DNS_TIMEOUT_MS", 2000, 10, 30_000) };
+}
+
+/** Customer domains: the records they publish, how long a verification holds, the key that seals their DKIM keys. */
+function parseCustomerDomains(r: EnvReader, managedDomain: string): Pick<Config, "customerDomains"> {
+  return {
     customerDomains: {
-      inboundMxHost: str("INBOUND_MX_HOST", `mx.${managedDomain}`, domainName, "a lower-case host name"),
-      spfInclude: str("SPF_INCLUDE", `_spf.${managedDomain}`, /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/, "a lower-case domain name"),
-      refreshMs: duration("DOMAIN_VERIFY_REFRESH", "6h", 1000),
-      graceMs: duration("DOMAIN_VERIFY_GRACE", "72h", 0),
-      dkimKeySecret: optional("DKIM_KEY_SECRET", /^.{32,}$/, "at least 32 characters"),
+      inboundMxHost: r.str("INBOUND_MX_HOST", `mx.${managedDomain}`, DOMAIN_NAME, "a lower-case host name"),
+      spfInclude: r.str("SPF_INCLUDE", `_spf.${managedDomain}`, /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/, "a lower-case domain name"),
+      refreshMs: r.duration("DOMAIN_VERIFY_REFRESH", "6h", 1000),
+      graceMs: r.duration("DOMAIN_VERIFY_GRACE", "72h", 0),
+      dkimKeySecret: r.optional("DKIM_KEY_SECRET", /^.{32,}$/, "at least 32 characters"),
     },
+  };
+}
+
+/** Outbound delivery: routing, the retry schedule and queue lifetime, the managed DKIM key, the first-attempt queue. */
+function parseDelivery(r: EnvReader): Pick<Config, "delivery"> {
+  const routes = parseSmtpRoutes(r.env.SMTP_ROUTES ?? "");
+  if (routes.invalid.length > 0) r.fail(`SMTP_ROUTES must list domain=host:port entries (domain or *), got "${routes.invalid.join(",")}"`);
+  const retryInitialMs = r.duration("DELIVERY_RETRY_INITIAL", "1m", 10);
+  const retryMaxMs = r.duration("DELIVERY_RETRY_MAX", "1h", 10);
+  if (retryMaxMs < retryInitialMs) r.fail("DELIVERY_RETRY_MAX must not be below DELIVERY_RETRY_INITIAL");
+  return {
     delivery: {
-      routes: smtpRouteList.routes,
-      allowHosts: hostList("DELIVERY_ALLOW_HOSTS"),
-      retryInitialMs: deliveryRetryInitialMs,
-      retryMaxMs: deliveryRetryMaxMs,
-      queueLifetimeMs: duration("DELIVERY_QUEUE_LIFETIME", "5d", 1000),
-      timeoutMs: int("DELIVERY_TIMEOUT_MS", 30_000, 100, 600_000),
-      managedDkimSelector: str("MANAGED_DKIM_SELECTOR", "mbx1", /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, "a DNS label"),
-      managedDkimKeyPath: (() => {
-        const path = optional("MANAGED_DKIM_KEY");
-        return path && resolve(path);
-      })(),
-      connectionIdleMs: int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
-      concurrency: int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
-      backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
+      routes: routes.routes,
+      allowHosts: r.hostList("DELIVERY_ALLOW_HOSTS"),
+      retryInitialMs,
+      retryMaxMs,
+      queueLifetimeMs: r.duration("DELIVERY_QUEUE_LIFETIME", "5d", 1000),
+      timeoutMs: r.int("DELIVERY_TIMEOUT_MS", 30_000, 100, 600_000),
+      managedDkimSelector: r.str("MANAGED_DKIM_SELECTOR", "mbx1", /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, "a DNS label"),
+      managedDkimKeyPath: r.path("MANAGED_DKIM_KEY"),
+      connectionIdleMs: r.int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
+      concurrency: r.int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
+      backlogMaxMs: r.int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },
-    feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
-    feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {
+  };
+}
+
+/** Where ARF feedback reports are received, and the feedback loops believed about any recipient. */
+function parseFeedback(r: EnvReader, managedDomain: string): Pick<Config, "feedbackAddress" | "feedbackLoopSenders"> {
+  const senders = (r.env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase());
+  return {
+    feedbackAddress: r.str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
+    feedbackLoopSenders: senders.filter((entry) => {
       if (entry === "") return false;
       // A domain or one address; not a public suffix (com, co.uk), which would trust everyone below it.
       const domain = entry.slice(entry.lastIndexOf("@") + 1);
       const ok = /^([a-z0-9._+-]+@)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(entry) && getDomain(domain, { allowPrivateDomains: true }) !== null;
-      if (!ok) errors.push(`FEEDBACK_LOOP_SENDERS must list domains or addresses, got "${entry}"`);
+      if (!ok) r.fail(`FEEDBACK_LOOP_SENDERS must list domains or addresses, got "${entry}"`);
       return ok;
     }),
-    logLevel: logLevels.find((l) => l === logLevel) ?? "info",
+  };
+}
+
+/** `mailbox mcp`: the service it relays MCP over stdio to, and the key it calls with. */
+function parseMcpBridge(r: EnvReader): Pick<Config, "mcpBridge"> {
+  return {
     mcpBridge: {
-      url: str("MAILBOX_URL", `http://127.0.0.1:${env.HTTP_PORT || 8080}`, /^https?:\/\/[^/?#]+\/?$/, "an http(s) URL of the service (scheme and host)"),
-      apiKey: optional("MAILBOX_API_KEY"),
+      url: r.str("MAILBOX_URL", `http://127.0.0.1:${r.env.HTTP_PORT || 8080}`, /^https?:\/\/[^/?#]+\/?$/, "an http(s) URL of the service (scheme and host)"),
+      apiKey: r.optional("MAILBOX_API_KEY"),
     },
   };
-  if (errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${errors.join("\n  ")}`);
+}
+
+/** The configuration of `env`, section by section; one ConfigError names every bad value. */
+export function loadConfig(env: Env = process.env): Config {
+  const r = new EnvReader(env);
+  const basics = parseProcess(r);
+  const { managedDomain } = basics;
+  const config: Config = {
+    ...basics,
+    ...parseHttp(r),
+    ...parseApiCalls(r),
+    ...parseSmtp(r, managedDomain),
+    ...parseInbound(r),
+    ...parseDatabase(r),
+    ...parseTemporal(r),
+    ...parseLimits(r),
+    ...parseScanning(r),
+    ...parseWebhooks(r),
+    ...parseDns(r),
+    ...parseCustomerDomains(r, managedDomain),
+    ...parseDelivery(r),
+    ...parseFeedback(r, managedDomain),
+    ...parseMcpBridge(r),
+  };
+  if (r.errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${r.errors.join("\n  ")}`);
   return Object.freeze(config);
 }

@@ -2,7 +2,7 @@
 // Only ids pass through here: activities load the bytes. A scan that cannot finish is stored as error, never clean.
 import { ActivityFailure, isCancellation, proxyActivities } from "@temporalio/workflow";
 import type { AttachmentScanActivities } from "../src/temporal/activities/attachment-scan.js";
-import type { ScanState } from "../src/scanning/scanner.js";
+import type { AttachmentScanArgs, AttachmentScanResult } from "./types.js";
 
 /** Attempts a scanner error verdict gets before `error` is stored: about 26 s of patience (2 s, 6 s, 18 s apart). */
 const SCAN_ERROR_ATTEMPTS = 4;
@@ -17,19 +17,6 @@ const RECORD_RETRY = { initialInterval: "1s", backoffCoefficient: 2, maximumInte
 /** A scan may take SCAN_TIMEOUT_MS (at most 10 minutes); the heartbeat notices a lost worker long before that. */
 const scans = proxyActivities<AttachmentScanActivities>({ startToCloseTimeout: "11m", heartbeatTimeout: "1m", retry: SCAN_RETRY });
 const records = proxyActivities<AttachmentScanActivities>({ startToCloseTimeout: "1m", retry: RECORD_RETRY });
-
-export interface AttachmentScanArgs {
-  readonly organizationId: string;
-  readonly inboxId: string;
-  readonly messageId: string;
-}
-
-export interface AttachmentScanResult {
-  /** Attachments this run scanned (those still unscanned when it began). */
-  readonly scanned: number;
-  /** The message's attachments scan state, or null when the message has no attachments (any more). */
-  readonly state: ScanState | null;
-}
 
 export async function attachmentScan(args: AttachmentScanArgs): Promise<AttachmentScanResult> {
   const attachmentIds = await records.listUnscannedAttachments(args.organizationId, args.messageId);

@@ -12,6 +12,7 @@
 // workflow task: another worker replays it and runs the attempt again, as a retried activity would.
 import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryActivities } from "../src/temporal/activities/delivery.js";
+import type { DeliveryArgs, DeliveryResult, QueuedSubmission } from "./types.js";
 
 /**
  * Failures of our own side (database down, worker lost) only: an SMTP peer's answer is a result, not an error.
@@ -35,37 +36,6 @@ const attemptsActivity = proxyActivities<DeliveryActivities>({
   heartbeatTimeout: ATTEMPT_HEARTBEAT_TIMEOUT,
   retry: ACTIVITY_RETRY,
 });
-
-export interface DeliveryArgs {
-  readonly submissionId: string;
-  readonly organizationId: string;
-  readonly inboxId: string | null;
-  /** Attempts made per domain by earlier runs (continue-as-new), so the backoff goes on where it was. */
-  readonly attempts?: Readonly<Record<string, number>>;
-  /** Set when the delivery queue claimed (queued) the submission before starting the workflow. */
-  readonly queued?: QueuedSubmission;
-}
-
-/** What queueing a submission tells the workflow: its domains and the schedule (from the worker's configuration). */
-export interface QueuedSubmission {
-  /** Recipient domains with recipients still to deliver (none when the submission is gone or already final). */
-  readonly domains: readonly string[];
-  /** Epoch ms of the submission's creation: the queue lifetime counts from it. */
-  readonly createdAtMs: number;
-  readonly retryInitialMs: number;
-  readonly retryMaxMs: number;
-  readonly queueLifetimeMs: number;
-}
-
-/** The outcome of one attempt to one domain. */
-export interface DomainAttemptResult {
-  /** Recipients of the domain still to deliver (deferred): 0 ends the domain's branch. */
-  readonly remaining: number;
-}
-
-export interface DeliveryResult {
-  readonly domains: number;
-}
 
 /** The wait after the `attempt`-th attempt (1-based) of a domain: initial, doubling, capped. Deterministic. */
 export function deliveryRetryDelayMs(attempt: number, initialMs: number, maxMs: number): number {

@@ -3,11 +3,7 @@
 // in the activity (it reads the last check and the configured refresh age), so the workflow only waits.
 import { continueAsNew, proxyActivities, sleep } from "@temporalio/workflow";
 import type { DomainVerificationActivities } from "../src/temporal/activities/domain-verification.js";
-
-export interface DomainVerificationArgs {
-  readonly domainId: string;
-  readonly organizationId: string;
-}
+import type { DomainVerificationArgs } from "./types.js";
 
 /** A failed check (database down) is retried with backoff; DNS failures are outcomes, not activity failures. */
 const RECHECK_RETRY = { initialInterval: "5s", backoffCoefficient: 2, maximumInterval: "5m" } as const;

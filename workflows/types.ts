@@ -1,4 +1,12 @@
-// Plain JSON argument and result types of workflows: ids and primitives only, never entities or proto messages.
+// The contracts of this service's workflows: their argument and result types, plain JSON (ids and primitives, never
+// entities or proto messages), and types only. What a workflow's activities return is the domain's own data, named
+// here by type from src/ (never a value: workflows/ is bundled into the deterministic sandbox). src/temporal/ starts
+// workflows with these arguments; nothing else under src/ needs them.
+import type { QueuedSubmission } from "../src/outbound/delivery/operations.js";
+import type { ScanState } from "../src/scanning/scanner.js";
+import type { WebhookAttemptResult } from "../src/webhooks/deliveries.js";
+
+export type { QueuedSubmission, WebhookAttemptResult };
 
 export interface InboxPurgeArgs {
   readonly inboxId: string;
@@ -10,8 +18,50 @@ export interface InboxPurgeResult {
   readonly deletedRows: number;
 }
 
-/** Search attributes every workflow of this service carries, so operators find them in the Temporal UI. */
-export const SEARCH_ATTRIBUTE = {
-  organizationId: "MailboxOrganizationId",
-  inboxId: "MailboxInboxId",
-} as const;
+export interface DeliveryArgs {
+  readonly submissionId: string;
+  readonly organizationId: string;
+  readonly inboxId: string | null;
+  /** Attempts made per domain by earlier runs (continue-as-new), so the backoff goes on where it was. */
+  readonly attempts?: Readonly<Record<string, number>>;
+  /** Set when the delivery queue claimed (queued) the submission before starting the workflow. */
+  readonly queued?: QueuedSubmission;
+}
+
+export interface DeliveryResult {
+  readonly domains: number;
+}
+
+export interface WebhookRetrySchedule {
+  /** The wait after the first failed attempt; it doubles after each further one. */
+  readonly initialMs: number;
+  /** The longest wait between two attempts. */
+  readonly maxMs: number;
+}
+
+export interface WebhookDeliveryArgs {
+  readonly deliveryId: string;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  /** Attempts already made (the prompt one): the first wait follows from it. */
+  readonly attemptsSoFar: number;
+  readonly retry: WebhookRetrySchedule;
+}
+
+export interface AttachmentScanArgs {
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly messageId: string;
+}
+
+export interface AttachmentScanResult {
+  /** Attachments this run scanned (those still unscanned when it began). */
+  readonly scanned: number;
+  /** The message's attachments scan state, or null when the message has no attachments (any more). */
+  readonly state: ScanState | null;
+}
+
+export interface DomainVerificationArgs {
+  readonly domainId: string;
+  readonly organizationId: string;
+}

@@ -7,6 +7,7 @@
 // cost when a receiver failed 10% of events). A crash mid-attempt re-runs it, as with an activity.
 import { patched, proxyActivities, proxyLocalActivities, sleep } from "@temporalio/workflow";
 import type { WebhookDeliveryActivities } from "../src/temporal/activities/webhook-delivery.js";
+import type { WebhookAttemptResult, WebhookDeliveryArgs, WebhookRetrySchedule } from "./types.js";
 
 /**
  * Failures of our own side (database down, worker lost) only: a receiver's failure is a result, not an error. An
@@ -21,29 +22,6 @@ const BUSY_WAIT_MS = 5_000;
 const local = proxyLocalActivities<WebhookDeliveryActivities>({ startToCloseTimeout: ATTEMPT_TIMEOUT, retry: ATTEMPT_RETRY });
 /** Attempts as regular activities: only histories that began before the local ones replay through this. */
 const activities = proxyActivities<WebhookDeliveryActivities>({ startToCloseTimeout: ATTEMPT_TIMEOUT, retry: ATTEMPT_RETRY });
-
-export interface WebhookRetrySchedule {
-  /** The wait after the first failed attempt; it doubles after each further one. */
-  readonly initialMs: number;
-  /** The longest wait between two attempts. */
-  readonly maxMs: number;
-}
-
-export interface WebhookDeliveryArgs {
-  readonly deliveryId: string;
-  readonly organizationId: string;
-  readonly inboxId: string;
-  /** Attempts already made (the prompt one): the first wait follows from it. */
-  readonly attemptsSoFar: number;
-  readonly retry: WebhookRetrySchedule;
-}
-
-/** The outcome of one attempt: retry and busy keep the workflow going, delivered and failed (dropped) end it. */
-export interface WebhookAttemptResult {
-  readonly outcome: "delivered" | "failed" | "retry" | "busy";
-  /** Attempts made so far, this one included. */
-  readonly attempts: number;
-}
 
 /**
  * The wait after `attempts` failed attempts: "equal jitter", half of the capped exponential delay plus a random

@@ -11,7 +11,7 @@ import { parseScopes } from "../auth/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { UsageError } from "./usage-error.js";
-import type { Flags } from "./main.js";
+import type { Flags } from "./flags.js";
 
 /** What the command prints: the organization, key or list it created, changed or read. */
 export async function admin(db: Database, config: Config, command: string, flags: Flags): Promise<unknown> {

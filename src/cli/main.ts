@@ -5,6 +5,7 @@ import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import type { Role } from "../main.js";
 import { runsFromBuild } from "../runtime/sibling-module.js";
+import { FLAGS } from "./flags.js";
 import { UsageError } from "./usage-error.js";
 
 // Each command imports what it needs when it runs: `--help` loads nothing more, operator commands the database and
@@ -28,28 +29,6 @@ const USAGE = `mailbox <command>
   admin key rotate --id KEY_ID       new secret; the old one works for KEY_ROTATION_OVERLAP_S more seconds
   admin key revoke --id KEY_ID
   admin key list --org ORG_ID`;
-
-const FLAGS = {
-  role: { type: "string" },
-  name: { type: "string" },
-  id: { type: "string" },
-  org: { type: "string" },
-  status: { type: "string" },
-  scopes: { type: "string" },
-  "managed-limit": { type: "string" },
-  "messages-per-minute": { type: "string" },
-  "messages-per-day": { type: "string" },
-  "recipients-per-day": { type: "string" },
-  "inbox-ids": { type: "string" },
-  "allowed-ips": { type: "string" },
-  "send-mode": { type: "string" },
-  "recipient-domains": { type: "string" },
-  "expires-at": { type: "string" },
-  "requests-per-minute": { type: "string" },
-  help: { type: "boolean", short: "h" },
-} as const;
-
-export type Flags = ReturnType<typeof parseArgs<{ options: typeof FLAGS; allowPositionals: true }>>["values"];
 
 export async function main(argv: string[]): Promise<number> {
   let parsed;

@@ -2,7 +2,6 @@
 // system's resolvers when it is unset.
 import { getServers } from "node:dns";
 import net from "node:net";
-import type { Config } from "../config.js";
 import { createResolver, type DnsResolver, type DnsServerAddress } from "./resolver.js";
 
 /** Parses "127.0.0.1:5353, [::1]:53, 10.0.0.2"; returns the entries it cannot read in `invalid`. */
@@ -36,7 +35,10 @@ function systemDnsServers(): DnsServerAddress[] {
 }
 
 /** The resolver every DNS question of the service goes through: DNS_SERVERS, else the system's resolvers. */
-export function createConfiguredResolver(config: Pick<Config, "dnsServers" | "dnsTimeoutMs">): DnsResolver {
+export function createConfiguredResolver(config: {
+  readonly dnsServers: readonly DnsServerAddress[] | undefined;
+  readonly dnsTimeoutMs: number;
+}): DnsResolver {
   const servers = config.dnsServers ?? systemDnsServers();
   // Without a server every lookup is a temporary failure (validation says unknown, verification keeps its grace)
   // rather than a process that cannot start its other roles.

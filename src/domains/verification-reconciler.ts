@@ -5,7 +5,7 @@
 import type { Database } from "../db/database.js";
 import type { CapabilityRecord } from "../db/entities/customer-domain.js";
 import { nextCheckDue } from "./capability-state.js";
-import type { Reconciler } from "../temporal/reconciler.js";
+import type { Reconciler } from "../jobs/periodic-jobs.js";
 import type { DomainVerificationStarter } from "./domains.js";
 
 /** Longer than a due check takes to run (its DNS lookups time out within seconds), shorter than a round or two. */

@@ -1,8 +1,8 @@
 // Processing runs in a worker thread of its own, so the SMTP event loop only receives and commits (commit 1):
 // parsing, storing (commit 2), the webhook outbox and scan starts never delay a reply. The thread builds its own
-// database pool, Temporal client, outbox and scan starter from the configuration (processing-thread.ts); this side
-// hands it each committed message and learns its backlog, which refuses new transactions while it is over its
-// bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES).
+// database pool, Temporal client, outbox and scan starter from the configuration (the smtp role's thread module,
+// src/roles/smtp-processing-thread.ts); this side hands it each committed message and learns its backlog, which
+// refuses new transactions while it is over its bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES).
 //
 // Nothing is lost in between: a message is committed before it is handed over, so whatever the thread did not take
 // (its queue full, the thread restarting after a crash) stays pending in PostgreSQL for the sweeper.
@@ -55,13 +55,13 @@ export interface Processing {
 }
 
 export interface ProcessingOptions extends ProcessingThreadSettings {
+  /** The module the thread runs (src/roles/smtp-processing-thread): it builds what processing needs and takes submissions. */
+  readonly entry: URL;
   readonly log: Logger;
   /** Where the thread's webhook attempts are counted (it reports them with its load). */
   readonly webhookMetrics?: WebhookMetrics;
 }
 
-/** The thread's entry: it registers tsx in the thread (loader hooks are per thread), then loads processing-thread.ts. */
-const ENTRY = new URL("./processing-thread.js", import.meta.url);
 /** Wait before a crashed thread is started again. */
 const RESTART_AFTER_MS = 1000;
 export const NO_LOAD: ProcessingLoad = { taken: 0, takenBytes: 0, messages: 0, bytes: 0, webhookAttempts: { delivered: 0, retry: 0, failed: 0 } };
@@ -84,7 +84,7 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
 
   /** A started thread, once it reports ready; rejects when it fails to start. */
   function spawn(): Promise<Worker> {
-    const worker = new Worker(ENTRY, { workerData: settings });
+    const worker = new Worker(options.entry, { workerData: settings });
     return new Promise((resolve, reject) => {
       const failed = (e: Error) => {
         worker.off("message", ready).off("exit", exited);

@@ -4,7 +4,6 @@
 import { timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Client } from "@temporalio/client";
 import type { Database } from "../db/database.js";
 import type { Logger } from "../logger.js";
 import { singleFlight, type Metrics } from "./metrics.js";
@@ -16,7 +15,7 @@ export interface ReadinessCheck {
 }
 
 /** How long one check may take before it counts as failing (a probe's own timeout is typically 1–5 s). */
-const CHECK_TIMEOUT_MS = 2_000;
+export const CHECK_TIMEOUT_MS = 2_000;
 
 /** PostgreSQL answers a statement, and every migration this code knows is applied (remembered once true). */
 export function databaseReadiness(db: Database): ReadinessCheck {
@@ -29,16 +28,6 @@ export function databaseReadiness(db: Database): ReadinessCheck {
       const pending = await db.orm.migrator.getPending();
       if (pending.length > 0) throw new Error(`${pending.length} migrations are not applied`);
       migrated = true;
-    },
-  };
-}
-
-/** The Temporal frontend answers on the client's connection. */
-export function temporalReadiness(temporal: Client): ReadinessCheck {
-  return {
-    name: "temporal",
-    check: async () => {
-      await temporal.connection.withDeadline(Date.now() + CHECK_TIMEOUT_MS, () => temporal.connection.workflowService.getSystemInfo({}));
     },
   };
 }

@@ -2,7 +2,7 @@
 // died between the message's commit and the workflow start, or Temporal was down. Starts join a running scan.
 import type { Database } from "../db/database.js";
 import type { AttachmentScanStarter } from "../inbound/ports.js";
-import type { Reconciler } from "../temporal/reconciler.js";
+import type { Reconciler } from "../jobs/periodic-jobs.js";
 
 /** Younger attachments are left to the inbound path, which starts their scan right after its commit. */
 const GRACE_MS = 60_000;

@@ -1,17 +1,20 @@
-// Temporal client helpers: connecting, registering our search attributes, and business-key workflow starts.
+// Temporal client helpers: connecting, registering our search attributes, and business-key workflow starts — the
+// Temporal side of the domains' starter ports (InboxPurgeStarter, DeliveryStarter, AttachmentScanStarter, …),
+// built by the composition and passed in.
 import { Client, Connection } from "@temporalio/client";
 import { defineSearchAttributeKey, SearchAttributeType, WorkflowExecutionAlreadyStartedError } from "@temporalio/common";
-import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
-import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
-import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes } from "./search-attributes.js";
-import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
-import type { inboxPurge } from "../../workflows/inbox-purge.js";
-import type { domainVerification } from "../../workflows/domain-verification.js";
-import type { DomainVerificationStarter } from "../domains/domains.js";
-import type { webhookDelivery } from "../../workflows/webhook-delivery.js";
-import type { WebhookRetryStarter, WebhookSettings } from "../webhooks/deliveries.js";
+import type { attachmentScan } from "../../workflows/attachment-scan.js";
 import type { delivery } from "../../workflows/delivery.js";
+import type { domainVerification } from "../../workflows/domain-verification.js";
+import type { inboxPurge } from "../../workflows/inbox-purge.js";
+import type { webhookDelivery } from "../../workflows/webhook-delivery.js";
+import type { DomainVerificationStarter } from "../domains/domains.js";
+import type { AttachmentScanStarter } from "../inbound/ports.js";
+import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
 import type { DeliveryStarter } from "../outbound/delivery/queue.js";
+import type { WebhookRetryStarter, WebhookSettings } from "../webhooks/deliveries.js";
+import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
+import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes, SEARCH_ATTRIBUTE } from "./search-attributes.js";
 
 export const organizationKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.organizationId, SearchAttributeType.KEYWORD);
 export const inboxKey = defineSearchAttributeKey(SEARCH_ATTRIBUTE.inboxId, SearchAttributeType.KEYWORD);
@@ -154,6 +157,32 @@ export function createDeliveryStarter(client: Client, taskQueue: string, options
         if (e instanceof WorkflowExecutionAlreadyStartedError) return;
         throw e;
       }
+    },
+  };
+}
+
+/** The business key of a message's scan, findable in the Temporal UI as attachment-scan/<messageId>. */
+export function attachmentScanWorkflowId(messageId: string): string {
+  return `attachment-scan/${messageId}`;
+}
+
+/**
+ * Starts the durable scan of a stored message's attachments: one workflow per message, started after the message
+ * commits, under a business key so that repeated starts (inbound retries, the reconciler) join the running scan.
+ */
+export function createAttachmentScanStarter(client: Client, taskQueue: string): AttachmentScanStarter {
+  return {
+    async start({ messageId, organizationId, inboxId }) {
+      await client.workflow.start<typeof attachmentScan>("attachmentScan", {
+        workflowId: attachmentScanWorkflowId(messageId),
+        taskQueue,
+        args: [{ organizationId, inboxId, messageId }],
+        workflowIdConflictPolicy: "USE_EXISTING",
+        typedSearchAttributes: [
+          { key: organizationKey, value: organizationId },
+          { key: inboxKey, value: inboxId },
+        ],
+      });
     },
   };
 }

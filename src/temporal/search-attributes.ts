@@ -1,6 +1,11 @@
 // Custom search attributes: every workflow of this service carries the organization and inbox it works for.
 import type { ConnectionLike } from "@temporalio/client";
-import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+
+/** Search attributes every workflow of this service carries, so operators find them in the Temporal UI. */
+export const SEARCH_ATTRIBUTE = {
+  organizationId: "MailboxOrganizationId",
+  inboxId: "MailboxInboxId",
+} as const;
 
 export type SearchAttributeType = "Keyword" | "Text" | "Int" | "Double" | "Bool" | "Datetime" | "KeywordList";
 

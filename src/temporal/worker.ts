@@ -72,7 +72,7 @@ export function installTemporalRuntime(prometheusAddress?: string): boolean {
   Runtime.install({
     logger: new DefaultLogger("WARN"),
     // The SDK would shut its workers down on SIGTERM itself, before the drain lets SMTP attempts finish
-    // (src/main.ts): the process's own handler stops them, in its order.
+    // (src/roles/worker.ts): the process's own handler stops them, in its order.
     shutdownSignals: [],
     ...(prometheusAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: prometheusAddress } } } } : {}),
   });

@@ -4,12 +4,11 @@
 // An attempt claims the row first (status delivering, attempts + 1), so two processes never send the same attempt,
 // and a claim is a lease: a row left delivering by a crashed process can be claimed again once the lease ends.
 import { LockMode } from "@mikro-orm/core";
-import type { WebhookAttemptResult } from "../../workflows/webhook-delivery.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { groupCommit } from "../db/group-commit.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
-import type { Reconciler } from "../temporal/reconciler.js";
+import type { Reconciler } from "../jobs/periodic-jobs.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
 import { inboxIdOf } from "../events/message-received.js";
@@ -29,6 +28,13 @@ interface AttemptOutcome {
   readonly status: "delivered" | "failed" | "pending";
   readonly lastError: string | null;
   /** The attempt's number: the row is updated only while this attempt still holds it. */
+  readonly attempts: number;
+}
+
+/** The outcome of one attempt: retry and busy keep its workflow going, delivered and failed (dropped) end it. */
+export interface WebhookAttemptResult {
+  readonly outcome: "delivered" | "failed" | "retry" | "busy";
+  /** Attempts made so far, this one included. */
   readonly attempts: number;
 }
 

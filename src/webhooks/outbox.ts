@@ -4,13 +4,11 @@
 // in memory for a free one (bounded in number and time) and is claimed then. Only a delivery that needs retries, or
 // that waited too long, gets a Temporal workflow. Whatever dies in between, the reconciler starts what was lost: a
 // row never attempted a minute after its commit, and a claimed row left delivering once its lease ends.
-import type { Client } from "@temporalio/client";
 import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
 import { newUuid } from "../ids.js";
 import type { MessageReceivedOutbox, NewEvent } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
-import { createWebhookRetryStarter } from "../temporal/client.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
 import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
 import { MESSAGE_RECEIVED } from "../events/message-received.js";
@@ -45,20 +43,15 @@ export interface WebhookOutboxDeps {
   readonly promptAttempts?: number;
 }
 
-/** The webhook outbox of a configuration: prompt first attempts from this process, retries in Temporal. */
+/** The webhook outbox of a configuration: prompt first attempts from this process, retries through `retries`. */
 export function createConfiguredOutbox(
-  config: Pick<Config, "webhooks" | "temporalTaskQueue">,
+  config: Pick<Config, "webhooks">,
   db: Database,
-  temporal: Client,
+  retries: WebhookRetryStarter,
   log: Logger,
   metrics?: WebhookMetrics,
 ): WebhookOutbox {
-  return createWebhookOutbox({
-    db,
-    deliverer: createWebhookDeliverer(db, config.webhooks, metrics),
-    retries: createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks),
-    log,
-  });
+  return createWebhookOutbox({ db, deliverer: createWebhookDeliverer(db, config.webhooks, metrics), retries, log });
 }
 
 export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {

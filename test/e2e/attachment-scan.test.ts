@@ -4,12 +4,11 @@
 import { afterEach, beforeAll, describe, expect, inject, test } from "vitest";
 import { Attachment, Message } from "../../src/db/entities/index.js";
 import { findFreePort } from "../../src/runtime/free-port.js";
-import { attachmentScanWorkflowId, createAttachmentScanStarter } from "../../src/scanning/attachment-scan-starter.js";
 import { attachmentScanReconciler } from "../../src/scanning/attachment-scan-reconciler.js";
-import { reconcile } from "../../src/temporal/reconciler.js";
+import { reconcile } from "../../src/jobs/periodic-jobs.js";
 import { EICAR } from "../../src/scanning/builtin.js";
 import { createClamdScanner, parseClamdAddress } from "../../src/scanning/clamd.js";
-import { inboxKey, organizationKey } from "../../src/temporal/client.js";
+import { attachmentScanWorkflowId, createAttachmentScanStarter, inboxKey, organizationKey } from "../../src/temporal/client.js";
 import type { attachmentScan } from "../../workflows/attachment-scan.js";
 import { CLAMD_STREAM_MAX_BYTES, EICAR_SIGNATURE } from "../support/clamd.js";
 import { startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";

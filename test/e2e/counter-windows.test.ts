@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { openDatabase, type Database } from "../../src/db/database.js";
-import { MAX_PRUNE_BATCHES, pruneCounterWindows } from "../../src/temporal/reconciler.js";
+import { MAX_PRUNE_BATCHES, pruneCounterWindows } from "../../src/jobs/counter-windows.js";
 
 let db: Database;
 beforeAll(async () => {

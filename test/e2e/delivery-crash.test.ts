@@ -45,7 +45,7 @@ async function spawnWorker(): Promise<ChildProcess> {
     `import { readFile } from "node:fs/promises";
 import { loadConfig } from ${JSON.stringify(join(ROOT, "src/config.js"))};
 import { openDatabase } from ${JSON.stringify(join(ROOT, "src/db/database.js"))};
-import { createConfiguredWorker } from ${JSON.stringify(join(ROOT, "src/main.js"))};
+import { createConfiguredWorker } from ${JSON.stringify(join(ROOT, "src/roles/worker.js"))};
 const config = loadConfig(process.env);
 const db = await openDatabase(config.databaseUrl, { poolMax: 2 });
 const worker = await createConfiguredWorker(config, db, config.temporalAddress, { code: await readFile(${JSON.stringify(bundle)}, "utf8") });

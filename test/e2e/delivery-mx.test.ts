@@ -5,7 +5,7 @@
 import { createServer } from "node:net";
 import { afterAll, beforeAll, expect, inject, onTestFinished, test } from "vitest";
 import type { Worker } from "@temporalio/worker";
-import { createConfiguredWorker } from "../../src/main.js";
+import { createConfiguredWorker } from "../../src/roles/worker.js";
 import { createDeliveryStarter } from "../../src/temporal/client.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";

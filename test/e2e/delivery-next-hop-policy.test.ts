@@ -5,7 +5,7 @@
 import { createServer, type AddressInfo, type Server } from "node:net";
 import type { Worker } from "@temporalio/worker";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { createConfiguredWorker } from "../../src/main.js";
+import { createConfiguredWorker } from "../../src/roles/worker.js";
 import { createDeliveryStarter } from "../../src/temporal/client.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";

@@ -5,7 +5,7 @@ import { dkimVerify } from "mailauth";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { managedDkimRecord } from "../../src/outbound/delivery/managed-dkim.js";
 import { deliveryReconciler } from "../../src/outbound/delivery/reconciler.js";
-import { reconcile } from "../../src/temporal/reconciler.js";
+import { reconcile } from "../../src/jobs/periodic-jobs.js";
 import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
 import { insertSubmission, submissionState, type SubmissionState } from "../support/outbound-fixtures.js";
 import { eventually, startTestApp, uniqueName, type TestApp, type Tenant } from "../support/harness.js";

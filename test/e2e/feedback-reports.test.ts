@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Complaint, InboundRawMessage, Message, Suppression } from "../../src/db/entities/index.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { seedSubmission, seedSuppression } from "../support/delivery-rows.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { feedbackReport, publishDkimKey, publishSpf, type DkimSigner, type FeedbackReportOptions } from "../support/feedback-report.js";

@@ -3,7 +3,7 @@
 // workflow, and the API reading the message and downloading the attachment once it is clean.
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type HttpsReceiver } from "../support/https-receiver.js";
 

@@ -5,9 +5,10 @@ import { Attachment, Inbox, InboundRawMessage, Message, Thread } from "../../src
 import { newUuid } from "../../src/ids.js";
 import { storeInbound } from "../support/mail-fixtures.js";
 import { inboxPurgeWorkflowId } from "../../src/temporal/client.js";
-import { purgeReconciler, reconcile } from "../../src/temporal/reconciler.js";
+import { purgeReconciler } from "../../src/inboxes/purge-reconciler.js";
+import { reconcile } from "../../src/jobs/periodic-jobs.js";
 import { createInboxPurgeStarter } from "../../src/temporal/client.js";
-import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+import { SEARCH_ATTRIBUTE } from "../../src/temporal/search-attributes.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 
 let app: TestApp;

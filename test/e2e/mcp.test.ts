@@ -10,7 +10,7 @@ import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTransport } from "nodemailer";
 import { Submission } from "../../src/db/entities/index.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { buildTools } from "../../src/mcp/tools.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { CONTRACT_SERVICES } from "../../src/rpc/services.js";

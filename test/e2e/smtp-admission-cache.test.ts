@@ -3,7 +3,7 @@
 // and a lost listening connection is re-established by itself.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { updateOrganization } from "../../src/admin/organizations.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { updateOrganization } from "../../src/admin/organizations.js";
 import { CustomerDomain, InboundRawMessage, Message } from "../../src/db/entities/index.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { RawSmtpClient, sendRaw, transaction } from "../support/smtp-client.js";
 

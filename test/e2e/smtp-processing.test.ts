@@ -4,7 +4,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { InboundRawMessage, Message } from "../../src/db/entities/index.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { eventsOf, webhookEndpoint } from "../support/inbound-ports.js";
 

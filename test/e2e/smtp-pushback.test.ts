@@ -5,7 +5,7 @@
 // committed in chunks, and comes out intact.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { RawSmtpClient, sendRaw, transaction } from "../support/smtp-client.js";
 

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Attachment, InboundRawMessage, Message, Thread } from "../../src/db/entities/index.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
 import { eventsOf, scanStarted, webhookEndpoint } from "../support/inbound-ports.js";

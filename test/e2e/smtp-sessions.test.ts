@@ -1,7 +1,7 @@
 // Session limits of the SMTP listener: idle time, total session time and concurrent connections, each answered
 // with 421 and a closed connection, as RFC 5321 has a server end a session it will not continue.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { startTestApp, type TestApp } from "../support/harness.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 

@@ -7,14 +7,15 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ApiServer } from "../../src/api-server.js";
 import { domainVerificationReconciler } from "../../src/domains/verification-reconciler.js";
 import { createLogger } from "../../src/logger.js";
-import { startApi } from "../../src/main.js";
+import { startApi } from "../../src/roles/api.js";
 import {
   createDomainVerificationStarter,
   createInboxPurgeStarter,
   domainVerificationWorkflowId,
   inboxPurgeWorkflowId,
 } from "../../src/temporal/client.js";
-import { purgeReconciler, reconcile } from "../../src/temporal/reconciler.js";
+import { purgeReconciler } from "../../src/inboxes/purge-reconciler.js";
+import { reconcile } from "../../src/jobs/periodic-jobs.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 

@@ -6,7 +6,7 @@ import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { InboxService } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import { Message } from "../../src/db/entities/index.js";
-import type { SmtpRole } from "../../src/inbound/smtp-role.js";
+import type { SmtpRole } from "../../src/roles/smtp.js";
 import { storeInbound } from "../support/mail-fixtures.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 

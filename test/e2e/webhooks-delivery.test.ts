@@ -8,10 +8,10 @@ import { newId } from "../../src/ids.js";
 import { messageReceivedEvents, type MessageReceivedEvent } from "../../src/events/message-received.js";
 import { createLogger } from "../../src/logger.js";
 import { createWebhookRetryStarter, webhookDeliveryWorkflowId } from "../../src/temporal/client.js";
-import { reconcile } from "../../src/temporal/reconciler.js";
+import { reconcile } from "../../src/jobs/periodic-jobs.js";
 import { createWebhookDeliverer, ENDPOINT_DELETED, webhookDeliveryReconciler } from "../../src/webhooks/deliveries.js";
 import { createConfiguredOutbox, createWebhookOutbox, type EnqueuedDelivery, type WebhookOutbox } from "../../src/webhooks/outbox.js";
-import { SEARCH_ATTRIBUTE } from "../../workflows/types.js";
+import { SEARCH_ATTRIBUTE } from "../../src/temporal/search-attributes.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type Answer, type HttpsReceiver } from "../support/https-receiver.js";
 
@@ -34,7 +34,7 @@ beforeAll(async () => {
     WEBHOOK_RETRY_MAX_MS: "1000",
   });
   worker = await app.startWorker();
-  outbox = createConfiguredOutbox(app.config, app.db, app.temporal, createLogger("error"));
+  outbox = createConfiguredOutbox(app.config, app.db, createWebhookRetryStarter(app.temporal, app.config.temporalTaskQueue, app.config.webhooks), createLogger("error"));
 });
 afterAll(async () => {
   await outbox?.drain();

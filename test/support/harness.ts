@@ -15,9 +15,11 @@ import type { ApiServer } from "../../src/api-server.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import { createLogger } from "../../src/logger.js";
-import { createSharedDeps, runConfiguredWorker, startApi, type RunningWorker } from "../../src/main.js";
+import { startApi } from "../../src/roles/api.js";
+import { createSharedDeps } from "../../src/roles/shared.js";
+import { runConfiguredWorker, type RunningWorker } from "../../src/roles/worker.js";
 import { connectTemporal } from "../../src/temporal/client.js";
-import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
+import { startSmtpRole, type SmtpRole } from "../../src/roles/smtp.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 
 export interface TestApp {

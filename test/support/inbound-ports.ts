@@ -4,7 +4,7 @@
 // process) use recording ports, which also see whether events are enqueued inside the storing transaction.
 import { WorkflowNotFoundError } from "@temporalio/client";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "../../src/inbound/ports.js";
-import { attachmentScanWorkflowId } from "../../src/scanning/attachment-scan-starter.js";
+import { attachmentScanWorkflowId } from "../../src/temporal/client.js";
 import { eventually, uniqueName, type Tenant, type TestApp } from "./harness.js";
 
 /** A message.received webhook endpoint of the tenant at `url` (its host must be in WEBHOOK_ALLOW_HOSTS). */

@@ -6,7 +6,8 @@ import { describe, expect, test } from "vitest";
 import { createBuiltinScanner, DEFAULT_BUILTIN_LIMITS, EICAR } from "../../src/scanning/builtin.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { findFreePort } from "../../src/runtime/free-port.js";
-import { createScanner, withLimits, worstScanState, type ScanMeta, type ScanState, type Scanner } from "../../src/scanning/scanner.js";
+import { createScanner, withLimits } from "../../src/scanning/configured-scanner.js";
+import { worstScanState, type ScanMeta, type ScanState, type Scanner } from "../../src/scanning/scanner.js";
 
 const scanner = createBuiltinScanner();
 const scan = (content: Buffer | string, filename = "attachment.bin", contentType = "application/octet-stream") =>

@@ -11,11 +11,10 @@ import type { DkimSigningKey } from "../../domains/signing-keys.js";
 import type { Logger } from "../../logger.js";
 import type { OutboundMetrics } from "../../metrics/metrics.js";
 import type { AddressPolicy } from "../../net/address-policy.js";
-import type { DomainAttemptResult } from "../../../workflows/delivery.js";
-import type { DeliveryOperations } from "../../temporal/activities/delivery.js";
 import { classifyTransportFailure, type DeliveryVerdict } from "../classify-smtp-result.js";
 import type { SmtpRoute } from "../smtp-routes.js";
 import { connectHostOf, nextHops } from "./next-hop.js";
+import type { DeliveryOperations, DomainAttemptResult } from "./operations.js";
 import { attemptSmtp, createSmtpConnections, type SmtpConnections } from "./smtp-attempt.js";
 import { createDeliveryStore, type DeliveryStore, type RecipientOutcome } from "./store.js";
 

@@ -23,9 +23,9 @@ import type { Database } from "../../db/database.js";
 import { groupCommit } from "../../db/group-commit.js";
 import { Unavailable } from "../../errors.js";
 import type { Logger } from "../../logger.js";
-import type { QueuedSubmission } from "../../../workflows/delivery.js";
 import type { DeliveryQueue } from "../ports.js";
 import { FIRST_ATTEMPT_BUDGET_MS } from "./deliverer.js";
+import type { QueuedSubmission } from "./operations.js";
 import type { ClaimedSubmission, DeliveryStore } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";

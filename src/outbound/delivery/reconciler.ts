@@ -3,7 +3,7 @@
 // before its start). Starts are idempotent by workflow id (deliver/<submissionId>), so a delivery that is running
 // is left be.
 import type { Database } from "../../db/database.js";
-import type { Reconciler } from "../../temporal/reconciler.js";
+import type { Reconciler } from "../../jobs/periodic-jobs.js";
 import type { DeliveryStarter } from "./queue.js";
 
 /** A submission still pending this long after its commit has lost its announcement (a claim takes milliseconds). */

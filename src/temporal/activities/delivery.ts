@@ -1,24 +1,7 @@
 // Activities of the delivery workflow. Each is idempotent: queueing only moves pending rows, an attempt sends only
 // to recipients that are not final yet, and expiring only fails recipients that are still open.
 import { Context } from "@temporalio/activity";
-import type { DomainAttemptResult, QueuedSubmission } from "../../../workflows/delivery.js";
-
-/** What an attempt gets from its activity. */
-export interface AttemptContext {
-  /** Called every few seconds while the attempt runs. */
-  heartbeat(): void;
-  /** Aborted when the activity is cancelled (or timed out): the attempt ends where it is. */
-  readonly signal: AbortSignal;
-  /** A first attempt (a local activity): bounded to a short budget, its end reported to the delivery queue. */
-  readonly first: boolean;
-}
-
-/** What the activities need from the outbound delivery code (createDeliveryOperations in src/outbound/delivery). */
-export interface DeliveryOperations {
-  queueSubmission(submissionId: string): Promise<QueuedSubmission>;
-  attemptDomain(submissionId: string, domain: string, context: AttemptContext): Promise<DomainAttemptResult>;
-  expireDomain(submissionId: string, domain: string): Promise<void>;
-}
+import type { DeliveryOperations } from "../../outbound/delivery/operations.js";
 
 export function createDeliveryActivities(operations: DeliveryOperations) {
   return {

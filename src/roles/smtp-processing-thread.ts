@@ -1,17 +1,17 @@
-// The processing thread (started by processing.ts): the inbound processor with its parser threads, the webhook
-// outbox, the attachment scan starter and the sweeper, each built here from the configuration, on a database pool
-// and a Temporal client of the thread's own. Submissions come in as messages; the backlog goes out as reports.
+// The smtp role's processing thread (started by src/inbound/processing.ts): the inbound processor with its parser
+// threads, the webhook outbox, the attachment scan starter and the sweeper, each built here from the configuration,
+// on a database pool and a Temporal client of the thread's own. Submissions come in as messages; the backlog goes
+// out as reports.
 import { parentPort, workerData } from "node:worker_threads";
 import { openDatabase } from "../db/database.js";
+import { NO_LOAD, type FromProcessing, type ProcessingLoad, type ProcessingThreadSettings, type ToProcessing } from "../inbound/processing.js";
+import { createInboundProcessor } from "../inbound/processor.js";
+import { startInboundSweeper } from "../inbound/sweeper.js";
 import { createLogger } from "../logger.js";
 import { createEmailParser } from "../mail/parse.js";
 import { createConfiguredFeedbackReports } from "../outbound/feedback-reports.js";
-import { createAttachmentScanStarter } from "../scanning/attachment-scan-starter.js";
-import { connectTemporal } from "../temporal/client.js";
+import { connectTemporal, createAttachmentScanStarter, createWebhookRetryStarter } from "../temporal/client.js";
 import { createConfiguredOutbox } from "../webhooks/outbox.js";
-import { NO_LOAD, type FromProcessing, type ProcessingLoad, type ProcessingThreadSettings, type ToProcessing } from "./processing.js";
-import { createInboundProcessor } from "./processor.js";
-import { startInboundSweeper } from "./sweeper.js";
 
 /** Messages in processing per parser thread: the rest of processing waits on the database, not on a parser. */
 const PROCESSING_PER_PARSER = 4;
@@ -35,7 +35,8 @@ const parser = createEmailParser({
 });
 // Counted here, reported with the load: the smtp role's metrics live on the main thread.
 const webhookAttempts = { ...NO_LOAD.webhookAttempts };
-const outbox = createConfiguredOutbox(config, db, temporal, log, { attempted: (outcome, n = 1) => void (webhookAttempts[outcome] += n) });
+const retries = createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks);
+const outbox = createConfiguredOutbox(config, db, retries, log, { attempted: (outcome, n = 1) => void (webhookAttempts[outcome] += n) });
 const processor = createInboundProcessor({
   db,
   parser,

@@ -1,15 +1,10 @@
 // The worker's periodic jobs: the one loop they all run in (startPeriodicJobs), and the one shape of a reconciler.
 // A reconciler finds rows whose workflow may have been lost — the start failed (Temporal down) or the process died
-// between the commit and the start — and starts it: starts are idempotent by workflow id, so a workflow that runs
-// is left be. Reconcilers of this service: purge (here), delivery (src/outbound/delivery/reconciler.ts), attachment
-// scan (src/scanning), webhook delivery (src/webhooks/deliveries.ts), domain verification (src/domains). Beside them
-// runs the pruning of counter windows that ended (the rate limiter and the send limits add rows per window).
-import type { Database } from "../db/database.js";
-import { Inbox } from "../db/entities/index.js";
-import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
-import { pruneRequestWindows } from "../interceptors/rate-limit.js";
+// between the commit and the start — and starts it through a port of its domain: starts are idempotent by workflow
+// id, so a workflow that runs is left be. Reconcilers of this service: inbox purge (src/inboxes), delivery
+// (src/outbound/delivery/reconciler.ts), attachment scan (src/scanning), webhook delivery (src/webhooks/deliveries.ts),
+// domain verification (src/domains). Beside them runs the pruning of counter windows that ended (counter-windows.ts).
 import type { Logger } from "../logger.js";
-import { pruneSendWindows } from "../outbound/send-limits.js";
 
 const INTERVAL_MS = 60_000;
 
@@ -80,36 +75,4 @@ export function startPeriodicJobs(jobs: readonly PeriodicJob[], log: Logger): { 
       await Promise.all(running.values());
     },
   };
-}
-
-/** Inboxes marked `deleting` (the delete committed) whose purge may not have started. */
-export function purgeReconciler(db: Database, purges: InboxPurgeStarter): Reconciler<{ id: string; organizationId: string }> {
-  return {
-    name: "purge",
-    async stranded() {
-      const pending = await db.fork().find(Inbox, { status: "deleting" }, { fields: ["id", "organization"], limit: 1000 });
-      return pending.map((inbox) => ({ id: inbox.id, organizationId: inbox.organization.id }));
-    },
-    start: (inbox) => purges.start(inbox),
-  };
-}
-
-/** Windows are pruned once they ended this long ago: the clocks of the processes that count may differ a little. */
-const WINDOW_GRACE_MS = 60_000;
-/** Batches per table and round: a backlog larger than this goes in the rounds after. */
-export const MAX_PRUNE_BATCHES = 100;
-
-/** Deletes ended request and send windows, in statements of at most `batchSize` rows; returns how many went. */
-export async function pruneCounterWindows(db: Database, options: { now?: Date; batchSize?: number } = {}): Promise<number> {
-  const before = new Date((options.now ?? new Date()).getTime() - WINDOW_GRACE_MS);
-  const batchSize = options.batchSize ?? 1000;
-  let pruned = 0;
-  for (const prune of [pruneRequestWindows, pruneSendWindows]) {
-    for (let batch = 0; batch < MAX_PRUNE_BATCHES; batch++) {
-      const n = await prune(db.sql, before, batchSize);
-      pruned += n;
-      if (n < batchSize) break;
-    }
-  }
-  return pruned;
 }

@@ -1,6 +1,7 @@
 // The smtp role: the SMTP listener, which receives and commits (commit 1) on this event loop, and the processing
 // thread, which turns accepted mail into stored messages and recovers what a crashed process had accepted
-// (processing.ts). Stopped in reverse: no new mail, then the work in hand.
+// (src/inbound/processing.ts, with the thread's body in smtp-processing-thread.ts). Stopped in reverse: no new mail,
+// then the work in hand.
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import type { Logger } from "../logger.js";
@@ -8,12 +9,15 @@ import { singleFlight, type Metrics } from "../metrics/metrics.js";
 import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
-import { createRecipientAdmission, type InboundDomains } from "./admission.js";
-import { startProcessing, type Processing } from "./processing.js";
-import { createRawBodies, createReceiveMemory } from "./raw-body.js";
-import { createRawMessageStore } from "./receive.js";
-import { DEFAULT_SWEEPER_OPTIONS, type SweeperOptions } from "./sweeper.js";
+import { createRecipientAdmission, type InboundDomains } from "../inbound/admission.js";
+import { startProcessing, type Processing } from "../inbound/processing.js";
+import { createRawBodies, createReceiveMemory } from "../inbound/raw-body.js";
+import { createRawMessageStore } from "../inbound/receive.js";
+import { DEFAULT_SWEEPER_OPTIONS, type SweeperOptions } from "../inbound/sweeper.js";
 import { drainGraceMs } from "../runtime/drain.js";
+
+/** The processing thread's entry: it registers tsx in the thread (loader hooks are per thread), then loads its body. */
+const PROCESSING_THREAD = new URL("./smtp-processing-thread.js", import.meta.url);
 
 export interface SmtpRoleDeps {
   readonly config: Config;
@@ -47,6 +51,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
   });
   const bodies = await createRawBodies(createReceiveMemory(smtp.receiveMemoryBytes), config.dataDir);
   const processing = await startProcessing({
+    entry: PROCESSING_THREAD,
     config,
     databaseUrl: deps.databaseUrl,
     temporalAddress: deps.temporalAddress,
