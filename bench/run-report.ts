@@ -17,6 +17,14 @@ export interface BaseRunRecord<System extends string> {
   readonly figures: Readonly<Record<string, number>>;
 }
 
+/** One line of a report's main table: a figure for each system, the target and ours' verdict where there is one. */
+export interface FigureRow<System extends string> {
+  readonly label: string;
+  readonly values: Readonly<Partial<Record<System, string>>>;
+  readonly target?: string;
+  readonly verdict?: boolean;
+}
+
 /** The nearest-rank percentile `p` (0–100) of `values`; NaN for none. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
