@@ -47,7 +47,8 @@ export function githubSlug(heading: string): string {
     .replace(/(`+)(.+?)\1/g, "$2") // code spans: their content
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1") // links and images: their text
     .replace(/<[^>]+>/g, "") // inline HTML
-    .replace(/(\*\*|__|\*|_)(\S.*?\S|\S)\1/g, "$2") // emphasis
+    .replace(/(\*\*?)(\S.*?\S|\S)\1/g, "$2") // emphasis with * anywhere
+    .replace(/(?<![\p{L}\p{N}])(__?)(\S.*?\S|\S)\1(?![\p{L}\p{N}])/gu, "$2") // with _ only outside words
     .trim();
   return text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, "").replace(/ /g, "-");
 }
