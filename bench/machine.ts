@@ -53,20 +53,23 @@ export function resultPath(bench: string, at: Date, suffix = ""): string {
   return join(RESULTS_DIR, `${bench}-${at.toISOString().replace(/[:.]/g, "-")}${suffix}`);
 }
 
+/** /proc/loadavg (1, 5 and 15 minutes) when something started, and when it ended. */
+export interface LoadSpan {
+  readonly loadBefore: readonly number[];
+  readonly loadAfter: readonly number[];
+}
+
 /**
- * What every record starts with, whatever the benchmark: what docs/benchmarks.md prints beside its figures. A record
- * may extend `machine` (the peers' versions).
+ * What every record starts with, whatever the benchmark: what docs/benchmarks.md prints beside its figures (the load
+ * of the whole run: from its start to the writing of its record). A record may extend `machine` (the peers' versions).
  */
-export interface RecordHeader {
+export interface RecordHeader extends LoadSpan {
   readonly bench: string;
   /** `git describe --always --dirty` when the run started (BENCH_REVISION overrides it). */
   readonly revision: string;
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly machine: MachineFacts;
-  /** /proc/loadavg (1, 5 and 15 minutes) when the run started, and when it wrote its record. */
-  readonly loadBefore: readonly number[];
-  readonly loadAfter: readonly number[];
 }
 
 /** One benchmark run: what it knew when it started, and the writer of its record. */
