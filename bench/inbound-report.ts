@@ -1,7 +1,7 @@
 // The inbound benchmark's table: ours beside Postfix and Haraka, medians over runs, verdicts against the issue's
 // targets, then where the CPU went and what the load average was in every run.
 import { median } from "./report.js";
-import { cpuTable, dec, int, ms, type BaseRunRecord } from "./run-report.js";
+import { cpuTable, dec, int, ms, type BaseRunRecord, type FigureRow } from "./run-report.js";
 
 export type SystemName = "ours" | "Postfix" | "Haraka";
 
@@ -23,14 +23,10 @@ const SYSTEM_ORDER: readonly SystemName[] = ["ours", "Postfix", "Haraka"];
 
 const mb = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : "—");
 
-interface Row {
-  readonly label: string;
-  readonly values: Readonly<Partial<Record<SystemName, string>>>;
-  readonly target?: string;
-  readonly verdict?: boolean;
-}
+type Row = FigureRow<SystemName>;
 
-export function formatReport(report: Report): string {
+/** The main table: ours beside Postfix and Haraka (medians over runs), the issue's targets and ours' verdicts. */
+export function inboundFigureRows(report: Report): { systems: SystemName[]; rows: Row[] } {
   const runsOf = (scenario: string, system: SystemName) => report.runs.filter((r) => r.scenario === scenario && r.system === system);
   const med = (scenario: string, system: SystemName, figure: string, filter = (_r: RunRecord) => true): number => {
     const values = runsOf(scenario, system).filter(filter).map((r) => r.figures[figure]).filter((v): v is number => v !== undefined);
@@ -119,7 +115,11 @@ export function formatReport(report: Report): string {
     rows.push({ label: "  PSS MB per 1,000 (shared pages split)", values: each((s) => mb(med("idle", s, "pssMbPer1000"))) });
     if (systems.includes("Postfix")) rows.push({ label: "  (Postfix: one smtpd process per session; its RSS sum counts shared pages once per process)", values: {} });
   }
+  return { systems, rows };
+}
 
+export function formatReport(report: Report): string {
+  const { systems, rows } = inboundFigureRows(report);
   const width = Math.max(...rows.map((r) => r.label.length)) + 2;
   const col = 14;
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width) : c.padStart(col))).join("");

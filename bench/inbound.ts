@@ -32,7 +32,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig, type Config } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, machineFacts, resultPath, revision, waitForQuietLoad, writeResult } from "./machine.js";
+import { loadAverage, machineFacts, resultPath, startRun, waitForQuietLoad } from "./machine.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
@@ -573,7 +573,7 @@ async function idleRun(ctx: Context, system: System, run: number): Promise<void>
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
-  const startedAt = new Date();
+  const run = startRun("inbound");
   const teardown = new Teardown();
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.removeAllListeners(signal);
@@ -589,7 +589,7 @@ async function main(): Promise<void> {
   teardown.add(() => rm(workDir, { recursive: true, force: true }));
   const runs: RunRecord[] = [];
   let report: Report | undefined;
-  const profileDir = settings.cpuProfile ? resultPath("cpu-inbound", startedAt) : undefined;
+  const profileDir = settings.cpuProfile ? resultPath("cpu-inbound", run.startedAt) : undefined;
   try {
     const loadAtStart = await waitForQuietLoad(QUIET_LOAD, settings.loadWaitS, log);
     const messageFile = join(workDir, "message.txt");
@@ -714,8 +714,8 @@ async function main(): Promise<void> {
         )
       : {};
     report = {
-      startedAt: startedAt.toISOString(),
-      revision: revision(),
+      startedAt: run.startedAt.toISOString(),
+      revision: run.revision,
       settings,
       machine: {
         ...machineFacts(),
@@ -731,7 +731,7 @@ async function main(): Promise<void> {
   }
   if (!report) return;
   console.log(formatReport(report));
-  const file = await writeResult("inbound", startedAt, report);
+  const file = await run.write(report);
   console.log(`figures written to ${file}`);
   if (profileDir) {
     // The smtp role's threads each wrote a profile when it stopped; the main thread's is the one numbered 0.

@@ -34,11 +34,18 @@ export async function waitForQuietLoad(quietLoad: number, maxS: number, log: (li
 }
 
 /** The machine a record was made on. */
-export function machineFacts(): { cores: number; cpu: string; memoryGb: number; node: string } {
+export interface MachineFacts {
+  readonly cores: number;
+  readonly cpu: string;
+  readonly memoryGb: number;
+  readonly node: string;
+}
+
+export function machineFacts(): MachineFacts {
   return { cores: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown CPU", memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version };
 }
 
-/** Where every benchmark writes its records (and CPU profiles); not committed. */
+/** Where every benchmark writes its records (and CPU profiles); the records are committed, docs/benchmarks.md is made of them. */
 export const RESULTS_DIR = new URL("./results/", import.meta.url).pathname;
 
 /** A name in RESULTS_DIR for what `bench` made at `at`: `<bench>-<ISO time>` plus `suffix`. */
@@ -46,12 +53,57 @@ export function resultPath(bench: string, at: Date, suffix = ""): string {
   return join(RESULTS_DIR, `${bench}-${at.toISOString().replace(/[:.]/g, "-")}${suffix}`);
 }
 
-/** Writes a benchmark's record as JSON into RESULTS_DIR; returns the file's path. */
-export async function writeResult(bench: string, at: Date, record: unknown): Promise<string> {
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = resultPath(bench, at, ".json");
-  await writeFile(file, JSON.stringify(record, null, 2));
-  return file;
+/** /proc/loadavg (1, 5 and 15 minutes) when something started, and when it ended. */
+export interface LoadSpan {
+  readonly loadBefore: readonly number[];
+  readonly loadAfter: readonly number[];
+}
+
+/**
+ * What every record starts with, whatever the benchmark: what docs/benchmarks.md prints beside its figures (the load
+ * of the whole run: from its start to the writing of its record). A record may extend `machine` (the peers' versions).
+ */
+export interface RecordHeader extends LoadSpan {
+  readonly bench: string;
+  /** `git describe --always --dirty` when the run started (BENCH_REVISION overrides it). */
+  readonly revision: string;
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly machine: MachineFacts;
+}
+
+/** One benchmark run: what it knew when it started, and the writer of its record. */
+export interface BenchRun {
+  readonly bench: string;
+  readonly startedAt: Date;
+  readonly revision: string;
+  readonly loadBefore: readonly [number, number, number];
+  /** Writes `record` under the run's header as JSON into RESULTS_DIR; returns the file's path. */
+  write(record: object): Promise<string>;
+}
+
+/** Call when the benchmark starts: the revision, time and load average of its record are taken now. */
+export function startRun(bench: string): BenchRun {
+  const startedAt = new Date();
+  const run = { bench, startedAt, revision: revision(), loadBefore: loadAverage() };
+  return {
+    ...run,
+    async write(record: object): Promise<string> {
+      const header: RecordHeader = {
+        bench,
+        revision: run.revision,
+        startedAt: startedAt.toISOString(),
+        finishedAt: new Date().toISOString(),
+        machine: machineFacts(),
+        loadBefore: run.loadBefore,
+        loadAfter: loadAverage(),
+      };
+      await mkdir(RESULTS_DIR, { recursive: true });
+      const file = resultPath(bench, startedAt, ".json");
+      await writeFile(file, `${JSON.stringify({ ...header, ...record }, null, 2)}\n`);
+      return file;
+    },
+  };
 }
 
 /** Runs `main` when the module at `moduleUrl` is the script node was started with; a failure is printed, exit 1. */

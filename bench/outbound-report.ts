@@ -2,7 +2,7 @@
 // ours; then the throughput steps, where the CPU went, and every run.
 import type { CpuShare } from "./cpu.js";
 import { median } from "./report.js";
-import { cpuTable, dec, int, ms, type BaseRunRecord } from "./run-report.js";
+import { cpuTable, dec, int, ms, type BaseRunRecord, type FigureRow } from "./run-report.js";
 
 export type SystemName = "ours" | "Postfix";
 
@@ -77,14 +77,10 @@ const SYSTEM_ORDER: readonly SystemName[] = ["ours", "Postfix"];
 /** The process groups that are ours (the rest: the bench, its client and sink, and the other system idling). */
 const OUR_GROUPS: readonly string[] = ["api", "worker", "smtp", "postgres", "temporal"];
 
-interface Row {
-  readonly label: string;
-  readonly values: Readonly<Partial<Record<SystemName, string>>>;
-  readonly target?: string;
-  readonly verdict?: boolean;
-}
+type Row = FigureRow<SystemName>;
 
-export function formatOutboundReport(report: OutboundReport): string {
+/** The main table: ours beside Postfix (medians over runs), the issue's targets and ours' verdicts. */
+export function outboundFigureRows(report: OutboundReport): { systems: SystemName[]; rows: Row[] } {
   const runsOf = (scenario: string, system: SystemName) => report.runs.filter((r) => r.scenario === scenario && r.system === system);
   const med = (scenario: string, system: SystemName, figure: string): number => {
     const values = runsOf(scenario, system).map((r) => r.figures[figure]).filter((v): v is number => v !== undefined && Number.isFinite(v));
@@ -209,7 +205,14 @@ export function formatOutboundReport(report: OutboundReport): string {
     });
     rows.push({ label: "  (dev server + worker; the table below has every shape)", values: {} });
   }
+  return { systems, rows };
+}
 
+export function formatOutboundReport(report: OutboundReport): string {
+  const { systems, rows } = outboundFigureRows(report);
+  const runsOf = (scenario: string, system: SystemName) => report.runs.filter((r) => r.scenario === scenario && r.system === system);
+  const { settings } = report;
+  const floor = runsOf("floor", "ours")[0];
   const width = Math.max(...rows.map((r) => r.label.length)) + 2;
   const col = 20;
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width) : c.padStart(col))).join("");

@@ -42,7 +42,7 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../src/config.js";
 import { findFreePort } from "../src/runtime/free-port.js";
-import { loadAverage, machineFacts, resultPath, revision, waitForQuietLoad, writeResult } from "./machine.js";
+import { loadAverage, machineFacts, resultPath, startRun, waitForQuietLoad } from "./machine.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
@@ -747,8 +747,7 @@ async function warmUp(ctx: Context, system: System): Promise<void> {
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
-  const startedAt = new Date();
-  const startRevision = revision();
+  const run = startRun("outbound");
   const teardown = new Teardown();
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.removeAllListeners(signal);
@@ -760,7 +759,7 @@ async function main(): Promise<void> {
   const workDir = await mkdtemp(join(tmpdir(), "mailbox-outbound-"));
   await chmod(workDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
   teardown.add(() => rm(workDir, { recursive: true, force: true }));
-  const profileDir = settings.cpuProfile ? resultPath("cpu-outbound", startedAt) : undefined;
+  const profileDir = settings.cpuProfile ? resultPath("cpu-outbound", run.startedAt) : undefined;
   const runs: RunRecord[] = [];
   const rolePids = new Map<number, string>();
   let report: OutboundReport | undefined;
@@ -871,8 +870,8 @@ async function main(): Promise<void> {
         )
       : {};
     report = {
-      startedAt: startedAt.toISOString(),
-      revision: startRevision,
+      startedAt: run.startedAt.toISOString(),
+      revision: run.revision,
       settings,
       machine: {
         ...machineFacts(),
@@ -889,7 +888,7 @@ async function main(): Promise<void> {
   }
   if (!report) return;
   console.log(formatOutboundReport(report));
-  const file = await writeResult("outbound", startedAt, report);
+  const file = await run.write(report);
   console.log(`figures written to ${file}`);
   if (profileDir) {
     // Each role's threads wrote a profile when it stopped (thread 0 is the main thread).

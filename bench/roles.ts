@@ -19,11 +19,11 @@ import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.js";
-import { brokenInvariants, formatPhaseTable, runFaultPhase, SinkLedger, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
+import { brokenInvariants, runFaultPhase, SinkLedger, type PhaseFigures, type PhaseSettings } from "./faults-phase.js";
+import { formatPhaseTable, THROUGHPUT_HEAD, throughputCells, type ThroughputRun } from "./faults-report.js";
 import { startRolesStack } from "./faults-stacks.js";
-import { loadAverage, revision, runAsScript, writeResult } from "./machine.js";
+import { loadAverage, runAsScript, startRun, type RecordHeader } from "./machine.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
-import { median } from "./report.js";
 import { dec } from "./run-report.js";
 import { Teardown } from "./stack.js";
 import { envNumber } from "./settings.js";
@@ -57,16 +57,13 @@ function settingsFromEnv(env = process.env) {
   return { runs: num("BENCH_RUNS", 3), seconds, throughput, kill, inboxes: num("BENCH_INBOXES", 20), sinkDomain: (env["BENCH_SINK_DOMAIN"] || "bench-sink.test").toLowerCase() };
 }
 
-interface ThroughputRun {
-  readonly replicas: number;
-  readonly run: number;
-  /** 250 per second, 202 per second over the load; delivered per second until the last delivery. */
-  readonly inboundPerS: number;
-  readonly acceptedPerS: number;
-  readonly deliveredPerS: number;
-  readonly lost: number;
-  readonly load: readonly number[];
-  readonly phase: PhaseFigures;
+/** What bench/results/roles-<time>.json holds. */
+export interface RolesRecord extends RecordHeader {
+  readonly settings: ReturnType<typeof settingsFromEnv>;
+  readonly throughput: readonly ThroughputRun[];
+  /** kill -9 of one process of each role at once, two of each running. */
+  readonly killPhase: PhaseFigures | undefined;
+  readonly broken: readonly string[];
 }
 
 const NO_FAULT = { name: "none", inflict: async () => undefined };
@@ -74,7 +71,7 @@ const NO_FAULT = { name: "none", inflict: async () => undefined };
 async function main(): Promise<void> {
   const settings = settingsFromEnv();
   const config = loadConfig();
-  const startedAt = new Date();
+  const benchRun = startRun("roles");
   const teardown = new Teardown();
   const workDir = await mkdtemp(join(tmpdir(), "mailbox-roles-"));
   await chmod(workDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
@@ -131,32 +128,26 @@ async function main(): Promise<void> {
     await rm(workDir, { recursive: true, force: true });
   }
 
-  const row = (replicas: number) => {
-    const runs = throughput.filter((t) => t.replicas === replicas);
-    const m = (pick: (t: ThroughputRun) => number) => dec(median(runs.map(pick)));
-    return [`${replicas} of each role`.padEnd(18), m((t) => t.inboundPerS), m((t) => t.acceptedPerS), m((t) => t.deliveredPerS), String(runs.reduce((n, t) => n + t.lost, 0)), runs.map((t) => t.load.map((l) => l.toFixed(1)).join("→")).join(", ")]
-      .map((c, i) => (i === 0 || i === 5 ? c : c.padStart(12)))
-      .join("  ");
-  };
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(18) : i === 5 ? `  ${c}` : c.padStart(12))).join("  ");
   const broken = [
     ...throughput.filter((t) => t.lost > 0).map((t) => `${t.replicas} of each, run ${t.run}: ${t.lost} acknowledged message(s) lost`),
     ...(killPhase ? brokenInvariants(killPhase).map((b) => `${killPhase!.fault}: ${b}`) : ["the kill phase did not run"]),
   ];
   console.log(
     [
-      `bench:roles — revision ${revision()}, ${startedAt.toISOString()}; ${settings.seconds} s closed loop per run, medians of ${settings.runs} runs; ` +
+      `bench:roles — revision ${benchRun.revision}, ${benchRun.startedAt.toISOString()}; ${settings.seconds} s closed loop per run, medians of ${settings.runs} runs; ` +
         `${settings.throughput.inboundSessions} SMTP sessions and ${settings.throughput.outboundConcurrency} API senders spread over the processes`,
       "",
-      ["processes".padEnd(18), "SMTP 250/s".padStart(12), "API 202/s".padStart(12), "delivered/s".padStart(12), "lost".padStart(12), "  load average before→after, per run"].join("  "),
-      row(1),
-      row(2),
+      line(THROUGHPUT_HEAD),
+      line(throughputCells(throughput, 1)),
+      line(throughputCells(throughput, 2)),
       "",
       killPhase ? formatPhaseTable([killPhase]) : "kill phase: not run",
       "",
       broken.length === 0 ? "invariants: PASS (nothing acknowledged lost, ≤ 1 extra copy per message, same Message-ID)" : `invariants: FAIL\n  ${broken.join("\n  ")}`,
     ].join("\n"),
   );
-  const file = await writeResult("roles", startedAt, { revision: revision(), startedAt, settings, throughput, killPhase, broken });
+  const file = await benchRun.write({ settings, throughput, killPhase, broken });
   log(`written ${file}`);
   process.exit(broken.length === 0 ? 0 : 1);
 }

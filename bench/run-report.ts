@@ -1,20 +1,27 @@
 // What the SMTP benchmarks (bench:inbound, bench:outbound) record per run and how their reports print it: the run
 // record's common part, percentiles, number formats, and the table of where the CPU went.
 import type { CpuShare } from "./cpu.js";
+import type { LoadSpan } from "./machine.js";
 import { median } from "./report.js";
 
-export interface BaseRunRecord<System extends string> {
+/** One run of a scenario on one system; its load span is from just before the run to its end. */
+export interface BaseRunRecord<System extends string> extends LoadSpan {
   readonly scenario: string;
   readonly system: System;
   readonly run: number;
   readonly seconds: number;
   readonly cpu: CpuShare;
-  /** /proc/loadavg (1, 5, 15 min) just before and at the end of the run. */
-  readonly loadBefore: readonly number[];
-  readonly loadAfter: readonly number[];
   readonly failures: number;
   readonly error: string | null;
   readonly figures: Readonly<Record<string, number>>;
+}
+
+/** One line of a report's main table: a figure for each system, the target and ours' verdict where there is one. */
+export interface FigureRow<System extends string> {
+  readonly label: string;
+  readonly values: Readonly<Partial<Record<System, string>>>;
+  readonly target?: string;
+  readonly verdict?: boolean;
 }
 
 /** The nearest-rank percentile `p` (0–100) of `values`; NaN for none. */

@@ -10,7 +10,7 @@
 //   DATABASE_URL / TEMPORAL_ADDRESS                          use these instead of the embedded ones
 import { randomBytes } from "node:crypto";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { issueKey } from "../src/admin/api-keys.js";
 import { createOrganization } from "../src/admin/organizations.js";
@@ -22,6 +22,7 @@ import { createSuppressionLookup } from "../src/validation/suppressions.js";
 import { createEmailValidator } from "../src/validation/validator.js";
 import { startDnsServer, type TestDnsServer } from "../test/support/dns-server.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
+import { loadAverage, startRun, type RecordHeader } from "./machine.js";
 import { median } from "./report.js";
 import { startInfrastructure, startServer, Teardown } from "./stack.js";
 
@@ -64,9 +65,30 @@ function freshAddresses(dns: TestDnsServer): string[] {
   return Array.from({ length: ADDRESSES }, (_, i) => `user${i}@${domains[i % DOMAINS]}`);
 }
 
-interface Figures {
+/** One run's bulk calls of one side and cache state, in ms. */
+export interface Figures {
   readonly p50: number;
   readonly p99: number;
+}
+
+/** Each run's figures of one side. */
+export interface SideFigures {
+  readonly cold: Figures[];
+  readonly warm: Figures[];
+}
+
+/** What bench/results/validate-<time>.json holds. */
+export interface ValidateRecord extends RecordHeader {
+  readonly settings: typeof settings;
+  readonly addresses: number;
+  readonly domains: number;
+  /** The slowest single DNS answer as the resolver saw it (median of its samples), ms. */
+  readonly slowestAnswerMs: number;
+  /** p99 targets, ms: cold is TARGET.coldP99OverSlowestAnswer × slowestAnswerMs. */
+  readonly targets: { readonly coldP99Ms: number; readonly warmP99Ms: number };
+  /** POST /v1/validate/bulk over HTTP, and its peer: the validator called in-process. */
+  readonly api: SideFigures;
+  readonly peer: SideFigures;
 }
 
 async function measure(call: (emails: string[]) => Promise<void>, addresses: () => string[], calls: number): Promise<Figures> {
@@ -81,6 +103,7 @@ async function measure(call: (emails: string[]) => Promise<void>, addresses: () 
 }
 
 async function main(): Promise<void> {
+  const run = startRun("validate");
   const teardown = new Teardown();
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-bench-validate-"));
   teardown.add(() => rm(dataDir, { recursive: true, force: true }));
@@ -132,15 +155,15 @@ async function main(): Promise<void> {
       if (results.some((r) => r.result !== "deliverable")) throw new Error("an address was not deliverable");
     };
 
-    const loadBefore = loadavg()[0]!;
+    const loadBefore = loadAverage()[0];
     const slowest: number[] = [];
-    const api: { cold: Figures[]; warm: Figures[] } = { cold: [], warm: [] };
-    const peer: { cold: Figures[]; warm: Figures[] } = { cold: [], warm: [] };
+    const api: SideFigures = { cold: [], warm: [] };
+    const peer: SideFigures = { cold: [], warm: [] };
     // One call of each side first, on domains of its own: "cold" is about the DNS cache, not a process that has
     // not yet loaded or compiled the code of the path.
     await overHttp(freshAddresses(dns));
     await inProcess(freshAddresses(dns));
-    for (let run = 1; run <= settings.runs; run++) {
+    for (let i = 1; i <= settings.runs; i++) {
       // The slowest single answer, as the resolver sees it: the slowest domain's delay plus the loopback trip.
       const slow = freshAddresses(dns)[DOMAINS - 1]!.split("@")[1]!;
       for (let i = 0; i < 20; i++) {
@@ -154,7 +177,7 @@ async function main(): Promise<void> {
         await call(warm);
         side.warm.push(await measure(call, () => warm, settings.warmCalls));
       }
-      log(`run ${run}/${settings.runs}: api cold p99 ${api.cold.at(-1)!.p99.toFixed(1)} ms, warm p99 ${api.warm.at(-1)!.p99.toFixed(1)} ms`);
+      log(`run ${i}/${settings.runs}: api cold p99 ${api.cold.at(-1)!.p99.toFixed(1)} ms, warm p99 ${api.warm.at(-1)!.p99.toFixed(1)} ms`);
     }
 
     const slowestAnswer = median(slowest);
@@ -169,7 +192,7 @@ async function main(): Promise<void> {
         `bulk validation: ${ADDRESSES} addresses over ${DOMAINS} domains, DNS answers after 1..30 ms; medians of ${settings.runs} runs`,
         `(${settings.coldCalls} cold and ${settings.warmCalls} warm calls per run); slowest single DNS answer ${slowestAnswer.toFixed(1)} ms`,
         // The machine's other work shows in the tails: on a shared 2-core machine, read p99 beside the load.
-        `load average (1 min) ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`,
+        `load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAverage()[0].toFixed(2)} after`,
         "",
         `${"".padEnd(34)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}   target (p99)`,
         row("POST /v1/validate/bulk, cold", api.cold, `<= ${coldLimit.toFixed(1)} ms`, (p99) => p99 <= coldLimit),
@@ -178,6 +201,16 @@ async function main(): Promise<void> {
         row("peer: validator in-process, warm", peer.warm, `<= ${TARGET.warmP99Ms} ms`, (p99) => p99 <= TARGET.warmP99Ms),
       ].join("\n"),
     );
+    const record: Omit<ValidateRecord, keyof RecordHeader> = {
+      settings,
+      addresses: ADDRESSES,
+      domains: DOMAINS,
+      slowestAnswerMs: slowestAnswer,
+      targets: { coldP99Ms: coldLimit, warmP99Ms: TARGET.warmP99Ms },
+      api,
+      peer,
+    };
+    log(`figures written to ${await run.write(record)}`);
   } finally {
     await teardown.run();
   }

@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 // The `mailbox` bin. Plain JavaScript that old Nodes parse too, so the version check runs before anything else is
 // loaded: on an older Node the service would start, answer 250 to mail, and then fail to parse every message.
+// The version lives in package.json's own `minimumNodeVersion`, not in `engines`: npm runs on the machine's Node,
+// and with `engines` every `npx mailbox …` on an older one printed a five-line EBADENGINE warning before the command.
 import { readFileSync } from "node:fs";
 
-const required = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).engines.node;
-const [needMajor, needMinor] = required.replace(/^>=\s*/, "").split(".").map(Number);
+const required = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).minimumNodeVersion;
+const [needMajor, needMinor] = required.split(".").map(Number);
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < needMajor || (major === needMajor && minor < needMinor)) {
   process.stderr.write(
-    `mailbox needs Node.js ${required.replace(/^>=\s*/, "")} or newer; this is Node.js ${process.version} (${process.execPath}).\n` +
+    `mailbox needs Node.js ${required} or newer; this is Node.js ${process.version} (${process.execPath}).\n` +
       "Run it through npm, which puts the project's own Node 24 (the `node` package, in node_modules/.bin) first:\n" +
       "  npm start    npx mailbox <command>    npm run mailbox -- <command>\n" +
       "or install Node.js 24 (https://nodejs.org/en/download, or `nvm install 24`).\n",
