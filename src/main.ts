@@ -66,7 +66,6 @@ import { createSmtpConnections, type SmtpConnections } from "./outbound/delivery
 import { managedDkimKeySource } from "./outbound/delivery/managed-dkim.js";
 import { deliveryReconciler } from "./outbound/delivery/reconciler.js";
 import { createDeliveryDispatcher, createDeliveryQueue } from "./outbound/delivery/queue.js";
-import { createDeliveryStore } from "./outbound/delivery/store.js";
 
 export type Role = "api" | "worker" | "smtp";
 
@@ -432,7 +431,6 @@ export async function runConfiguredWorker(
   const log = options.shared?.log ?? createLogger(config.logLevel);
   const dispatcher = createDeliveryDispatcher({
     db,
-    store: createDeliveryStore(db),
     taskQueue: config.temporalTaskQueue,
     capacity: config.delivery.concurrency,
     schedule: config.delivery,
