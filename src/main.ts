@@ -31,7 +31,7 @@ import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createReadiness, databaseReadiness, startStatusServer, temporalReadiness, type Readiness } from "./metrics/status.js";
 import { createCursorCodec } from "./pagination/cursor.js";
 import { createComplaints } from "./outbound/complaints.js";
-import { createOutbound } from "./outbound/outbound.js";
+import type { OutboundDeps } from "./outbound/outbound.js";
 import { createDeliveryMetrics } from "./outbound/metrics.js";
 import { createSuppressions } from "./outbound/suppressions.js";
 import { startEmbeddedPostgres } from "./runtime/embedded-postgres.js";
@@ -351,7 +351,7 @@ export async function startApi(
     cursors,
   });
   const deliveries = createDeliveryQueue({ db, taskQueue: config.temporalTaskQueue, backlogMaxMs: config.delivery.backlogMaxMs, log });
-  const outbound = createOutbound({
+  const outbound: OutboundDeps = {
     managedDomain: config.managedDomain,
     recipientsPerMessage: config.platformLimits.recipientsPerMessage,
     messageContentBytes: config.platformLimits.messageContentBytes,
@@ -359,7 +359,7 @@ export async function startApi(
     domains: capabilities,
     deliveries,
     log,
-  });
+  };
   const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
   // Waits and streams wake on the event log's notifications (one listening connection per process).
   const hub = createEventHub(db.sql, log);
