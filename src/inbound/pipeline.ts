@@ -26,11 +26,11 @@ export interface PipelineStages<Known, Ready> {
 }
 
 export interface PipelineLimits {
-  /** Messages prepared at once. */
+  /** Messages read and parsed at once (parsing is bounded separately by the parser's worker threads). */
   readonly concurrency: number;
-  /** Raw bytes held at once: queued with their bytes, preparing, ready and storing. */
+  /** Raw bytes held at once: queued with their bytes, preparing, ready and storing (INBOUND_PROCESSING_MEMORY_BYTES). */
   readonly memoryBytes: number;
-  /** Ids queued at most. */
+  /** Ids queued at most; beyond, messages wait in the database for the sweeper. */
   readonly maxQueued: number;
 }
 

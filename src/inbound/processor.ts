@@ -7,31 +7,12 @@
 // no lock). A parse that fails or exceeds its budget still stores the message from what was parsed (parseProblem
 // says why) and keeps the raw row as `failed`, so nothing is lost and an operator can look at the original; an error
 // counts a failed attempt, and after a few the raw row is marked failed and left alone.
-import type { Database } from "../db/database.js";
-import type { Logger } from "../logger.js";
-import type { EmailParser } from "../mail/parse.js";
-import { InboundPipeline } from "./pipeline.js";
-import type { AttachmentScanStarter, MessageReceivedOutbox } from "./ports.js";
+import { InboundPipeline, type PipelineLimits } from "./pipeline.js";
 import type { ReceivedMessage } from "./receive.js";
-import { prepareRaw, rawRowOf, recordFailure, StoreClock, storeBatch, type FeedbackReports, type InboundStoreDeps, type ParsedRaw, type RawRow } from "./store.js";
+import { prepareRaw, rawRowOf, recordFailure, StoreClock, storeBatch, type InboundStoreDeps, type ParsedRaw, type RawRow } from "./store.js";
 
-export interface InboundProcessorDeps {
-  readonly db: Database;
-  readonly parser: EmailParser;
-  readonly outbox: MessageReceivedOutbox;
-  readonly scans: AttachmentScanStarter;
-  readonly log: Logger;
-  /** Right-hand side of the Message-ID given to a message that came without one. */
-  readonly hostname: string;
-  /** Messages read and parsed at once (parsing is bounded separately by the parser's worker threads). */
-  readonly concurrency: number;
-  /** Raw bytes held at once: queued with their bytes, parsing, ready and storing (INBOUND_PROCESSING_MEMORY_BYTES). */
-  readonly memoryBytes: number;
-  /** Ids queued at most; beyond, messages wait in the database for the sweeper. */
-  readonly maxQueued: number;
-  /** Mail to the feedback address: ARF reports, recorded as complaints instead of stored (src/outbound/feedback-reports.ts). */
-  readonly feedbackReports?: FeedbackReports;
-}
+/** What the store needs (its clock aside, made here) and the pipeline's limits. */
+export interface InboundProcessorDeps extends Omit<InboundStoreDeps, "clock">, PipelineLimits {}
 
 export interface InboundProcessor {
   /**

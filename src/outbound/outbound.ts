@@ -17,7 +17,15 @@ import type { SubmissionRecipientRow } from "../db/entities/submission-recipient
 import { insertTogether } from "../db/tables/columns.js";
 import { idempotencyRecordStatement } from "../db/tables/idempotency-records.js";
 import { messageRowOf, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
-import { recipientRowOf, submissionRowOf, submissionsInsert, type RecipientInsert, type SubmissionInsert } from "../db/tables/submissions.js";
+import {
+  pendingRecipient,
+  pendingSubmission,
+  recipientRowOf,
+  submissionRowOf,
+  submissionsInsert,
+  type RecipientInsert,
+  type SubmissionInsert,
+} from "../db/tables/submissions.js";
 import { suppressedAmong } from "../db/tables/suppressions.js";
 import { lockThreadSummary, newThread, summaryWith, threadsInsert, updateThreadSummaries, type JoiningMessage } from "../db/tables/threads.js";
 import type { TenantSqlTx, TenantStore } from "../db/tenant-store.js";
@@ -374,7 +382,7 @@ async function composeRows(deps: OutboundDeps, organizationId: string, draft: Dr
     throw new TooLarge("message_too_large", `the composed message is ${mime.length} bytes; platformLimits.messageContentBytes is ${deps.messageContentBytes}`);
   }
   const message = draft.inbox ? mailboxMessageOf(organizationId, draft, draft.inbox, { submissionId, internetMessageId, at: now }) : null;
-  const submission: SubmissionInsert = {
+  const submission = pendingSubmission({
     id: submissionId,
     organizationId,
     inboxId: draft.inbox?.id ?? null,
@@ -384,29 +392,10 @@ async function composeRows(deps: OutboundDeps, organizationId: string, draft: Dr
     metadata: draft.metadata,
     internetMessageId,
     mime,
-    status: "pending",
-    queueId: null,
-    response: null,
-    failureCode: null,
     createdAt: now,
-    updatedAt: now,
-  };
-  const recipients = draft.to.map(
-    (r, position): RecipientInsert => ({
-      id: newUuid(),
-      organizationId,
-      submissionId,
-      position,
-      email: r.email,
-      name: r.name ?? null,
-      domain: r.domain,
-      status: "pending",
-      response: null,
-      failureCode: null,
-      attempts: 0,
-      deliveredAt: null,
-      updatedAt: now,
-    }),
+  });
+  const recipients = draft.to.map((r, position) =>
+    pendingRecipient({ id: newUuid(), organizationId, submissionId, position, email: r.email, name: r.name ?? null, domain: r.domain, updatedAt: now }),
   );
   return { message, submission, recipients };
 }
