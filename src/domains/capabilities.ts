@@ -3,6 +3,7 @@
 // age, or whose grace period has run out, is re-checked first (spec, States rule 3); one re-check per domain runs
 // at a time in a process, whatever the number of callers waiting on it.
 import type { Database } from "../db/database.js";
+import { systemStore } from "../db/system-store.js";
 import { CustomerDomain } from "../db/entities/index.js";
 import type { CapabilityRecord, CustomerDomainRow } from "../db/entities/customer-domain.js";
 import type { TenantStore } from "../db/tenant-store.js";
@@ -50,7 +51,7 @@ export function createDomainCapabilities(deps: CapabilitiesDeps) {
     if (!running) {
       running = (async () => {
         // The row may have been read before another re-check committed: only a row still due is checked.
-        const latest = (await deps.db.fork().findOne(CustomerDomain, row.id)) ?? row;
+        const latest = (await systemStore(deps.db).findOne(CustomerDomain, row.id)) ?? row;
         if (nextCheckDue(latest, deps.refreshMs) > now()) return latest;
         return (await deps.verifier.verify(row.id))?.domain ?? latest;
       })().finally(() => rechecks.delete(row.id));
@@ -94,7 +95,7 @@ export function createDomainCapabilities(deps: CapabilitiesDeps) {
     async inboundDomainStatus(domain: string): Promise<InboundDomainStatus | undefined> {
       const ascii = toAsciiDomain(domain);
       if (!ascii.ok) return undefined;
-      const rows = await deps.db.fork().find(CustomerDomain, { domain: ascii.domain }, { orderBy: { createdAt: "desc" } });
+      const rows = await systemStore(deps.db).find(CustomerDomain, { domain: ascii.domain }, { orderBy: { createdAt: "desc" } });
       const at = now();
       const chosen =
         rows.find((r) => isEnabled(r.inbound, at)) ??
@@ -109,7 +110,7 @@ export function createDomainCapabilities(deps: CapabilitiesDeps) {
     async requireOutbound(organizationId: string, domain: string): Promise<{ readonly domainId: string; readonly domain: string }> {
       const ascii = toAsciiDomain(domain);
       const row = ascii.ok
-        ? await deps.db.fork().findOne(CustomerDomain, { organization: organizationId, domain: ascii.domain })
+        ? await systemStore(deps.db).findOne(CustomerDomain, { organization: organizationId, domain: ascii.domain })
         : null;
       if (!row) throw new PermissionDenied(`${domain} is not a verified domain of this organization`, DOMAIN_NOT_VERIFIED);
       const status = statusOf(await current(row, "outbound"), "outbound");

@@ -2,6 +2,7 @@
 // shape). Whether the domain may send at all is requireOutbound's question, asked before.
 import type { Database } from "../db/database.js";
 import { CustomerDomain } from "../db/entities/index.js";
+import { systemStore } from "../db/system-store.js";
 import { toAsciiDomain } from "../dns/names.js";
 import type { DkimKeyVault } from "./dkim-keys.js";
 
@@ -20,7 +21,7 @@ export function createDkimSigningKeys(deps: { readonly db: Database; readonly va
     async dkimKeyFor(organizationId: string, domain: string): Promise<DkimSigningKey | undefined> {
       const ascii = toAsciiDomain(domain);
       if (!ascii.ok) return undefined;
-      const row = await deps.db.fork().findOne(CustomerDomain, { organization: organizationId, domain: ascii.domain });
+      const row = await systemStore(deps.db).findOne(CustomerDomain, { organization: organizationId, domain: ascii.domain });
       if (!row) return undefined;
       return { domainName: row.domain, keySelector: row.dkimSelector, privateKey: deps.vault.open(row.id, row.dkimPrivateKeyEncrypted) };
     },

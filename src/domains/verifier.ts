@@ -2,9 +2,9 @@
 // applies the outcome to each capability under a row lock, so checks that finish together (the API, the
 // re-check workflow, a use of a stale domain) each apply to the state the other left.
 import { LockMode } from "@mikro-orm/core";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Database } from "../db/database.js";
 import { CustomerDomain } from "../db/entities/index.js";
+import { systemStore, type SystemStore } from "../db/system-store.js";
 import type { CustomerDomainRow } from "../db/entities/customer-domain.js";
 import type { DnsResolver } from "../dns/resolver.js";
 import { isEnabled, nextCapability } from "./capability-state.js";
@@ -38,8 +38,8 @@ export function createDomainVerifier(deps: DomainVerifierDeps) {
   return {
     /** Checks the domain's records now and records the outcome; undefined when the domain no longer exists. */
     async verify(domainId: string): Promise<Verification | undefined> {
-      const em = deps.db.fork();
-      const row = await em.findOne(CustomerDomain, domainId);
+      const store = systemStore(deps.db);
+      const row = await store.findOne(CustomerDomain, domainId);
       if (!row) return undefined;
       const [ownership, mx, dkim, spf] = await Promise.all([
         resolver.lookup(ownershipName(row), "TXT"),
@@ -48,9 +48,9 @@ export function createDomainVerifier(deps: DomainVerifierDeps) {
         resolver.lookup(row.domain, "TXT"),
       ]);
       const looked = evaluateChecks(row, settings, { ownership, mx, dkim, spf });
-      return em.transactional(async (tx) => {
+      return store.transactional(async (tx) => {
         // Lock order: the domain name first, then the row; every verification takes them in this order.
-        await tx.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [row.domain]);
+        await tx.lockName(row.domain);
         const locked = await tx.findOne(CustomerDomain, domainId, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!locked) return undefined;
         const checkedAt = now();
@@ -73,14 +73,14 @@ export function createDomainVerifier(deps: DomainVerifierDeps) {
  * Telling it so reveals nothing to anyone but the domain's owner, who just proved ownership.
  */
 async function exclusive(
-  em: EntityManager,
+  store: SystemStore,
   domain: CustomerDomainRow,
   checks: DomainCheck[],
   now: Date,
 ): Promise<DomainCheck[]> {
   const ownership = checks.find((c) => c.name === "ownership");
   if (ownership?.status !== "passed") return checks;
-  const others = await em.find(CustomerDomain, { domain: domain.domain, id: { $ne: domain.id } });
+  const others = await store.find(CustomerDomain, { domain: domain.domain, id: { $ne: domain.id } });
   const holder = others.find((o) => o.organization.id !== domain.organization.id && (isEnabled(o.inbound, now) || isEnabled(o.outbound, now)));
   if (!holder) return checks;
   return checks.map((c) =>

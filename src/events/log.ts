@@ -7,6 +7,7 @@
 // lock, held until its commit, so an organization's appends take turns and a position another transaction can still
 // commit is never below one a reader has seen. A reader that read up to a position has missed nothing before it.
 import type { SqlTx } from "../db/database.js";
+import { eventsInsert } from "../db/tables/events.js";
 import type { NewEvent } from "./message-received.js";
 import { MESSAGE_RECEIVED } from "./message-received.js";
 
@@ -37,25 +38,16 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Prom
        from (select distinct o from unnest($1::text[]) as o order by o) as organizations`,
     [events.map((e) => e.organizationId)],
   );
+  const params: unknown[] = [];
+  const bind = (value: unknown) => `$${params.push(value)}`;
+  const rows = events.map((e) => ({ id: e.eventId, organizationId: e.organizationId, inboxId: e.inboxId, type: MESSAGE_RECEIVED, payload: e.body, createdAt: e.createdAt }));
+  const appended = eventsInsert(rows)(bind);
   await tx.query(
-    `with appended as (
-       insert into events (id, organization_id, inbox_id, type, payload, created_at)
-       select e.id, e.organization_id, e.inbox_id, $5, e.payload, $6
-         from unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) with ordinality as e(id, organization_id, inbox_id, payload, n)
-        order by e.n
-       returning organization_id, inbox_id, id)
-     select count(pg_notify($7, a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id))
-       from appended a join unnest($1::text[], $8::text[]) as n(id, message_id) on n.id = a.id`,
-    [
-      events.map((e) => e.eventId),
-      events.map((e) => e.organizationId),
-      events.map((e) => e.inboxId),
-      events.map((e) => e.body),
-      MESSAGE_RECEIVED,
-      events[0]!.createdAt,
-      EVENTS_CHANNEL,
-      events.map((e) => e.messageId),
-    ],
+    `with appended as (${appended} returning organization_id, inbox_id, id)
+     select count(pg_notify(${bind(EVENTS_CHANNEL)}, a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id))
+       from appended a join unnest(${bind(events.map((e) => e.eventId))}::text[], ${bind(events.map((e) => e.messageId))}::text[]) as n(id, message_id)
+         on n.id = a.id`,
+    params,
   );
 }
 

@@ -2,6 +2,7 @@
 // commit and its start.
 import type { Database } from "../db/database.js";
 import { Inbox } from "../db/entities/index.js";
+import { systemStore } from "../db/system-store.js";
 import type { Reconciler } from "../jobs/periodic-jobs.js";
 import type { InboxPurgeStarter } from "./inboxes.js";
 
@@ -10,7 +11,7 @@ export function purgeReconciler(db: Database, purges: InboxPurgeStarter): Reconc
   return {
     name: "purge",
     async stranded() {
-      const pending = await db.fork().find(Inbox, { status: "deleting" }, { fields: ["id", "organization"], limit: 1000 });
+      const pending = await systemStore(db).find(Inbox, { status: "deleting" }, { fields: ["id", "organization"], limit: 1000 });
       return pending.map((inbox) => ({ id: inbox.id, organizationId: inbox.organization.id }));
     },
     start: (inbox) => purges.start(inbox),

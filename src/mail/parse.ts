@@ -96,31 +96,69 @@ const HEADER_PARSE_BUDGET_MS = 2_000;
 const WORKER_URL = siblingModule("./parse-worker", import.meta.url);
 
 export function createEmailParser(options: EmailParserOptions): EmailParser {
-  const idle: Worker[] = [];
-  let free = options.workers;
-  const queue: (() => void)[] = [];
-  let closed = false;
+  const workers = new ParseWorkers(options);
+  return {
+    async parse(raw) {
+      const parsed = await parseMessage(workers, options, raw);
+      // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
+      const textFromParts = parsed.text.trim() !== "";
+      const email = await withText(workers, options, raw, parsed);
+      return { ...email, extracted: await extract(workers, email, textFromParts) };
+    },
+    close: () => workers.close(),
+  };
+}
+
+/** The worker threads: as many jobs at once as workers, each worker reused until a job blows its budget. */
+class ParseWorkers {
+  private readonly idle: Worker[] = [];
+  private free: number;
+  private readonly queue: (() => void)[] = [];
+  private closed = false;
+
+  constructor(private readonly options: EmailParserOptions) {
+    this.free = options.workers;
+  }
+
+  /** Runs one job on a worker within its time budget (the parser's unless given). */
+  async attempt<T>(job: ParseWorkerJob, timeoutMs = this.options.timeoutMs): Promise<ParseWorkerResult<T>> {
+    await this.slot();
+    try {
+      const worker = this.idle.pop() ?? (await this.spawn());
+      const outcome = await run<T>(worker, job, timeoutMs);
+      if (outcome.reusable && !this.closed) this.idle.push(worker);
+      else void worker.terminate();
+      return outcome;
+    } finally {
+      this.freeSlot();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const wake of this.queue.splice(0)) wake();
+    await Promise.all(this.idle.splice(0).map((w) => w.terminate()));
+  }
 
   /** A slot for one job; there are as many as workers. */
-  async function slot(): Promise<void> {
-    if (free > 0) free -= 1;
-    else await new Promise<void>((resolve) => queue.push(resolve));
-    if (closed) throw new Error("the parser is closed");
+  private async slot(): Promise<void> {
+    if (this.free > 0) this.free -= 1;
+    else await new Promise<void>((resolve) => this.queue.push(resolve));
+    if (this.closed) throw new Error("the parser is closed");
   }
-  function freeSlot(): void {
-    const next = queue.shift();
+
+  private freeSlot(): void {
+    const next = this.queue.shift();
     if (next) next();
-    else free += 1;
+    else this.free += 1;
   }
 
   /** A started worker; its start-up (loading mailparser) does not count against a job's time budget. */
-  function spawn(): Promise<Worker> {
+  private spawn(): Promise<Worker> {
+    const { maxHeaderBytes, maxMimeParts, memoryMb } = this.options;
     const worker = new Worker(WORKER_URL, {
-      workerData: { maxHeaderBytes: options.maxHeaderBytes, maxMimeParts: options.maxMimeParts } satisfies ParseWorkerSettings,
-      resourceLimits: {
-        maxOldGenerationSizeMb: options.memoryMb,
-        maxYoungGenerationSizeMb: Math.min(64, Math.ceil(options.memoryMb / 4)),
-      },
+      workerData: { maxHeaderBytes, maxMimeParts } satisfies ParseWorkerSettings,
+      resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.ceil(memoryMb / 4)) },
     });
     worker.unref();
     // An error after a job gave up on the worker (out of memory while being terminated) must not go unheard:
@@ -139,90 +177,59 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
       worker.once("message", ready).once("error", fail).once("exit", exited);
     });
   }
+}
 
-  function run<T>(worker: Worker, job: ParseWorkerJob, timeoutMs: number): Promise<Outcome<T>> {
-    return new Promise((resolve) => {
-      const finish = (outcome: Outcome<T>) => {
-        clearTimeout(timer);
-        worker.off("message", onMessage).off("error", onError).off("exit", onExit);
-        resolve(outcome);
-      };
-      const onMessage = (reply: ParseWorkerResult<T>) => finish({ ...reply, reusable: true });
-      // ERR_WORKER_OUT_OF_MEMORY arrives here when the heap limit is hit.
-      const onError = (e: Error) => finish({ ok: false, error: `parser failed: ${e.message}`, reusable: false });
-      const onExit = () => finish({ ok: false, error: "parser exited", reusable: false });
-      const timer = setTimeout(
-        () => finish({ ok: false, error: `parse time budget of ${timeoutMs} ms exceeded`, reusable: false }),
-        timeoutMs,
-      );
-      worker.on("message", onMessage).on("error", onError).on("exit", onExit);
-      worker.postMessage(job);
-    });
-  }
-
-  async function attempt<T>(job: ParseWorkerJob, timeoutMs = options.timeoutMs): Promise<ParseWorkerResult<T>> {
-    await slot();
-    try {
-      const worker = idle.pop() ?? (await spawn());
-      const outcome = await run<T>(worker, job, timeoutMs);
-      if (outcome.reusable && !closed) idle.push(worker);
-      else void worker.terminate();
-      return outcome;
-    } finally {
-      freeSlot();
-    }
-  }
-
-  async function parseMessage(raw: Uint8Array): Promise<ParsedMessage> {
-    const full = await attempt<ParsedMessage>({ kind: "message", raw });
-    if (full.ok) return full.value;
-    // The header section is bounded by the SMTP limit, so it parses cheaply even when the body cannot; it gets a
-    // budget of its own that a busy machine cannot exhaust, so a cut-off message still keeps its headers.
-    const headers = await attempt<ParsedMessage>(
-      { kind: "message", raw: headerSection(raw, options.maxHeaderBytes) },
-      Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS),
-    );
-    if (headers.ok) return { ...headers.value, problem: full.error };
-    return { ...EMPTY_EMAIL, problem: `${full.error}; headers: ${headers.error}` };
-  }
-
-  /**
-   * What extraction reads out of the message. It gets the text only when it came from text parts: text made from
-   * the HTML would lose what the HTML says (what is hidden, quoted or prominent), so it reads the HTML then.
-   */
-  async function extract(email: ParsedMessage, textFromParts: boolean): Promise<Extracted | null> {
-    const input = { text: textFromParts ? email.text : null, html: email.html, subject: email.subject, from: email.from?.email ?? null };
-    const extracted = await attempt<Extracted>({ kind: "extract", input });
-    return extracted.ok ? extracted.value : null;
-  }
-
-  /** The message with text for an HTML-only one made from its HTML (a job of its own: the costly part). */
-  async function withText(raw: Uint8Array, email: ParsedMessage): Promise<ParsedMessage> {
-    if (email.html === null || email.text.trim()) {
-      return lostBody(raw, email, options.maxHeaderBytes) ? { ...email, problem: "no readable body part" } : email;
-    }
-    const derived = await attempt<DerivedText>({ kind: "html-to-text", html: email.html });
-    const problem = derived.ok ? derived.value.problem : `text from HTML: ${derived.error}`;
-    return {
-      ...email,
-      text: derived.ok ? derived.value.text : "",
-      problem: [email.problem, problem].filter((p) => p !== null).join("; ") || null,
+function run<T>(worker: Worker, job: ParseWorkerJob, timeoutMs: number): Promise<Outcome<T>> {
+  return new Promise((resolve) => {
+    const finish = (outcome: Outcome<T>) => {
+      clearTimeout(timer);
+      worker.off("message", onMessage).off("error", onError).off("exit", onExit);
+      resolve(outcome);
     };
-  }
+    const onMessage = (reply: ParseWorkerResult<T>) => finish({ ...reply, reusable: true });
+    // ERR_WORKER_OUT_OF_MEMORY arrives here when the heap limit is hit.
+    const onError = (e: Error) => finish({ ok: false, error: `parser failed: ${e.message}`, reusable: false });
+    const onExit = () => finish({ ok: false, error: "parser exited", reusable: false });
+    const timer = setTimeout(() => finish({ ok: false, error: `parse time budget of ${timeoutMs} ms exceeded`, reusable: false }), timeoutMs);
+    worker.on("message", onMessage).on("error", onError).on("exit", onExit);
+    worker.postMessage(job);
+  });
+}
 
+async function parseMessage(workers: ParseWorkers, options: EmailParserOptions, raw: Uint8Array): Promise<ParsedMessage> {
+  const full = await workers.attempt<ParsedMessage>({ kind: "message", raw });
+  if (full.ok) return full.value;
+  // The header section is bounded by the SMTP limit, so it parses cheaply even when the body cannot; it gets a
+  // budget of its own that a busy machine cannot exhaust, so a cut-off message still keeps its headers.
+  const headers = await workers.attempt<ParsedMessage>(
+    { kind: "message", raw: headerSection(raw, options.maxHeaderBytes) },
+    Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS),
+  );
+  if (headers.ok) return { ...headers.value, problem: full.error };
+  return { ...EMPTY_EMAIL, problem: `${full.error}; headers: ${headers.error}` };
+}
+
+/**
+ * What extraction reads out of the message. It gets the text only when it came from text parts: text made from
+ * the HTML would lose what the HTML says (what is hidden, quoted or prominent), so it reads the HTML then.
+ */
+async function extract(workers: ParseWorkers, email: ParsedMessage, textFromParts: boolean): Promise<Extracted | null> {
+  const input = { text: textFromParts ? email.text : null, html: email.html, subject: email.subject, from: email.from?.email ?? null };
+  const extracted = await workers.attempt<Extracted>({ kind: "extract", input });
+  return extracted.ok ? extracted.value : null;
+}
+
+/** The message with text for an HTML-only one made from its HTML (a job of its own: the costly part). */
+async function withText(workers: ParseWorkers, options: EmailParserOptions, raw: Uint8Array, email: ParsedMessage): Promise<ParsedMessage> {
+  if (email.html === null || email.text.trim()) {
+    return lostBody(raw, email, options.maxHeaderBytes) ? { ...email, problem: "no readable body part" } : email;
+  }
+  const derived = await workers.attempt<DerivedText>({ kind: "html-to-text", html: email.html });
+  const problem = derived.ok ? derived.value.problem : `text from HTML: ${derived.error}`;
   return {
-    async parse(raw) {
-      const parsed = await parseMessage(raw);
-      // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
-      const textFromParts = parsed.text.trim() !== "";
-      const email = await withText(raw, parsed);
-      return { ...email, extracted: await extract(email, textFromParts) };
-    },
-    async close() {
-      closed = true;
-      for (const wake of queue.splice(0)) wake();
-      await Promise.all(idle.splice(0).map((w) => w.terminate()));
-    },
+    ...email,
+    text: derived.ok ? derived.value.text : "",
+    problem: [email.problem, problem].filter((p) => p !== null).join("; ") || null,
   };
 }
 

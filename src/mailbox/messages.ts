@@ -4,6 +4,7 @@ import { canAccessInbox } from "../auth/principal.js";
 import { Attachment, Message, Thread } from "../db/entities/index.js";
 import type { InboxRow } from "../db/entities/inbox.js";
 import type { MessageRow } from "../db/entities/message.js";
+import { participantsWith } from "../db/tables/threads.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Conflict, NotFound, PermissionDenied } from "../errors.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
@@ -84,11 +85,12 @@ async function refreshThreadSummary(store: TenantStore, threadId: string): Promi
   }
   const thread = await store.findOne(Thread, { id: threadId });
   if (!thread) return;
-  const participants = new Set<string>();
-  for (const m of remaining) for (const a of [m.from, ...m.to]) participants.add(a.email.toLowerCase());
+  // By the threads table's rule, from what the messages keep: they keep no Cc, so a Cc'd address of an inbound
+  // message stays a participant only while another kept address names it.
+  const participants = remaining.reduce<string[]>((p, m) => participantsWith(p, { from: m.from, to: m.to, cc: [] }), []);
   thread.messageCount = remaining.length;
   thread.lastMessageAt = remaining[remaining.length - 1]!.createdAt;
-  thread.participants = [...participants];
+  thread.participants = participants;
   thread.updatedAt = new Date();
   await store.flush();
 }

@@ -12,6 +12,8 @@
 // budget of its own.
 import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
+import { insertComplaint } from "../db/tables/complaints.js";
+import { insertSuppressions } from "../db/tables/suppressions.js";
 import { createConfiguredResolver } from "../dns/servers.js";
 import { newUuid } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -351,23 +353,12 @@ export function createFeedbackReports(deps: FeedbackReportsDeps): FeedbackReport
           let recorded = 0;
           for (const { email } of believed) {
             // Once per submission and recipient: a report sent again (or replayed) adds nothing.
-            const inserted = await tx.query(
-              `insert into complaints (id, organization_id, email, feedback_type, submission_id, user_agent, created_at)
-               values ($1, $2, $3, $4, $5, $6, $7)
-               on conflict (submission_id, email) do nothing
-               returning id`,
-              [newUuid(), organizationId, email, report.feedbackType, submissionId, report.userAgent, now],
-            );
-            if (inserted.length === 0) continue;
+            const complaint = { id: newUuid(), organizationId, email, feedbackType: report.feedbackType, submissionId, userAgent: report.userAgent, createdAt: now };
+            if (!(await insertComplaint(tx, complaint))) continue;
             recorded++;
             // An address suppressed already (a hard bounce, an earlier complaint) keeps its first reason; one the
             // organization removed since the first complaint is not suppressed again by a repeat of it.
-            await tx.query(
-              `insert into suppressions (id, organization_id, email, reason, detail, created_at)
-               values ($1, $2, $3, 'complaint', $4, $5)
-               on conflict (organization_id, email) do nothing`,
-              [newUuid(), organizationId, email, detail, now],
-            );
+            await insertSuppressions(tx, [{ organizationId, email, reason: "complaint", detail, createdAt: now }]);
           }
           log.info("feedback report recorded", {
             rawId,

@@ -4,6 +4,7 @@
 // the key tells a retry that arrives while the first request is still being accepted (409) from one that finds
 // the committed result (replay).
 import { createHash } from "node:crypto";
+import { findIdempotencyRecord, idempotencyRecordInsert } from "../db/tables/idempotency-records.js";
 import type { TenantSqlTx } from "../db/tenant-store.js";
 import { Conflict } from "../errors.js";
 import { newUuid } from "../ids.js";
@@ -40,28 +41,34 @@ export async function claimIdempotencyKey(
   claim: { route: SendRoute; key: string; requestHash: string; result: IdempotentResult; at: Date },
 ): Promise<IdempotentResult | null> {
   const lockName = `idempotency/${tx.organizationId}/${claim.route}/${claim.key}`;
+  const record = {
+    id: newUuid(),
+    organizationId: tx.organizationId,
+    route: claim.route,
+    key: claim.key,
+    requestHash: claim.requestHash,
+    status: "completed" as const,
+    submissionId: claim.result.submissionId,
+    messageId: claim.result.messageId,
+    createdAt: claim.at,
+  };
   // The insert reads the lock's row, so it runs only after (and only if) the lock was taken: one round trip.
+  const params: unknown[] = [lockName];
+  const insert = idempotencyRecordInsert(record, "lock where locked")((value) => `$${params.push(value)}`);
   const [claimed] = await tx.query<{ locked: boolean; inserted: boolean }>(
     `with lock as (select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked),
-          ins as (
-            insert into idempotency_records (id, organization_id, route, key, request_hash, status, submission_id, message_id, created_at)
-            select $2, $3, $4, $5, $6, 'completed', $7, $8, $9 from lock where locked
-            on conflict (organization_id, route, key) do nothing
-            returning id)
+          ins as (${insert} returning id)
      select (select locked from lock) as locked, exists (select 1 from ins) as inserted`,
-    [lockName, newUuid(), tx.organizationId, claim.route, claim.key, claim.requestHash, claim.result.submissionId, claim.result.messageId, claim.at],
+    params,
   );
   if (!claimed?.locked) {
     throw new Conflict("idempotency_request_in_progress", "a request with this idempotency key is still being accepted; retry shortly");
   }
   if (claimed.inserted) return null;
-  const [existing] = await tx.query<{ request_hash: string; submission_id: string; message_id: string | null }>(
-    "select request_hash, submission_id, message_id from idempotency_records where organization_id = $1 and route = $2 and key = $3",
-    [tx.organizationId, claim.route, claim.key],
-  );
+  const existing = await findIdempotencyRecord(tx, tx.organizationId, claim.route, claim.key);
   if (!existing) throw new Error("idempotency record vanished while its key was locked");
-  if (existing.request_hash !== claim.requestHash) {
+  if (existing.requestHash !== claim.requestHash) {
     throw new Conflict("idempotency_key_conflict", "this idempotency key was already used with a different request; use a fresh key for a new message");
   }
-  return { submissionId: existing.submission_id, messageId: existing.message_id };
+  return { submissionId: existing.submissionId, messageId: existing.messageId };
 }

@@ -20,7 +20,7 @@ import { createMessageWaits } from "../mailbox/wait.js";
 import { createComplaints } from "../outbound/complaints.js";
 import { createDeliveryQueue } from "../outbound/delivery/queue.js";
 import { createDeliveryMetrics } from "../outbound/metrics.js";
-import { createOutbound } from "../outbound/outbound.js";
+import type { OutboundDeps } from "../outbound/outbound.js";
 import { createSuppressions } from "../outbound/suppressions.js";
 import { createCursorCodec } from "../pagination/cursor.js";
 import { createDomainVerificationStarter, createInboxPurgeStarter } from "../temporal/client.js";
@@ -71,7 +71,7 @@ export async function startApi(
     cursors,
   });
   const deliveries = createDeliveryQueue({ db, taskQueue: config.temporalTaskQueue, backlogMaxMs: config.delivery.backlogMaxMs, log });
-  const outbound = createOutbound({
+  const outbound: OutboundDeps = {
     managedDomain: config.managedDomain,
     recipientsPerMessage: config.platformLimits.recipientsPerMessage,
     messageContentBytes: config.platformLimits.messageContentBytes,
@@ -79,7 +79,7 @@ export async function startApi(
     domains: capabilities,
     deliveries,
     log,
-  });
+  };
   const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
   // Waits and streams wake on the event log's notifications (one listening connection per process).
   const hub = createEventHub(db.sql, log);

@@ -21,7 +21,6 @@ import { managedDkimKeySource } from "../outbound/delivery/managed-dkim.js";
 import { createDeliveryDispatcher, type DeliveryStarter } from "../outbound/delivery/queue.js";
 import { deliveryReconciler } from "../outbound/delivery/reconciler.js";
 import { createSmtpConnections, type SmtpConnections } from "../outbound/delivery/smtp-attempt.js";
-import { createDeliveryStore } from "../outbound/delivery/store.js";
 import { createInFlight, drainGraceMs, type InFlight } from "../runtime/drain.js";
 import { findFreePort } from "../runtime/free-port.js";
 import { attachmentScanReconciler } from "../scanning/attachment-scan-reconciler.js";
@@ -108,7 +107,6 @@ export async function runConfiguredWorker(
   const log = options.shared?.log ?? createLogger(config.logLevel);
   const dispatcher = createDeliveryDispatcher({
     db,
-    store: createDeliveryStore(db),
     taskQueue: config.temporalTaskQueue,
     capacity: config.delivery.concurrency,
     schedule: config.delivery,

@@ -20,7 +20,7 @@ import type { SuppressionRow } from "../db/entities/suppression.js";
 import type { Complaints } from "../outbound/complaints.js";
 import type { DeliveryMetrics, DeliveryMetricsReader } from "../outbound/metrics.js";
 import type { Suppressions } from "../outbound/suppressions.js";
-import type { Outbound } from "../outbound/outbound.js";
+import { getSubmission, sendEmail, type OutboundDeps } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
 import { toSubmission } from "./mappers.js";
 
@@ -28,7 +28,7 @@ export interface DeliveryServiceDeps {
   readonly deliveryMetrics: DeliveryMetricsReader;
   readonly suppressions: Suppressions;
   readonly complaints: Complaints;
-  readonly outbound: Outbound;
+  readonly outbound: OutboundDeps;
 }
 
 export function createDeliveryService(deps: DeliveryServiceDeps): Partial<ServiceImpl<typeof DeliveryService>> {
@@ -36,12 +36,12 @@ export function createDeliveryService(deps: DeliveryServiceDeps): Partial<Servic
   return {
     async sendEmail(req, ctx) {
       const { principal, store } = callerOf(ctx);
-      const result = await outbound.sendEmail(store, principal, { ...req, from: req.from!, replyTo: req.replyTo });
+      const result = await sendEmail(outbound, store, principal, { ...req, from: req.from!, replyTo: req.replyTo });
       return create(SendEmailResponseSchema, { submission: toSubmission(result.submission), replayed: result.replayed });
     },
     async getSubmission(req, ctx) {
       const { principal, store } = callerOf(ctx);
-      return create(GetSubmissionResponseSchema, { submission: toSubmission(await outbound.getSubmission(store, principal, req.submissionId)) });
+      return create(GetSubmissionResponseSchema, { submission: toSubmission(await getSubmission(store, principal, req.submissionId)) });
     },
     async getDeliveryMetrics(req, ctx) {
       const { store } = callerOf(ctx);

@@ -7,16 +7,16 @@ import {
   type MessageService,
 } from "../../gen/mailbox/v1/message_service_pb.js";
 import type { Messages } from "../mailbox/messages.js";
-import type { Outbound } from "../outbound/outbound.js";
+import { sendMessage, type OutboundDeps } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
 import { toMessage, toSubmission } from "./mappers.js";
 
-export function createMessageService(deps: { messages: Messages; outbound: Outbound }): Partial<ServiceImpl<typeof MessageService>> {
+export function createMessageService(deps: { messages: Messages; outbound: OutboundDeps }): Partial<ServiceImpl<typeof MessageService>> {
   const { messages, outbound } = deps;
   return {
     async sendMessage(req, ctx) {
       const { principal, store } = callerOf(ctx);
-      const result = await outbound.sendMessage(store, principal, req);
+      const result = await sendMessage(outbound, store, principal, req);
       return create(SendMessageResponseSchema, {
         message: toMessage({ message: result.message!, attachments: [] }),
         submission: toSubmission(result.submission),

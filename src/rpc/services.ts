@@ -18,7 +18,7 @@ import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Messages } from "../mailbox/messages.js";
 import type { Threads } from "../mailbox/threads.js";
 import type { MessageWaits } from "../mailbox/wait.js";
-import type { Outbound } from "../outbound/outbound.js";
+import type { OutboundDeps } from "../outbound/outbound.js";
 import type { WebhookEndpoints } from "../webhooks/endpoints.js";
 import { createAccountService } from "./account-service.js";
 import { createDeliveryService, type DeliveryServiceDeps } from "./delivery-service.js";
@@ -50,7 +50,7 @@ export interface ServiceDeps extends DeliveryServiceDeps {
   readonly messages: Messages;
   readonly waits: MessageWaits;
   readonly streams: EventStreams;
-  readonly outbound: Outbound;
+  readonly outbound: OutboundDeps;
   readonly webhooks: WebhookEndpoints;
   readonly domains: Domains;
   readonly validator: EmailValidator;

@@ -7,16 +7,16 @@ import {
   type ThreadService,
 } from "../../gen/mailbox/v1/thread_service_pb.js";
 import type { Threads } from "../mailbox/threads.js";
-import type { Outbound } from "../outbound/outbound.js";
+import { reply, type OutboundDeps } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
 import { threadSummaryFields, toMessage, toSubmission, toThreadSummary } from "./mappers.js";
 
-export function createThreadService(deps: { threads: Threads; outbound: Outbound }): Partial<ServiceImpl<typeof ThreadService>> {
+export function createThreadService(deps: { threads: Threads; outbound: OutboundDeps }): Partial<ServiceImpl<typeof ThreadService>> {
   const { threads, outbound } = deps;
   return {
     async replyToThread(req, ctx) {
       const { principal, store } = callerOf(ctx);
-      const result = await outbound.reply(store, principal, req);
+      const result = await reply(outbound, store, principal, req);
       return create(ReplyToThreadResponseSchema, {
         message: toMessage({ message: result.message!, attachments: [] }),
         submission: toSubmission(result.submission),

@@ -7,6 +7,7 @@ import { LockMode } from "@mikro-orm/core";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { groupCommit } from "../db/group-commit.js";
+import { systemStore } from "../db/system-store.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
 import type { Reconciler } from "../jobs/periodic-jobs.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
@@ -94,13 +95,13 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings, 
   const leaseMs = deliveryLeaseMs(settings);
 
   async function claim(deliveryId: string): Promise<Claim> {
-    const row = await db.fork().findOne(WebhookDelivery, deliveryId, { fields: ["endpointId"] });
+    const row = await systemStore(db).findOne(WebhookDelivery, deliveryId, { fields: ["endpointId"] });
     if (!row) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
-    return db.fork().transactional(async (em): Promise<Claim> => {
+    return systemStore(db).transactional(async (tx): Promise<Claim> => {
       // The endpoint is locked before the delivery, in the order deletion locks them, so the two cannot deadlock;
       // a delete that commits first leaves no active endpoint here, one that comes second sees this claim.
-      const endpoint = await em.findOne(WebhookEndpoint, { id: row.endpointId, status: "active" }, { lockMode: LockMode.PESSIMISTIC_READ });
-      const delivery = await em.findOne(WebhookDelivery, deliveryId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const endpoint = await tx.findOne(WebhookEndpoint, { id: row.endpointId, status: "active" }, { lockMode: LockMode.PESSIMISTIC_READ });
+      const delivery = await tx.findOne(WebhookDelivery, deliveryId, { lockMode: LockMode.PESSIMISTIC_WRITE });
       const now = new Date();
       if (!delivery) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
       const status: string = delivery.status;
@@ -169,7 +170,7 @@ export function webhookDeliveryReconciler(db: Database, retries: WebhookRetrySta
     name: "webhook delivery",
     async stranded() {
       const now = Date.now();
-      const lost = await db.fork().find(
+      const lost = await systemStore(db).find(
         WebhookDelivery,
         {
           $or: [

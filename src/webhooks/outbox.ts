@@ -6,6 +6,7 @@
 // row never attempted a minute after its commit, and a claimed row left delivering once its lease ends.
 import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
+import { insertWebhookDeliveries } from "../db/tables/webhook-deliveries.js";
 import { newUuid } from "../ids.js";
 import type { MessageReceivedOutbox, NewEvent } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
@@ -54,120 +55,154 @@ export function createConfiguredOutbox(
   return createWebhookOutbox({ db, deliverer: createWebhookDeliverer(db, config.webhooks, metrics), retries, log });
 }
 
-export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
-  const { deliverer, retries, log } = deps;
-  const promptAttempts = deps.promptAttempts ?? PROMPT_ATTEMPTS;
-  const dispatching = new Set<Promise<void>>();
-  let prompt = 0;
-  const waiting: ((granted: boolean) => void)[] = [];
+/**
+ * The prompt-attempt slots of a process: a fixed number, and a bounded wait for one. A delivery claimed in its store
+ * transaction takes its slot when dispatched (it was counted as claimable then); another waits for one.
+ */
+class PromptSlots {
+  private taken = 0;
+  private readonly waiting: ((granted: boolean) => void)[] = [];
 
-  /** A prompt attempt slot, now or once one frees up; false when the wait is over its bounds (or shutting down). */
-  function slot(): Promise<boolean> {
-    if (prompt < promptAttempts) {
-      prompt++;
+  constructor(readonly size: number) {}
+
+  /** Whether the n-th claim of a store transaction (from 0) would find a slot free. */
+  claimable(n: number): boolean {
+    return this.taken + n < this.size;
+  }
+
+  /** The slot of a delivery claimed in its store transaction. */
+  takeClaimed(): void {
+    this.taken++;
+  }
+
+  /** A slot, now or once one frees up; false when the wait is over its bounds (or shutting down). */
+  take(): Promise<boolean> {
+    if (this.taken < this.size) {
+      this.taken++;
       return Promise.resolve(true);
     }
-    if (waiting.length >= MAX_WAITING) return Promise.resolve(false);
+    if (this.waiting.length >= MAX_WAITING) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        waiting.splice(waiting.indexOf(wake), 1);
+        this.waiting.splice(this.waiting.indexOf(wake), 1);
         resolve(false);
       }, MAX_WAIT_MS);
       const wake = (granted: boolean) => {
         clearTimeout(timer);
         resolve(granted);
       };
-      waiting.push(wake);
+      this.waiting.push(wake);
     });
   }
-  function freeSlot(): void {
-    const next = waiting.shift();
+
+  release(): void {
+    const next = this.waiting.shift();
     if (next) next(true);
-    else prompt--;
+    else this.taken--;
   }
 
-  async function dispatchOne(delivery: EnqueuedDelivery): Promise<void> {
-    let attempts = delivery.ref.attempts;
-    // A claimed delivery takes its slot at once (it was counted when claimed); another waits for one.
-    let prompted = true;
-    if (delivery.claim) prompt++;
-    else prompted = await slot();
-    if (prompted) {
-      try {
-        const result = delivery.claim
-          ? await deliverer.complete(delivery.ref.deliveryId, delivery.claim)
-          : await deliverer.attempt(delivery.ref.deliveryId);
-        if (result.outcome === "delivered" || result.outcome === "failed" || result.outcome === "busy") return;
-        attempts = result.attempts;
-      } catch (e) {
-        // A claim's lease ends and the workflow attempts again.
-        log.warn("prompt webhook attempt failed; its workflow retries it", { deliveryId: delivery.ref.deliveryId, error: e });
-      } finally {
-        freeSlot();
-      }
+  /** Ends every wait: what waits for a slot goes to its workflow. */
+  refuseWaiting(): void {
+    for (const wake of this.waiting.splice(0)) wake(false);
+  }
+}
+
+interface ActiveEndpoint {
+  readonly id: string;
+  readonly organization_id: string;
+  readonly url: string;
+  readonly signing_secret: string;
+}
+
+/**
+ * One delivery per event and active endpoint of its organization, claimed for a prompt attempt while slots allow,
+ * each with its event's body.
+ */
+function deliveriesOf(events: readonly NewEvent[], endpoints: readonly ActiveEndpoint[], slots: PromptSlots): (EnqueuedDelivery & { body: string })[] {
+  const endpointsOf = new Map<string, ActiveEndpoint[]>();
+  for (const endpoint of endpoints) endpointsOf.set(endpoint.organization_id, [...(endpointsOf.get(endpoint.organization_id) ?? []), endpoint]);
+  const enqueued: (EnqueuedDelivery & { body: string })[] = [];
+  for (const event of events) {
+    // The event's id for every endpoint (and its stream): it names the event, and receivers deduplicate on
+    // (endpoint, event id).
+    const { eventId, body, organizationId, inboxId } = event;
+    for (const endpoint of endpointsOf.get(organizationId) ?? []) {
+      const claimNow = slots.claimable(enqueued.length);
+      const ref = { deliveryId: newUuid(), endpointId: endpoint.id, eventId, organizationId, inboxId, attempts: claimNow ? 1 : 0 };
+      const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
+      enqueued.push({ ref, claim, body });
     }
-    await retries.start({ ...delivery.ref, attempts });
   }
+  return enqueued;
+}
 
+/** Inserts the outbox rows of the store transaction's events; answers them, each claimed or left pending. */
+async function enqueueIn(tx: SqlTx, events: readonly NewEvent[], slots: PromptSlots): Promise<EnqueuedDelivery[]> {
+  if (events.length === 0) return [];
+  // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
+  // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
+  const endpoints = await tx.query<ActiveEndpoint>(
+    `select id, organization_id, url, signing_secret from webhook_endpoints
+      where organization_id = any($1::uuid[]) and status = 'active' order by id for share`,
+    [[...new Set(events.map((e) => e.organizationId))]],
+  );
+  const enqueued = deliveriesOf(events, endpoints, slots);
+  const now = new Date();
+  await insertWebhookDeliveries(
+    tx,
+    enqueued.map(({ ref, claim, body }) => ({
+      id: ref.deliveryId,
+      organizationId: ref.organizationId,
+      endpointId: ref.endpointId,
+      eventId: ref.eventId,
+      eventType: MESSAGE_RECEIVED,
+      payload: body,
+      status: claim ? "delivering" : "pending",
+      attempts: ref.attempts,
+      lastError: null,
+      lastAttemptAt: claim ? now : null,
+      createdAt: now,
+      updatedAt: now,
+    })),
+  );
+  return enqueued.map(({ ref, claim }) => ({ ref, claim }));
+}
+
+/** The prompt attempt of one enqueued delivery, then its workflow if it needs retries (or found no slot in time). */
+async function dispatchOne(deps: WebhookOutboxDeps, slots: PromptSlots, delivery: EnqueuedDelivery): Promise<void> {
+  let attempts = delivery.ref.attempts;
+  let prompted = true;
+  if (delivery.claim) slots.takeClaimed();
+  else prompted = await slots.take();
+  if (prompted) {
+    try {
+      const result = delivery.claim
+        ? await deps.deliverer.complete(delivery.ref.deliveryId, delivery.claim)
+        : await deps.deliverer.attempt(delivery.ref.deliveryId);
+      if (result.outcome === "delivered" || result.outcome === "failed" || result.outcome === "busy") return;
+      attempts = result.attempts;
+    } catch (e) {
+      // A claim's lease ends and the workflow attempts again.
+      deps.log.warn("prompt webhook attempt failed; its workflow retries it", { deliveryId: delivery.ref.deliveryId, error: e });
+    } finally {
+      slots.release();
+    }
+  }
+  await deps.retries.start({ ...delivery.ref, attempts });
+}
+
+export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
+  const slots = new PromptSlots(deps.promptAttempts ?? PROMPT_ATTEMPTS);
+  const dispatching = new Set<Promise<void>>();
   return {
-    async enqueue(tx: SqlTx, events: readonly NewEvent[]): Promise<EnqueuedDelivery[]> {
-      if (events.length === 0) return [];
-      // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
-      // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
-      const endpoints = await tx.query<{ id: string; organization_id: string; url: string; signing_secret: string }>(
-        `select id, organization_id, url, signing_secret from webhook_endpoints
-          where organization_id = any($1::uuid[]) and status = 'active' order by id for share`,
-        [[...new Set(events.map((e) => e.organizationId))]],
-      );
-      if (endpoints.length === 0) return [];
-      const now = new Date();
-      const enqueued: EnqueuedDelivery[] = [];
-      const payloads: string[] = [];
-      const endpointsOf = new Map<string, typeof endpoints>();
-      for (const endpoint of endpoints) endpointsOf.set(endpoint.organization_id, [...(endpointsOf.get(endpoint.organization_id) ?? []), endpoint]);
-      for (const event of events) {
-        const ofOrganization = endpointsOf.get(event.organizationId) ?? [];
-        // The event's id for every endpoint (and its stream): it names the event, and receivers deduplicate on
-        // (endpoint, event id).
-        const { eventId, body } = event;
-        for (const endpoint of ofOrganization) {
-          const claimNow = prompt + enqueued.length < promptAttempts;
-          const ref = { deliveryId: newUuid(), endpointId: endpoint.id, eventId, organizationId: event.organizationId, inboxId: event.inboxId, attempts: claimNow ? 1 : 0 };
-          const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
-          enqueued.push({ ref, claim });
-          payloads.push(body);
-        }
-      }
-      if (enqueued.length === 0) return [];
-      await tx.query(
-        `insert into webhook_deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, status, attempts,
-           last_error, last_attempt_at, created_at, updated_at)
-         select d.id, d.organization_id, d.endpoint_id, d.event_id, $9::text, d.payload, d.status, d.attempts, null, d.last_attempt_at,
-                $10::timestamptz, $10::timestamptz
-           from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::timestamptz[])
-             as d(id, organization_id, endpoint_id, event_id, payload, status, attempts, last_attempt_at)`,
-        [
-          enqueued.map((d) => d.ref.deliveryId),
-          enqueued.map((d) => d.ref.organizationId),
-          enqueued.map((d) => d.ref.endpointId),
-          enqueued.map((d) => d.ref.eventId),
-          payloads,
-          enqueued.map((d) => (d.claim ? "delivering" : "pending")),
-          enqueued.map((d) => d.ref.attempts),
-          enqueued.map((d) => (d.claim ? now : null)),
-          MESSAGE_RECEIVED,
-          now,
-        ],
-      );
-      return enqueued;
-    },
+    enqueue: (tx, events) => enqueueIn(tx, events, slots),
 
-    dispatch(enqueued: readonly EnqueuedDelivery[]): void {
+    dispatch(enqueued) {
       if (enqueued.length === 0) return;
       const running: Promise<void> = Promise.all(
         enqueued.map((d) =>
-          dispatchOne(d).catch((e: unknown) =>
-            log.warn("webhook dispatch failed; the reconciler starts its retries", { deliveryId: d.ref.deliveryId, error: e }),
+          dispatchOne(deps, slots, d).catch((e: unknown) =>
+            deps.log.warn("webhook dispatch failed; the reconciler starts its retries", { deliveryId: d.ref.deliveryId, error: e }),
           ),
         ),
       )
@@ -176,9 +211,9 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       dispatching.add(running);
     },
 
-    async drain(): Promise<void> {
+    async drain() {
       // Shutting down: what still waits for a slot goes to its workflow now.
-      for (const wake of waiting.splice(0)) wake(false);
+      slots.refuseWaiting();
       await Promise.all(dispatching);
     },
   };

@@ -70,7 +70,8 @@ function startProcessor(options: { ports?: RecordingPorts; logs?: string[] } = {
 interface Mail {
   readonly messageId: string;
   readonly inReplyTo?: string;
-  readonly from?: string;
+  /** The From header; null leaves it out. */
+  readonly from?: string | null;
   readonly subject?: string;
 }
 
@@ -82,7 +83,7 @@ interface Received {
 
 async function receive(inboxes: readonly Inbox[], mail: Mail): Promise<Received> {
   const headers = [
-    `From: ${mail.from ?? "sender@example.org"}`,
+    ...(mail.from === null ? [] : [`From: ${mail.from ?? "sender@example.org"}`]),
     `To: ${inboxes.map((i) => i.address).join(", ")}`,
     `Subject: ${mail.subject ?? "batch"}`,
     `Message-ID: ${mail.messageId}`,
@@ -283,6 +284,19 @@ test("a reply and its parent in the same batch share one thread, and later repli
     message_count: 5,
     last_message_at: all[4]!.created_at,
   });
+});
+
+test("a message without a From header is stored with its envelope sender, and its thread counts that sender", async () => {
+  const started = startProcessor();
+  const inbox = await createInbox();
+  const fromless = await receive([inbox], { messageId: messageId(), from: null, subject: "No From" });
+  started.processor.submit(fromless.rawId, fromless.received.raw.length, fromless.received);
+  await waitStored([fromless.rawId]);
+
+  const [stored] = await storedIn(inbox);
+  const [row] = await app.db.sql.query<{ from: unknown }>(`select "from" from messages where id = $1`, [stored!.id]);
+  expect(row!.from).toEqual({ email: fromless.received.mailFrom });
+  expect(await thread(stored!.thread_id)).toMatchObject({ subject: "No From", participants: [fromless.received.mailFrom, inbox.address], message_count: 1 });
 });
 
 test("a message the database refuses fails alone: the rest of its batch is stored", async () => {

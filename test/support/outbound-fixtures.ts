@@ -7,7 +7,7 @@ import MailComposer from "nodemailer/lib/mail-composer";
 import { IsolationLevel } from "@mikro-orm/core";
 import type { Database } from "../../src/db/database.js";
 import { insertMessages } from "../../src/db/tables/messages.js";
-import { insertSubmissions } from "../../src/db/tables/submissions.js";
+import { insertSubmissions, pendingRecipient, pendingSubmission } from "../../src/db/tables/submissions.js";
 import { newId } from "../../src/ids.js";
 
 export interface Address {
@@ -92,40 +92,19 @@ export async function insertSubmission(db: Database, f: SubmissionFixture): Prom
     }
     await insertSubmissions(
       tx,
-      [
-        {
-          id: submissionId,
+      [pendingSubmission({ id: submissionId, organizationId: f.organizationId, inboxId, messageId, from: f.from, subject, metadata: {}, internetMessageId, mime, createdAt })],
+      f.to.map((to, position) =>
+        pendingRecipient({
+          id: recipientIds[position]!,
           organizationId: f.organizationId,
-          inboxId,
-          messageId,
-          from: f.from,
-          subject,
-          metadata: {},
-          internetMessageId,
-          mime,
-          status: "pending",
-          queueId: null,
-          response: null,
-          failureCode: null,
-          createdAt,
+          submissionId,
+          position,
+          email: to.email,
+          name: to.name ?? null,
+          domain: to.email.slice(to.email.lastIndexOf("@") + 1).toLowerCase(),
           updatedAt: createdAt,
-        },
-      ],
-      f.to.map((to, position) => ({
-        id: recipientIds[position]!,
-        organizationId: f.organizationId,
-        submissionId,
-        position,
-        email: to.email,
-        name: to.name ?? null,
-        domain: to.email.slice(to.email.lastIndexOf("@") + 1).toLowerCase(),
-        status: "pending",
-        response: null,
-        failureCode: null,
-        attempts: 0,
-        deliveredAt: null,
-        updatedAt: createdAt,
-      })),
+        }),
+      ),
     );
   });
   return { submissionId, messageId, internetMessageId, mime, recipientIds };

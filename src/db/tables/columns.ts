@@ -1,9 +1,12 @@
-// A table's columns as one list of [column, value of a row], from which its multi-row INSERT is made: the column
-// names are written once, next to what goes into them, so the list and the values cannot drift apart.
+// A table's columns as one list of [column, value of a row], from which its INSERTs are made: the column names are
+// written once, next to what goes into them, so the list and the values cannot drift apart.
 import type { SqlTx } from "../database.js";
 import { insertRows, type Bind } from "../values.js";
 
 export type Columns<T> = readonly (readonly [column: string, value: (row: T) => unknown])[];
+
+/** Columns with their PostgreSQL types, for INSERTs that bind one array per column (unnestInsert). */
+export type TypedColumns<T> = readonly (readonly [column: string, type: string, value: (row: T) => unknown])[];
 
 /** An INSERT rendered with the caller's parameters, to run alone or with others in one statement (insertTogether). */
 export type InsertPart = (bind: Bind) => string;
@@ -13,8 +16,12 @@ export function json(value: unknown): string | null {
   return value === null ? null : JSON.stringify(value);
 }
 
+function names(columns: readonly (readonly [string, ...unknown[]])[]): string {
+  return columns.map(([c]) => `"${c}"`).join(", ");
+}
+
 function head<T>(table: string, columns: Columns<T>): string {
-  return `insert into ${table} (${columns.map(([c]) => `"${c}"`).join(", ")}) values`;
+  return `insert into ${table} (${names(columns)}) values`;
 }
 
 function valuesOf<T>(columns: Columns<T>, row: T, bind: Bind): string {
@@ -30,6 +37,33 @@ export function insertAll<T>(tx: SqlTx, table: string, columns: Columns<T>, rows
 export function insertPart<T>(table: string, columns: Columns<T>, rows: readonly T[]): InsertPart[] {
   if (rows.length === 0) return [];
   return [(bind) => `${head(table, columns)} ${rows.map((row) => valuesOf(columns, row, bind)).join(", ")}`];
+}
+
+/** The INSERT of one row, made only when `from` yields a row (`insert … select <values> from <from>`). */
+export function insertFromPart<T>(table: string, columns: Columns<T>, row: T, from: string): InsertPart {
+  return (bind) => `insert into ${table} (${names(columns)}) select ${columns.map(([, value]) => bind(value(row))).join(", ")} from ${from}`;
+}
+
+/**
+ * The INSERT of these rows as one array per column, inserted in the order given: one statement and the same number
+ * of parameters whatever the number of rows. Not for bytea columns (inside an array a Buffer travels as hex text)
+ * nor array columns (unnest would flatten them).
+ */
+export function unnestInsert<T>(table: string, columns: TypedColumns<T>, rows: readonly T[]): InsertPart {
+  return (bind) => {
+    const arrays = columns.map(([, type, value]) => `${bind(rows.map(value))}::${type}[]`).join(", ");
+    return `insert into ${table} (${names(columns)})
+            select ${columns.map(([c]) => `v."${c}"`).join(", ")}
+              from unnest(${arrays}) with ordinality as v(${names(columns)}, n)
+             order by v.n`;
+  };
+}
+
+/** Runs one part as a statement of its own, with a tail (`on conflict …`, `returning …`); answers its rows. */
+export function runPart<R>(tx: SqlTx, part: InsertPart, tail = ""): Promise<R[]> {
+  const params: unknown[] = [];
+  const text = part((value) => `$${params.push(value)}`);
+  return tx.query<R>(tail ? `${text} ${tail}` : text, params);
 }
 
 /**

@@ -79,6 +79,19 @@ const RECIPIENT_COLUMNS: Columns<RecipientInsert> = [
   ["updated_at", (r) => r.updatedAt],
 ];
 
+type AcceptedSubmission = Omit<SubmissionInsert, "status" | "queueId" | "response" | "failureCode" | "updatedAt">;
+type AcceptedRecipient = Omit<RecipientInsert, "status" | "response" | "failureCode" | "attempts" | "deliveredAt">;
+
+/** A submission as acceptance inserts it: pending, not queued, no response yet. */
+export function pendingSubmission(s: AcceptedSubmission): SubmissionInsert {
+  return { ...s, status: "pending", queueId: null, response: null, failureCode: null, updatedAt: s.createdAt };
+}
+
+/** A recipient as acceptance inserts it: pending, never attempted. */
+export function pendingRecipient(r: AcceptedRecipient): RecipientInsert {
+  return { ...r, status: "pending", response: null, failureCode: null, attempts: 0, deliveredAt: null };
+}
+
 /** The INSERTs of submissions and their recipients as parts of a statement (insertTogether). */
 export function submissionsInsert(submissions: readonly SubmissionInsert[], recipients: readonly RecipientInsert[]): InsertPart[] {
   return [...insertPart("submissions", SUBMISSION_COLUMNS, submissions), ...insertPart("submission_recipients", RECIPIENT_COLUMNS, recipients)];

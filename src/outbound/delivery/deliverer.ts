@@ -16,7 +16,7 @@ import type { SmtpRoute } from "../smtp-routes.js";
 import { connectHostOf, nextHops } from "./next-hop.js";
 import type { DeliveryOperations, DomainAttemptResult } from "./operations.js";
 import { attemptSmtp, createSmtpConnections, type SmtpConnections } from "./smtp-attempt.js";
-import { createDeliveryStore, type DeliveryStore, type RecipientOutcome } from "./store.js";
+import { failOpenRecipients, queueSubmission, readAttemptInput, recordOutcomes, type BouncedRecipient, type RecipientOutcome } from "./store.js";
 
 /** How often a running attempt tells Temporal it is alive (well within the workflow's heartbeat timeout). */
 const HEARTBEAT_INTERVAL_MS = 2_000;
@@ -57,7 +57,6 @@ export interface DeliveryDeps {
   /** Customer domains' signing keys (createDkimSigningKeys). */
   readonly customerDkimKeys: { dkimKeyFor(organizationId: string, domain: string): Promise<DkimSigningKey | undefined> };
   readonly log?: Logger;
-  readonly store?: DeliveryStore;
   /** Kept connections per next hop; one set per process (made here when omitted; idle ones close by themselves). */
   readonly connections?: SmtpConnections;
   /** Attempts under way, which the worker's drain lets finish (made here when omitted). */
@@ -89,7 +88,7 @@ export function deliverySettingsOf(
 }
 
 export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations {
-  const store = deps.store ?? createDeliveryStore(deps.db);
+  const { sql } = deps.db;
   const attempts = deps.attempts ?? createInFlight();
   const { settings } = deps;
   const connections =
@@ -106,7 +105,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
 
   /** One attempt to one domain: route, connect, send, record each recipient's outcome. */
   async function attempt(submissionId: string, domain: string, heartbeat: () => void, signal: AbortSignal): Promise<DomainAttemptResult> {
-    const input = await store.attemptInput(submissionId, domain);
+    const input = await readAttemptInput(sql, submissionId, domain);
     if (!input || input.recipients.length === 0) return { remaining: 0 };
     const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
     let verdicts: ReadonlyMap<string, DeliveryVerdict>;
@@ -138,14 +137,14 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
       clearInterval(timer);
     }
     const outcomes: RecipientOutcome[] = [];
-    const suppress: { id: string; email: string; detail: string }[] = [];
+    const suppress: BouncedRecipient[] = [];
     for (const r of input.recipients) {
       const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
       const outcome = outcomeOf(verdict, fromSmtp);
       outcomes.push({ id: r.id, ...outcome });
       if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
     }
-    await store.record(submissionId, outcomes, suppress);
+    await recordOutcomes(sql, submissionId, outcomes, suppress);
     const recordedAt = Date.now();
     for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
     deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });
@@ -154,7 +153,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
 
   return {
     async queueSubmission(submissionId) {
-      const queued = await store.queue(submissionId);
+      const queued = await queueSubmission(sql, submissionId);
       return {
         domains: queued.domains,
         createdAtMs: queued.createdAt.getTime(),
@@ -175,7 +174,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
     },
 
     async expireDomain(submissionId, domain) {
-      await store.failOpen(submissionId, domain, QUEUE_LIFETIME_EXCEEDED, "queue lifetime exceeded");
+      await failOpenRecipients(sql, submissionId, domain, QUEUE_LIFETIME_EXCEEDED, "queue lifetime exceeded");
     },
   };
 }

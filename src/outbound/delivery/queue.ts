@@ -26,7 +26,7 @@ import type { Logger } from "../../logger.js";
 import type { DeliveryQueue } from "../ports.js";
 import { FIRST_ATTEMPT_BUDGET_MS } from "./deliverer.js";
 import type { QueuedSubmission } from "./operations.js";
-import type { ClaimedSubmission, DeliveryStore } from "./store.js";
+import { claimSubmissions, type ClaimedSubmission } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
 export const DELIVERY_BACKLOG_REPORTED = "delivery_backlog_reported";
@@ -143,7 +143,6 @@ export function expectedWaitMs(reports: readonly BacklogReport[]): number {
 
 export interface DispatcherDeps {
   readonly db: Database;
-  readonly store: DeliveryStore;
   readonly taskQueue: string;
   /** First attempts of this worker in flight at most (DELIVERY_CONCURRENCY). */
   readonly capacity: number;
@@ -165,142 +164,161 @@ export interface DeliveryDispatcher {
 
 /** The worker's side: listens for announcements, claims and starts within its capacity, reports its backlog. */
 export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatcher {
-  const workerId = randomBytes(6).toString("hex");
-  const waiting: string[] = [];
-  const known = new Set<string>();
-  const inFlight = new Map<string, number>();
-  let starter: DeliveryStarter | undefined;
-  let stopped = false;
-  let pumping: Promise<void> | undefined;
-  let listener: { close(): Promise<void> } | undefined;
-  let reporter: NodeJS.Timeout | undefined;
-  let retry: NodeJS.Timeout | undefined;
-  let reportedBacklog = false;
-  /** Claims of the last RATE_WINDOW_MS: when, and how many. */
-  const claims: { at: number; n: number }[] = [];
+  return new Dispatcher(deps);
+}
 
-  const forgetOldClaims = (): void => {
-    const since = Date.now() - RATE_WINDOW_MS;
-    while (claims.length > 0 && claims[0]!.at < since) claims.shift();
-  };
+/** How many submissions were claimed in the last RATE_WINDOW_MS. */
+class ClaimRate {
+  private readonly claims: { at: number; n: number }[] = [];
 
-  const freeSlots = (): number => {
-    const now = Date.now();
-    for (const [id, expires] of inFlight) if (expires < now) inFlight.delete(id);
-    return deps.capacity - inFlight.size;
-  };
-
-  const started = (c: ClaimedSubmission) =>
-    starter!
-      .start({
-        submissionId: c.submissionId,
-        organizationId: c.organizationId,
-        inboxId: c.inboxId,
-        queued: { domains: c.domains, createdAtMs: c.createdAt.getTime(), ...deps.schedule },
-      })
-      .catch((e: unknown) => {
-        inFlight.delete(c.submissionId);
-        deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: c.submissionId, error: e });
-      });
-
-  async function drain(): Promise<void> {
-    while (!stopped && waiting.length > 0) {
-      const room = Math.min(freeSlots(), CLAIM_BATCH);
-      if (room <= 0) return;
-      const ids = waiting.splice(0, room);
-      let claimed: ClaimedSubmission[];
-      try {
-        claimed = await deps.store.claim(ids);
-      } catch (e) {
-        waiting.unshift(...ids);
-        deps.log.warn("delivery queue: claim failed, trying again", { error: e });
-        retry = setTimeout(() => {
-          retry = undefined;
-          pump();
-        }, CLAIM_RETRY_MS);
-        retry.unref();
-        return;
-      }
-      for (const id of ids) known.delete(id);
-      if (claimed.length > 0) claims.push({ at: Date.now(), n: claimed.length });
-      forgetOldClaims();
-      const expires = Date.now() + IN_FLIGHT_TTL_MS;
-      for (const c of claimed) inFlight.set(c.submissionId, expires);
-      await Promise.all(claimed.map(started));
-    }
+  add(n: number): void {
+    if (n > 0) this.claims.push({ at: Date.now(), n });
+    this.forgetOld();
   }
 
-  function pump(): void {
+  perSecond(): number {
+    this.forgetOld();
+    return this.claims.reduce((sum, c) => sum + c.n, 0) / (RATE_WINDOW_MS / 1000);
+  }
+
+  private forgetOld(): void {
+    const since = Date.now() - RATE_WINDOW_MS;
+    while (this.claims.length > 0 && this.claims[0]!.at < since) this.claims.shift();
+  }
+}
+
+class Dispatcher implements DeliveryDispatcher {
+  private readonly workerId = randomBytes(6).toString("hex");
+  private readonly waiting: string[] = [];
+  private readonly known = new Set<string>();
+  /** First attempts of this process in flight: submission id → when its slot frees itself. */
+  private readonly inFlight = new Map<string, number>();
+  private readonly claimRate = new ClaimRate();
+  private starter: DeliveryStarter | undefined;
+  private stopped = false;
+  private pumping: Promise<void> | undefined;
+  private listener: { close(): Promise<void> } | undefined;
+  private reporter: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private reportedBacklog = false;
+
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  // A property, not a method: the worker passes it on unbound.
+  readonly firstAttemptEnded = (submissionId: string): void => {
+    if (this.inFlight.delete(submissionId)) this.pump();
+  };
+
+  async start(starter: DeliveryStarter): Promise<void> {
+    this.starter = starter;
+    let listening!: () => void;
+    const listens = new Promise<void>((resolve) => (listening = resolve));
+    this.listener = this.deps.db.sql.listen(SUBMISSIONS_ANNOUNCED, {
+      notified: (payload) => {
+        const tab = payload.indexOf("\t");
+        if (tab < 0 || payload.slice(0, tab) !== this.deps.taskQueue) return;
+        this.enqueue(payload.slice(tab + 1).split(","));
+      },
+      listening,
+      lost: () => this.deps.log.warn("delivery queue: not listening for announcements; the delivery reconciler starts what is missed"),
+    });
+    this.reporter = setInterval(() => {
+      this.report().catch((e: unknown) => this.deps.log.warn("delivery queue: backlog report failed", { error: e }));
+    }, REPORT_INTERVAL_MS);
+    this.reporter.unref();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([listens, new Promise<void>((resolve) => (timer = setTimeout(resolve, LISTEN_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.reporter);
+    clearTimeout(this.retry);
+    await this.listener?.close();
+    await this.pumping;
+  }
+
+  private enqueue(ids: readonly string[]): void {
+    for (const id of ids) {
+      if (this.known.has(id) || this.waiting.length >= MAX_WAITING) continue;
+      this.known.add(id);
+      this.waiting.push(id);
+    }
+    this.pump();
+  }
+
+  private freeSlots(): number {
+    const now = Date.now();
+    for (const [id, expires] of this.inFlight) if (expires < now) this.inFlight.delete(id);
+    return this.deps.capacity - this.inFlight.size;
+  }
+
+  private pump(): void {
     // Not while a claim runs, nor while a failed one waits to be tried again.
-    if (pumping || retry || stopped || !starter) return;
-    pumping = drain().finally(() => {
-      pumping = undefined;
+    if (this.pumping || this.retry || this.stopped || !this.starter) return;
+    this.pumping = this.drain().finally(() => {
+      this.pumping = undefined;
       // Slots freed or ids announced while the claim ran.
-      if (waiting.length > 0 && freeSlots() > 0) pump();
+      if (this.waiting.length > 0 && this.freeSlots() > 0) this.pump();
     });
   }
 
-  function enqueue(ids: readonly string[]): void {
-    for (const id of ids) {
-      if (known.has(id) || waiting.length >= MAX_WAITING) continue;
-      known.add(id);
-      waiting.push(id);
+  private async drain(): Promise<void> {
+    while (!this.stopped && this.waiting.length > 0) {
+      const room = Math.min(this.freeSlots(), CLAIM_BATCH);
+      if (room <= 0) return;
+      const ids = this.waiting.splice(0, room);
+      let claimed: ClaimedSubmission[];
+      try {
+        claimed = await claimSubmissions(this.deps.db.sql, ids);
+      } catch (e) {
+        this.waiting.unshift(...ids);
+        this.deps.log.warn("delivery queue: claim failed, trying again", { error: e });
+        this.retry = setTimeout(() => {
+          this.retry = undefined;
+          this.pump();
+        }, CLAIM_RETRY_MS);
+        this.retry.unref();
+        return;
+      }
+      for (const id of ids) this.known.delete(id);
+      this.claimRate.add(claimed.length);
+      const expires = Date.now() + IN_FLIGHT_TTL_MS;
+      for (const c of claimed) this.inFlight.set(c.submissionId, expires);
+      await Promise.all(claimed.map((c) => this.startWorkflow(c)));
     }
-    pump();
+  }
+
+  private startWorkflow(c: ClaimedSubmission): Promise<void> {
+    return this.starter!.start({
+      submissionId: c.submissionId,
+      organizationId: c.organizationId,
+      inboxId: c.inboxId,
+      queued: { domains: c.domains, createdAtMs: c.createdAt.getTime(), ...this.deps.schedule },
+    }).catch((e: unknown) => {
+      this.inFlight.delete(c.submissionId);
+      this.deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: c.submissionId, error: e });
+    });
   }
 
   /** Reports the waiting submissions that are still pending, the oldest one's wait, and the claim rate. */
-  async function report(): Promise<void> {
+  private async report(): Promise<void> {
     let pending = 0;
     let oldestMs = 0;
-    if (waiting.length > 0) {
-      const [row] = await deps.db.sql.query<{ n: number; ms: number | null }>(
+    if (this.waiting.length > 0) {
+      const [row] = await this.deps.db.sql.query<{ n: number; ms: number | null }>(
         `select count(*)::int as n, (extract(epoch from now() - min(created_at)) * 1000)::float8 as ms
            from submissions where id = any($1::uuid[]) and status = 'pending'`,
-        [waiting.slice(0, REPORT_LOOKUP)],
+        [this.waiting.slice(0, REPORT_LOOKUP)],
       );
-      pending = (row?.n ?? 0) + Math.max(0, waiting.length - REPORT_LOOKUP);
+      pending = (row?.n ?? 0) + Math.max(0, this.waiting.length - REPORT_LOOKUP);
       oldestMs = Math.max(0, Math.round(Number(row?.ms ?? 0)));
     }
     // Reported while there is a backlog, and once more when it is gone.
-    if (pending === 0 && !reportedBacklog) return;
-    reportedBacklog = pending > 0;
-    forgetOldClaims();
-    const claimsPerS = claims.reduce((sum, c) => sum + c.n, 0) / (RATE_WINDOW_MS / 1000);
-    await deps.db.sql.query("select pg_notify($1, $2)", [DELIVERY_BACKLOG_REPORTED, [deps.taskQueue, workerId, pending, oldestMs, claimsPerS].join("\t")]);
+    if (pending === 0 && !this.reportedBacklog) return;
+    this.reportedBacklog = pending > 0;
+    const report = [this.deps.taskQueue, this.workerId, pending, oldestMs, this.claimRate.perSecond()].join("\t");
+    await this.deps.db.sql.query("select pg_notify($1, $2)", [DELIVERY_BACKLOG_REPORTED, report]);
   }
-
-  return {
-    firstAttemptEnded(submissionId) {
-      if (inFlight.delete(submissionId)) pump();
-    },
-    async start(s) {
-      starter = s;
-      let listening!: () => void;
-      const listens = new Promise<void>((resolve) => (listening = resolve));
-      listener = deps.db.sql.listen(SUBMISSIONS_ANNOUNCED, {
-        notified(payload) {
-          const tab = payload.indexOf("\t");
-          if (tab < 0 || payload.slice(0, tab) !== deps.taskQueue) return;
-          enqueue(payload.slice(tab + 1).split(","));
-        },
-        listening,
-        lost: () => deps.log.warn("delivery queue: not listening for announcements; the delivery reconciler starts what is missed"),
-      });
-      reporter = setInterval(() => {
-        report().catch((e: unknown) => deps.log.warn("delivery queue: backlog report failed", { error: e }));
-      }, REPORT_INTERVAL_MS);
-      reporter.unref();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([listens, new Promise<void>((resolve) => (timer = setTimeout(resolve, LISTEN_WAIT_MS)))]);
-      clearTimeout(timer);
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(reporter);
-      clearTimeout(retry);
-      await listener?.close();
-      await pumping;
-    },
-  };
 }

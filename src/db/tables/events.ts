@@ -1,0 +1,29 @@
+// The `events` table's columns (the event log, src/events/log.ts, the only path that writes it). Its `seq` is not
+// among them: the database gives each row its position as it is inserted, in the order given.
+import { unnestInsert, type InsertPart, type TypedColumns } from "./columns.js";
+
+/** An event as inserted: every column but its position. */
+export interface EventInsert {
+  /** evt_<24 hex>. */
+  readonly id: string;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly type: string;
+  /** The exact JSON payload webhooks send. */
+  readonly payload: string;
+  readonly createdAt: Date;
+}
+
+const COLUMNS: TypedColumns<EventInsert> = [
+  ["id", "text", (e) => e.id],
+  ["organization_id", "uuid", (e) => e.organizationId],
+  ["inbox_id", "text", (e) => e.inboxId],
+  ["type", "text", (e) => e.type],
+  ["payload", "text", (e) => e.payload],
+  ["created_at", "timestamptz", (e) => e.createdAt],
+];
+
+/** The events' INSERT as a part of a statement, in the order given (so are their positions). */
+export function eventsInsert(events: readonly EventInsert[]): InsertPart {
+  return unnestInsert("events", COLUMNS, events);
+}

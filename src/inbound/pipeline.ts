@@ -1,0 +1,209 @@
+// The inbound pipeline: the mechanism that takes committed raw messages from a queue, prepares (reads and parses) a
+// bounded number at once, and hands what is ready to the store in batches. What preparing and storing do is the
+// caller's (store.ts); this file decides only when, how many and in which order.
+//
+// Batches: a batch starts at once when no store runs, so at low load a batch is one message and nothing waits; under
+// load the next batch fills while one is stored (it starts early only when full). A batch that fails is stored again
+// one message at a time, so a bad message fails alone.
+//
+// Memory is bounded in bytes (memoryBytes), half for each side: the raw bytes of messages queued with them, and
+// those of messages being prepared, waiting to be stored and being stored (a larger message is taken alone). A
+// message queued beyond its half keeps only its id and size and is read back when its turn comes; the halves keep a
+// long queue of bytes from holding back the messages in hand. The queue itself holds at most maxQueued ids; beyond
+// it messages wait in PostgreSQL for the sweeper.
+import type { Logger } from "../logger.js";
+
+/** What the pipeline runs, per message and per batch. */
+export interface PipelineStages<Known, Ready> {
+  /** Reads (unless known) and parses a message; null when it is no longer pending (nothing to store). */
+  prepare(rawId: string, known: Known | undefined): Promise<Ready | null>;
+  /** Its weight in a batch (the raw bytes of every copy it stores). */
+  bytesOf(ready: Ready): number;
+  /** Stores a batch in one transaction, in the order the messages were submitted; throws when it fails. */
+  store(batch: readonly Ready[]): Promise<void>;
+  /** Records a failed attempt at one message (never throws). */
+  failed(rawId: string, error: unknown): Promise<void>;
+}
+
+export interface PipelineLimits {
+  /** Messages read and parsed at once (parsing is bounded separately by the parser's worker threads). */
+  readonly concurrency: number;
+  /** Raw bytes held at once: queued with their bytes, preparing, ready and storing (INBOUND_PROCESSING_MEMORY_BYTES). */
+  readonly memoryBytes: number;
+  /** Ids queued at most; beyond, messages wait in the database for the sweeper. */
+  readonly maxQueued: number;
+}
+
+/** Messages per store transaction at most. */
+const MAX_BATCH_MESSAGES = 64;
+/** Message bytes (times inbox copies) per store transaction at most; a larger message goes alone. */
+const MAX_BATCH_BYTES = 16 * 1024 * 1024;
+/** Store transactions at once: one storing, the next filling (it starts early only when full). */
+const MAX_STORING = 2;
+
+/** A message waiting to be taken: what is known of it too when it was passed and memory allowed. */
+interface Queued<Known> {
+  readonly seq: number;
+  readonly size: number;
+  readonly known: Known | undefined;
+}
+
+/** A prepared message waiting to be stored. */
+interface ReadyItem<Ready> {
+  readonly rawId: string;
+  /** Order of submission: a batch stores its messages in the order they were received. */
+  readonly seq: number;
+  readonly ready: Ready;
+  /** What it adds to a batch's statements. */
+  readonly bytes: number;
+}
+
+export class InboundPipeline<Known, Ready> {
+  private readonly queued = new Map<string, Queued<Known>>();
+  /** Sizes of every queued message, and of those queued with what is known of them. */
+  private queuedBytes = 0;
+  private queuedKnownBytes = 0;
+  private submitted = 0;
+  /** Ids taken off the queue and not done yet (preparing, ready or storing), with their sizes. */
+  private readonly inHand = new Map<string, number>();
+  private inHandBytes = 0;
+  private preparing = 0;
+  private readonly ready: ReadyItem<Ready>[] = [];
+  private readyBytes = 0;
+  private storing = 0;
+  private readonly running = new Set<Promise<void>>();
+  private stopped = false;
+
+  constructor(
+    private readonly stages: PipelineStages<Known, Ready>,
+    private readonly limits: PipelineLimits,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Queues a message of `size` bytes; what is known of it is kept while memory allows. False when the queue is full
+   * (or the pipeline stopped): the message is not taken. A message already in hand counts as taken.
+   */
+  submit(rawId: string, size: number, known?: Known): boolean {
+    if (this.inHand.has(rawId) || this.queued.has(rawId)) return true;
+    if (this.stopped || this.queued.size >= this.limits.maxQueued) return false;
+    const keep = known !== undefined && this.queuedKnownBytes + size <= this.limits.memoryBytes / 2;
+    this.queued.set(rawId, { seq: this.submitted++, size, known: keep ? known : undefined });
+    this.queuedBytes += size;
+    if (keep) this.queuedKnownBytes += size;
+    this.pump();
+    return true;
+  }
+
+  /** Messages taken and not yet done (queued or in hand), and their raw bytes. */
+  backlog(): { readonly messages: number; readonly bytes: number } {
+    return { messages: this.queued.size + this.inHand.size, bytes: this.queuedBytes + this.inHandBytes };
+  }
+
+  /** Stops taking work and waits for what runs (what is prepared is stored); queued ids are dropped. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.queued.clear();
+    this.queuedBytes = 0;
+    this.queuedKnownBytes = 0;
+    // A store started by a preparation that ends now is waited for too.
+    while (this.running.size > 0) await Promise.all(this.running);
+  }
+
+  private track(work: Promise<void>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+
+  /** A full batch is ready: no more preparing until it is stored (bounds memory), and it needs no store to end. */
+  private readyIsFull(): boolean {
+    return this.ready.length >= MAX_BATCH_MESSAGES || this.readyBytes >= MAX_BATCH_BYTES;
+  }
+
+  /** Whether a queued message may be taken now: bytes in hand stay within their half, or it goes alone. */
+  private fits({ size }: Queued<Known>): boolean {
+    return this.inHandBytes === 0 || this.inHandBytes + size <= this.limits.memoryBytes / 2;
+  }
+
+  private release(rawId: string): void {
+    this.inHandBytes -= this.inHand.get(rawId) ?? 0;
+    this.inHand.delete(rawId);
+  }
+
+  private pump(): void {
+    for (const [rawId, entry] of this.queued) {
+      if (this.stopped || this.preparing >= this.limits.concurrency || this.readyIsFull() || !this.fits(entry)) return;
+      const { seq, size, known } = entry;
+      this.queued.delete(rawId);
+      this.queuedBytes -= size;
+      if (known !== undefined) this.queuedKnownBytes -= size;
+      this.inHand.set(rawId, size);
+      this.inHandBytes += size;
+      this.preparing++;
+      this.track(
+        this.prepare(rawId, seq, known).finally(() => {
+          this.preparing--;
+          this.pump();
+        }),
+      );
+    }
+  }
+
+  private async prepare(rawId: string, seq: number, known: Known | undefined): Promise<void> {
+    let ready: Ready | null;
+    try {
+      ready = await this.stages.prepare(rawId, known);
+    } catch (error) {
+      ready = null;
+      await this.stages.failed(rawId, error);
+    }
+    if (ready === null) {
+      this.release(rawId);
+      return;
+    }
+    const bytes = this.stages.bytesOf(ready);
+    this.ready.push({ rawId, seq, ready, bytes });
+    this.readyBytes += bytes;
+    this.flush();
+  }
+
+  private flush(): void {
+    while (this.ready.length > 0 && (this.storing === 0 || (this.storing < MAX_STORING && this.readyIsFull()))) {
+      const batch = this.takeBatch();
+      this.storing++;
+      this.track(
+        this.storeOrIsolate(batch).finally(() => {
+          this.storing--;
+          for (const item of batch) this.release(item.rawId);
+          this.flush();
+          this.pump();
+        }),
+      );
+    }
+  }
+
+  private takeBatch(): ReadyItem<Ready>[] {
+    let count = 0;
+    let bytes = 0;
+    const { ready } = this;
+    while (count < ready.length && count < MAX_BATCH_MESSAGES && (count === 0 || bytes + ready[count]!.bytes <= MAX_BATCH_BYTES)) {
+      bytes += ready[count]!.bytes;
+      count++;
+    }
+    this.readyBytes -= bytes;
+    // Preparations finish out of order; a reply received after its parent must come after it to join its thread.
+    return ready.splice(0, count).sort((a, b) => a.seq - b.seq);
+  }
+
+  private async storeOrIsolate(batch: readonly ReadyItem<Ready>[]): Promise<void> {
+    try {
+      await this.stages.store(batch.map((item) => item.ready));
+    } catch (error) {
+      if (batch.length === 1) return this.stages.failed(batch[0]!.rawId, error);
+      // Whatever failed (a message the database refuses, a deadlock), one message must not hold back the others:
+      // each is stored alone, and only a message that fails alone counts a failed attempt.
+      this.log.warn("inbound batch failed; storing its messages one at a time", { messages: batch.length, error });
+      for (const item of batch) await this.storeOrIsolate([item]);
+    }
+  }
+}

@@ -1,0 +1,412 @@
+// The inbound store: what storing parsed raw messages writes. One transaction stores a batch (the second and last
+// commit of each message): it claims the raw rows still pending, records reports to the feedback address, stores
+// one Message per admitted inbox that is still active (its thread, its attachments, its message.received event in
+// the event log and the webhook outbox), then deletes the raw rows — or keeps a partially parsed one as `failed`.
+// After the commit, webhook deliveries are dispatched and attachment scans started. When and how many messages a
+// batch holds is the pipeline's business (pipeline.ts); processor.ts puts the two together.
+//
+// The transaction claims the rows with FOR UPDATE SKIP LOCKED and stores only what is still pending, so a message is
+// stored once even when the sweeper of another process parses it too; a crash rolls back and leaves it pending. Its
+// statements are the same dozen whatever the batch's size (each round trip waits its turn on a busy machine; per
+// message they capped bench:inbound), in plain SQL on the driver's pool, not the ORM: this is the hot path of inbound
+// mail, and the ORM's unit of work cost more CPU than the statements themselves (measured with bench:inbound).
+import type { Database, SqlTx } from "../db/database.js";
+import { insertAttachments } from "../db/tables/attachments.js";
+import { insertMessages, type MessageInsert } from "../db/tables/messages.js";
+import {
+  insertThreads,
+  summaryColumns,
+  summaryOf,
+  summaryWith,
+  updateThreadSummaries,
+  type JoiningMessage,
+  type ThreadSummary,
+  type ThreadSummaryRow,
+} from "../db/tables/threads.js";
+import { appendEvents } from "../events/log.js";
+import { messageReceivedEvents } from "../events/message-received.js";
+import { newId } from "../ids.js";
+import type { Logger } from "../logger.js";
+import type { EmailParser, ParsedAddress, ParsedEmail } from "../mail/parse.js";
+import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
+import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
+import { readChunks, type ReceivedMessage } from "./receive.js";
+import { parentMessageIds } from "./threading.js";
+
+export interface FeedbackReports {
+  readonly address: string;
+  /** Authenticates the report before the store transaction (DNS lookups); what it returns records it inside. */
+  check(raw: RawRow, rawId: string): Promise<CheckedFeedback>;
+}
+
+export interface CheckedFeedback {
+  record(tx: SqlTx): Promise<void>;
+}
+
+export interface InboundStoreDeps {
+  readonly db: Database;
+  readonly parser: EmailParser;
+  readonly outbox: MessageReceivedOutbox;
+  readonly scans: AttachmentScanStarter;
+  readonly log: Logger;
+  /** Right-hand side of the Message-ID given to a message that came without one. */
+  readonly hostname: string;
+  /** Mail to the feedback address: ARF reports, recorded as complaints instead of stored (src/outbound/feedback-reports.ts). */
+  readonly feedbackReports?: FeedbackReports | undefined;
+  readonly clock: StoreClock;
+}
+
+/** A raw message as committed by the SMTP side (inbound_raw_messages). */
+export interface RawRow {
+  readonly raw: Buffer;
+  readonly rcpt_to: string[];
+  readonly inbox_ids: string[];
+  readonly mail_from: string;
+  readonly remote_ip: string;
+  readonly helo: string;
+  readonly tls_protocol: string | null;
+  readonly tls_cipher: string | null;
+}
+
+export function rawRowOf(m: ReceivedMessage): RawRow {
+  return {
+    raw: m.raw,
+    rcpt_to: m.recipients.map((r) => r.address),
+    inbox_ids: m.recipients.map((r) => r.inboxId),
+    mail_from: m.mailFrom,
+    remote_ip: m.session.remoteIp,
+    helo: m.session.helo,
+    tls_protocol: m.session.tls?.protocol ?? null,
+    tls_cipher: m.session.tls?.cipher ?? null,
+  };
+}
+
+/** A raw message parsed and ready to be stored. */
+export interface ParsedRaw {
+  readonly rawId: string;
+  readonly raw: RawRow;
+  /** Null when the message goes to the feedback address only (there is no inbox to store it in). */
+  readonly email: ParsedEmail | null;
+  readonly feedback: CheckedFeedback | undefined;
+  /** What it adds to a batch's statements: its size once per inbox copy. */
+  readonly bytes: number;
+}
+
+/**
+ * The time of each stored message: at least a millisecond after the previous message this process stored, since ids
+ * are random and equal times would list a batch (a parent and its reply included) in any order.
+ */
+export class StoreClock {
+  private last = 0;
+
+  next(now: Date): Date {
+    this.last = Math.max(now.getTime(), this.last + 1);
+    return new Date(this.last);
+  }
+}
+
+interface StoredInboundMessage extends MessageReceivedEvent {
+  readonly attachmentCount: number;
+}
+
+interface InboxRef {
+  readonly id: string;
+  readonly organization_id: string;
+}
+
+/** One inbox's copy of a parsed message, as it is about to be stored. */
+interface Copy {
+  readonly message: ParsedRaw;
+  readonly email: ParsedEmail;
+  readonly inbox: InboxRef;
+  readonly id: string;
+  readonly internetMessageId: string;
+  /** From as stored: the envelope sender when the message has no From header. */
+  readonly from: ParsedAddress;
+  readonly at: Date;
+}
+
+/** Failed attempts (errors, not parse problems) after which a raw message is marked failed and left alone. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * The raw message read (unless known) and parsed, its feedback report checked; null when it is no longer pending
+ * (done, or being processed by another process).
+ */
+export async function prepareRaw(deps: InboundStoreDeps, rawId: string, known: RawRow | undefined): Promise<ParsedRaw | null> {
+  const raw = known ?? (await readBack(deps.db, rawId));
+  if (!raw) return null;
+  const { feedbackReports } = deps;
+  const feedback = feedbackReports && raw.rcpt_to.includes(feedbackReports.address) ? await feedbackReports.check(raw, rawId) : undefined;
+  const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
+  const email = forInboxes ? await deps.parser.parse(raw.raw) : null;
+  return { rawId, raw, email, feedback, bytes: raw.raw.byteLength * Math.max(1, raw.inbox_ids.length) };
+}
+
+async function readBack(db: Database, rawId: string): Promise<RawRow | null> {
+  const [row] = await db.sql.query<RawRow & { size: number }>(
+    `select raw, size, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
+       from inbound_raw_messages where id = $1 and status = 'pending'`,
+    [rawId],
+  );
+  if (!row || row.raw.length === row.size) return row ?? null;
+  return { ...row, raw: await readChunks(db.sql, rawId, row.size) };
+}
+
+/** Stores the batch (in the order given) in one transaction, then dispatches its webhooks and starts its scans. */
+export async function storeBatch(deps: InboundStoreDeps, batch: readonly ParsedRaw[]): Promise<void> {
+  const committed = await deps.db.sql.transaction((tx) => storeIn(deps, tx, batch));
+  deps.outbox.dispatch(committed.enqueued);
+  for (const message of committed.stored.filter((m) => m.attachmentCount > 0)) {
+    // The scanning side retries unscanned attachments durably; a failed start here only delays the scan.
+    deps.scans
+      .start(message)
+      .catch((error: unknown) => deps.log.warn("attachment scan start failed", { messageId: message.messageId, error }));
+  }
+}
+
+/** Stores the batch's messages that are still pending; the others are done or in another process's hands. */
+async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly ParsedRaw[]): Promise<{ stored: StoredInboundMessage[]; enqueued: unknown[] }> {
+  const claimed = await claimPending(tx, batch);
+  if (claimed.length === 0) return { stored: [], enqueued: [] };
+  const now = new Date();
+  for (const message of claimed) {
+    // A report to the feedback address is recorded in this transaction (so once) and never stored in an inbox.
+    if (message.feedback) await message.feedback.record(tx);
+  }
+  const copies = await copiesOf(deps, tx, claimed, now);
+  const threadIds = await threadsFor(tx, copies);
+  await insertCopies(tx, copies, threadIds);
+  const stored = copies.map((c, i) => ({
+    messageId: c.id,
+    organizationId: c.inbox.organization_id,
+    inboxId: c.inbox.id,
+    threadId: threadIds[i]!,
+    attachmentCount: Math.min(c.email.attachments.length, MAX_ATTACHMENTS),
+  }));
+  const events = messageReceivedEvents(stored, now);
+  const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
+  await finishRaw(deps.log, tx, claimed, now);
+  // Last: it holds the organizations' event-log turns until the commit.
+  await appendEvents(tx, events);
+  return { stored, enqueued };
+}
+
+async function claimPending(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<ParsedRaw[]> {
+  const claimedIds = await tx.query<{ id: string }>(
+    `select id from inbound_raw_messages where id = any($1) and status = 'pending' for update skip locked`,
+    [batch.map((m) => m.rawId)],
+  );
+  const claimedSet = new Set(claimedIds.map((r) => r.id));
+  return batch.filter((m) => claimedSet.has(m.rawId));
+}
+
+/** One copy per parsed message and admitted inbox that is still active (held FOR SHARE until the commit). */
+async function copiesOf(deps: InboundStoreDeps, tx: SqlTx, claimed: readonly ParsedRaw[], now: Date): Promise<Copy[]> {
+  const parsed = claimed.filter((m) => m.email !== null);
+  const inboxIds = [...new Set(parsed.flatMap((m) => m.raw.inbox_ids))];
+  // FOR SHARE: an inbox delete (status → deleting, then the purge) waits for this commit, so the purge cannot miss
+  // a message stored here, and a message never lands in an inbox already being purged.
+  const inboxes =
+    inboxIds.length === 0
+      ? []
+      : await tx.query<InboxRef>(`select id, organization_id from inboxes where id = any($1) and status = 'active' order by id for share`, [inboxIds]);
+  return parsed.flatMap((message): Copy[] => {
+    const email = message.email!;
+    // RFC 5321 lets the receiving server supply a missing Message-ID; one per raw message, so every inbox's copy
+    // carries the same.
+    const internetMessageId = email.messageId ?? `<${message.rawId}@${deps.hostname}>`;
+    const from = email.from ?? { email: message.raw.mail_from };
+    const at = deps.clock.next(now);
+    return inboxes
+      .filter((inbox) => message.raw.inbox_ids.includes(inbox.id))
+      .map((inbox) => ({ message, email, inbox, id: newId("msg"), internetMessageId, from, at }));
+  });
+}
+
+/** A thread the batch adds messages to: one already stored (locked), or one the batch starts. */
+interface ThreadChange {
+  readonly id: string;
+  readonly inbox: InboxRef;
+  readonly isNew: boolean;
+  /** For a new thread, when its first message came. */
+  readonly createdAt: Date;
+  summary: ThreadSummary;
+  /** When the batch's last message joined it. */
+  updatedAt: Date;
+}
+
+/**
+ * The thread of each copy, in copy order: the thread of the newest message of its inbox it answers, else a new
+ * one. Messages of the batch are newer than any stored one, so an earlier copy of the batch is looked for first,
+ * then the database; the summaries of the threads touched are folded over the batch's messages in order and
+ * written (existing threads locked FOR UPDATE by the lookup).
+ */
+async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]> {
+  const inBatchParent = parentsInBatch(copies);
+  const storedThreadOf = await lockStoredThreads(tx, copies, inBatchParent);
+  const changes = new Map<string, ThreadChange>();
+  const threadIds: string[] = [];
+  for (const [i, copy] of copies.entries()) {
+    const parent = inBatchParent[i];
+    const row = storedThreadOf.get(i);
+    const change = changes.get(parent !== undefined ? threadIds[parent]! : (row?.id ?? ""));
+    if (change) {
+      change.summary = summaryWith(change.summary, joining(copy));
+      change.updatedAt = copy.at;
+      threadIds.push(change.id);
+      continue;
+    }
+    const id = row?.id ?? newId("thr");
+    const summary = summaryWith(row ? summaryOf(row) : null, joining(copy));
+    changes.set(id, { id, inbox: copy.inbox, isNew: !row, createdAt: copy.at, summary, updatedAt: copy.at });
+    threadIds.push(id);
+  }
+  const all = [...changes.values()];
+  await insertThreads(
+    tx,
+    all.filter((t) => t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, createdAt: t.createdAt, updatedAt: t.updatedAt })),
+  );
+  await updateThreadSummaries(
+    tx,
+    all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt })),
+  );
+  return threadIds;
+}
+
+/** For each copy, the index of the newest earlier copy of the batch in its inbox that it answers, if any. */
+function parentsInBatch(copies: readonly Copy[]): (number | undefined)[] {
+  const inBatchParent: (number | undefined)[] = [];
+  const latestInBatch = new Map<string, number>();
+  const key = (inboxId: string, internetMessageId: string) => `${inboxId} ${internetMessageId}`;
+  for (const [i, copy] of copies.entries()) {
+    const parents = parentMessageIds(copy.email).map((id) => latestInBatch.get(key(copy.inbox.id, id)) ?? -1);
+    const newest = Math.max(-1, ...parents);
+    inBatchParent.push(newest >= 0 ? newest : undefined);
+    latestInBatch.set(key(copy.inbox.id, copy.internetMessageId), i);
+  }
+  return inBatchParent;
+}
+
+/** The stored threads the copies without a parent in the batch answer, by copy index, locked FOR UPDATE. */
+async function lockStoredThreads(
+  tx: SqlTx,
+  copies: readonly Copy[],
+  inBatchParent: readonly (number | undefined)[],
+): Promise<Map<number, ThreadSummaryRow & { copy: number; id: string }>> {
+  const lookups = copies.flatMap((copy, i) =>
+    inBatchParent[i] === undefined ? parentMessageIds(copy.email).map((parent) => ({ copy: i, inboxId: copy.inbox.id, parent })) : [],
+  );
+  if (lookups.length === 0) return new Map();
+  // One lookup for the whole batch; the threads are locked in id order, so batches that share threads never
+  // wait on each other in a circle.
+  const found = await tx.query<ThreadSummaryRow & { copy: number; id: string }>(
+    `with parent as (
+       select distinct on (w.copy) w.copy, m.thread_id
+         from unnest($1::int[], $2::text[], $3::text[]) as w(copy, inbox_id, internet_message_id)
+         join messages m on m.inbox_id = w.inbox_id and m.internet_message_id = w.internet_message_id
+        order by w.copy, m.created_at desc, m.id desc)
+     select p.copy, t.id, ${summaryColumns("t")}
+       from parent p join threads t on t.id = p.thread_id
+      order by t.id
+        for update of t`,
+    [lookups.map((l) => l.copy), lookups.map((l) => l.inboxId), lookups.map((l) => l.parent)],
+  );
+  return new Map(found.map((row) => [row.copy, row]));
+}
+
+/** What a copy adds to its thread's summary: the addresses it is stored with. */
+function joining(copy: Copy): JoiningMessage {
+  return { subject: copy.email.subject, from: copy.from, to: copy.email.to, cc: copy.email.cc, at: copy.at };
+}
+
+/** The copies' messages and attachments, one statement each. */
+async function insertCopies(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
+  await insertMessages(
+    tx,
+    copies.map((copy, i) => messageOf(copy, threadIds[i]!)),
+  );
+  await insertAttachments(
+    tx,
+    copies.flatMap((copy) =>
+      copy.email.attachments.slice(0, MAX_ATTACHMENTS).map((a, i) => ({
+        id: attachmentId(copy.id, i + 1),
+        organizationId: copy.inbox.organization_id,
+        inboxId: copy.inbox.id,
+        messageId: copy.id,
+        position: i + 1,
+        filename: sanitizeFilename(a.filename, i + 1),
+        contentType: a.contentType.slice(0, 255),
+        content: a.content,
+        scanState: "unscanned",
+        scanDetail: null,
+        scannedAt: null,
+        createdAt: copy.at,
+      })),
+    ),
+  );
+}
+
+function messageOf(copy: Copy, threadId: string): MessageInsert {
+  const { email, message, inbox } = copy;
+  const { raw } = message;
+  return {
+    id: copy.id,
+    organizationId: inbox.organization_id,
+    inboxId: inbox.id,
+    threadId,
+    direction: "inbound",
+    internetMessageId: copy.internetMessageId,
+    inReplyTo: email.inReplyTo,
+    references: email.references,
+    from: copy.from,
+    to: email.to,
+    replyTo: email.replyTo,
+    subject: email.subject,
+    text: email.text,
+    html: email.html,
+    metadata: {},
+    deliveryStatus: "received",
+    submissionId: null,
+    failureCode: null,
+    inboundSecurity: {
+      remoteIp: raw.remote_ip,
+      helo: raw.helo,
+      tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
+    },
+    // Nothing to scan is as good as scanned clean.
+    attachmentsScanState: email.attachments.length > 0 ? "unscanned" : "clean",
+    rawId: message.rawId,
+    parseProblem: email.problem,
+    extracted: email.extracted,
+    createdAt: copy.at,
+    updatedAt: copy.at,
+  };
+}
+
+/**
+ * The claimed raw rows are done: deleted, or kept as `failed` with the parse's problem when the message was stored
+ * from a partial parse, so nothing is lost and an operator can look at the original.
+ */
+async function finishRaw(log: Logger, tx: SqlTx, claimed: readonly ParsedRaw[], now: Date): Promise<void> {
+  const partial = claimed.filter((m) => m.email?.problem);
+  const done = claimed.filter((m) => !m.email?.problem);
+  if (done.length > 0) await tx.query(`delete from inbound_raw_messages where id = any($1)`, [done.map((m) => m.rawId)]);
+  if (partial.length === 0) return;
+  await tx.query(
+    `update inbound_raw_messages r set status = 'failed', error = v.error, processed_at = $3
+       from unnest($1::uuid[], $2::text[]) as v(id, error) where r.id = v.id`,
+    [partial.map((m) => m.rawId), partial.map((m) => m.email!.problem), now],
+  );
+  for (const m of partial) log.warn("inbound message stored partially; raw kept", { rawId: m.rawId, problem: m.email!.problem });
+}
+
+/** A failed attempt: counted, and after MAX_ATTEMPTS the raw message is marked failed (kept, not retried). */
+export async function recordFailure(db: Database, rawId: string, error: unknown): Promise<void> {
+  await db.sql.query(
+    `update inbound_raw_messages set attempts = attempts + 1, error = $1,
+       status = case when attempts + 1 >= $2 then 'failed' else status end
+     where id = $3 and status = 'pending'`,
+    [error instanceof Error ? error.message : String(error), MAX_ATTEMPTS, rawId],
+  );
+}
