@@ -51,12 +51,14 @@ export function createRestGateway(options: RestGatewayOptions) {
       const { route, params } = found.match;
       await options.authenticate(headerValue(req, "x-api-key") ?? null, contextValues, route.method);
       // Most calls are GETs without a body: reading one that was never declared would cost an async iteration each.
-      const body = declaresBody(req) ? await readJsonBody(req, options.bodyOf(req, res, route.method)) : undefined;
+      const bytes = declaresBody(req) ? await readLimitedBody(options.bodyOf(req, res, route.method)) : undefined;
+      const raw = route.rawBodyField !== undefined;
       const input = readRequest<Message>(route, {
         params,
         query: url.searchParams,
         headers: (name) => headerValue(req, name),
-        body,
+        body: raw ? undefined : jsonBodyOf(req, bytes),
+        ...(raw ? { rawBody: { contentType: headerValue(req, "content-type") ?? "", data: bytes ?? new Uint8Array() } } : {}),
       });
       const header = new Headers();
       for (const name of FORWARDED_HEADERS) {
@@ -213,9 +215,8 @@ class BodyError extends Error {
   }
 }
 
-/** Reads and parses a JSON body within its limit; no body at all is undefined. */
-async function readJsonBody(req: IncomingMessage, body: LimitedBody): Promise<JsonValue | undefined> {
-  const bytes = await readLimitedBody(body);
+/** Parses a JSON body read within its limit; no body at all is undefined. */
+function jsonBodyOf(req: IncomingMessage, bytes: Buffer | undefined): JsonValue | undefined {
   if (bytes === undefined) return undefined;
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json") {

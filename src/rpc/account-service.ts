@@ -3,13 +3,15 @@ import type { AccountService } from "../../gen/mailbox/v1/account_service_pb.js"
 import { readAccessProfile } from "../accounts/profile.js";
 import type { Config } from "../config.js";
 import { callerOf } from "./call-context.js";
+import { uploadSettingsOf } from "../uploads/settings.js";
 import { toGetMeResponse } from "./mappers.js";
 
 export function createAccountService(deps: { config: Config }): Partial<ServiceImpl<typeof AccountService>> {
   return {
     async getMe(_req, ctx) {
       const { principal, store } = callerOf(ctx);
-      return toGetMeResponse(await readAccessProfile(store, principal), deps.config.platformLimits);
+      const platformLimits = { ...deps.config.platformLimits, uploadStorageBytes: BigInt(uploadSettingsOf(deps.config).storageBytes) };
+      return toGetMeResponse(await readAccessProfile(store, principal), platformLimits);
     },
   };
 }

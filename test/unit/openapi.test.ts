@@ -1,4 +1,6 @@
+import { getOption } from "@bufbuild/protobuf";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
 import { describe, expect, it } from "vitest";
 import { registrableName } from "../../src/domains/domains.js";
 import { parseOutboundAddress } from "../../src/outbound/addresses.js";
@@ -75,7 +77,7 @@ describe("the OpenAPI document", () => {
 
   it("describes operations, parameters and properties with the contract's comments", () => {
     const reply = doc.paths["/v1/threads/{threadId}/replies"]!.post!;
-    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\.$/);
+    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\. Not implemented yet, answering 501 not_implemented when given: replyAll; cc; bcc; attachments\.$/);
     expect(reply.parameters.find((p) => p.name === "threadId")?.description).toBe("The thread id.");
     const body = reply.requestBody!.content["application/json"]!.schema;
     expect(body.properties?.targetMessageId?.description).toBe("The message being replied to; required.");
@@ -98,7 +100,8 @@ describe("the OpenAPI document", () => {
     expect(message.required).not.toContain("html");
     expect(message.required).not.toContain("inboundSecurity");
     // present_with: written only beside inboundSecurity.
-    expect(message.required).not.toContain("attachments");
+    expect(message.required).not.toContain("extracted");
+    expect(message.required).toContain("attachments");
     expect(message.required).toContain("inReplyTo");
   });
 
@@ -144,9 +147,10 @@ describe("the OpenAPI document", () => {
     expect(webhook?.properties?.url).toMatchObject({ maxLength: 2048, pattern: "^https://" });
     expect(webhook?.properties?.events).toEqual({
       type: "array",
-      items: { type: "string", enum: ["message.received"] },
+      items: { type: "string", enum: ["message.received", "submission.held"] },
       minItems: 1,
-      maxItems: 1,
+      maxItems: 2,
+      uniqueItems: true,
     });
     const reply = operation("post", "/v1/threads/{threadId}/replies").requestBody;
     expect(reply?.content["application/json"]?.schema.required).toEqual(["targetMessageId"]);
@@ -184,15 +188,23 @@ describe("the OpenAPI document", () => {
     ]);
   });
 
-  it("gives every operation the shared error responses, and 501 only to unimplemented ones", () => {
+  it("gives every operation the shared error responses, and 501 only to those not served whole", () => {
     for (const route of routes) {
       const { responses } = operation(route.verb.toLowerCase(), openApiPath(route));
       for (const status of [400, 401, 403, 429, 500, 503]) {
         expect(responses[status], `${route.method.name} ${status}`).toBeDefined();
       }
       if (route.pathFields.length > 0) expect(responses[404]).toBeDefined();
-      expect(responses[501] !== undefined).toBe(route.unimplemented);
+      const unserved = route.method.input.fields.some((f) => getOption(f, fieldRule).unimplemented || getOption(f, fieldRule).unimplementedValues.length > 0);
+      expect(responses[501] !== undefined, route.method.name).toBe(route.unimplemented || unserved);
     }
+    const served = ["CreateInbox", "GetMe", "CreateUpload", "GetSubmission"];
+    expect(routes.filter((r) => served.includes(r.method.name)).map((r) => operation(r.verb.toLowerCase(), openApiPath(r)).responses[501])).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(doc.components.schemas.Error).toEqual({
       type: "object",
       properties: { error: expect.any(Object), message: expect.any(Object) },
