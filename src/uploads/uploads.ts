@@ -20,11 +20,12 @@ import {
   type UploadRowText,
 } from "../db/tables/uploads.js";
 import type { TenantStore } from "../db/tenant-store.js";
-import { InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
+import { NotFound, PermissionDenied, TooLarge } from "../errors.js";
 import { sanitizeFilename } from "../inbound/attachments.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
 import { requireCleanFiles, type OutboundScanning } from "../outbound/attachment-scan.js";
+import { mediaTypeOf } from "../outbound/media-type.js";
 import { createScanner } from "../scanning/scanner.js";
 import { uploadSettingsOf, type UploadSettings } from "./settings.js";
 
@@ -61,16 +62,6 @@ export interface NewFile {
 export interface UploadedFile {
   readonly upload: UploadRecord;
   readonly content: Buffer;
-}
-
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/;
-
-/** A Content-Type's type/subtype, lower-cased, without parameters; application/octet-stream when empty. */
-export function mediaTypeOf(contentType: string): string {
-  const type = contentType.split(";", 1)[0]!.trim().toLowerCase();
-  if (type === "") return "application/octet-stream";
-  if (type.length > 255 || !MEDIA_TYPE.test(type)) throw new InvalidRequest(`content type ${JSON.stringify(contentType.slice(0, 100))} is not type/subtype`);
-  return type;
 }
 
 /**
