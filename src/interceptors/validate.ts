@@ -1,13 +1,14 @@
 // Validates every request message against the contract: the rules of options.proto that buf.validate cannot state
 // (every string is text, names are names, free-form JSON objects keep their bounds), walked over every field, list
 // item, map and JSON object of the message, then the buf.validate rules. Each problem names the field as the JSON
-// face spells it: to[1].name, metadata.order. Before all of it, a request that uses a part of the contract not served
-// yet (FieldRule.unimplemented, unimplemented_values) is answered 501 not_implemented.
-import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
+// face spells it: to[1].name, metadata.order. Before all of it, a call of an RPC not served yet (MethodRule.unimplemented),
+// or a request that uses a part of the contract not served yet (FieldRule.unimplemented, unimplemented_values), is
+// answered 501 not_implemented: what is not served has no rules to break yet.
+import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { createValidator } from "@bufbuild/protovalidate";
 import type { Path } from "@bufbuild/protobuf/reflect";
 import type { Interceptor } from "@connectrpc/connect";
-import { field as fieldOption, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
+import { field as fieldOption, method as methodOption, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
 import { InvalidRequest, NotImplemented } from "../errors.js";
 import { nameProblem, textProblem } from "../text-rule.js";
 
@@ -23,6 +24,7 @@ export function validateRequests(): Interceptor {
     if (problems.length > 0) throw new InvalidRequest(problems.join("; "));
   };
   return (next) => async (req) => {
+    if (isUnserved(req.method)) throw new NotImplemented(`${req.method.name} is not implemented yet`);
     if (!req.stream) {
       validate(req.method.input, req.message);
       return next(req);
@@ -37,6 +39,14 @@ async function* validated<T extends Message>(messages: AsyncIterable<T>, validat
     validate(message);
     yield message;
   }
+}
+
+const unservedMethods = new WeakMap<DescMethod, boolean>();
+
+function isUnserved(method: DescMethod): boolean {
+  let unserved = unservedMethods.get(method);
+  if (unserved === undefined) unservedMethods.set(method, (unserved = getOption(method, methodOption).unimplemented));
+  return unserved;
 }
 
 /** A field not served yet (values undefined), or the values of a field that are not. */

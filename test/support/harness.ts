@@ -18,6 +18,7 @@ import { createLogger } from "../../src/logger.js";
 import { createSharedDeps, runConfiguredWorker, startApi, type RunningWorker } from "../../src/main.js";
 import { connectTemporal } from "../../src/temporal/client.js";
 import { startSmtpRole, type SmtpRole } from "../../src/inbound/smtp-role.js";
+import { parseUploadSettings } from "../../src/uploads/settings.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 
 export interface TestApp {
@@ -78,7 +79,7 @@ export function uniqueName(prefix: string): string {
 const TEST_SWEEPER: SweeperOptions = { intervalMs: 60_000, staleAfterMs: 24 * 3_600_000 };
 
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const config = loadConfig({
+  const loaded = loadConfig({
     DATABASE_URL: inject("databaseUrl"),
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     HTTP_PORT: "0",
@@ -91,6 +92,8 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     KEY_CACHE_MS: "0",
     ...env,
   });
+  // Sections loadConfig does not compose yet (issue 17's uploads: UPLOAD_TTL, LIMIT_UPLOAD_STORAGE_BYTES, ...).
+  const config: Config = Object.freeze({ ...loaded, uploads: parseUploadSettings(env) });
   const db = await openDatabase(config.databaseUrl!, { poolMax: 10 });
   const temporal = await connectTemporal(config.temporalAddress!, config.temporalNamespace);
   const log = createLogger(config.logLevel);
