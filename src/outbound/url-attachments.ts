@@ -152,16 +152,23 @@ function bodyOf(res: IncomingMessage, label: string, options: UrlFetchOptions, s
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let settled = false;
+    // The first reason stands: destroying the answer makes it report being cut off as well.
     const fail = (e: Error) => {
-      res.destroy();
+      if (settled) return;
+      settled = true;
       reject(e);
+      res.destroy();
     };
     res.on("data", (chunk: Buffer) => {
       size += chunk.byteLength;
       if (size > options.maxBytes) return fail(tooLarge());
       chunks.push(chunk);
     });
-    res.on("end", () => resolve(Buffer.concat(chunks, size)));
+    res.on("end", () => {
+      settled = true;
+      resolve(Buffer.concat(chunks, size));
+    });
     // The request's signal ends the answer too: its error is the timeout's.
     res.on("error", (e: Error) => fail(signal.aborted ? failed(label, `no file within ${options.timeoutMs} ms`) : failed(label, e.message)));
     res.on("aborted", () => fail(failed(label, "the answer was cut off")));
