@@ -1,9 +1,9 @@
 // Validates every request message against the contract: the rules of options.proto that buf.validate cannot state
 // (every string is text, names are names, free-form JSON objects keep their bounds), walked over every field, list
 // item, map and JSON object of the message, then the buf.validate rules. Each problem names the field as the JSON
-// face spells it: to[1].name, metadata.order. Before all of it, a call of an RPC not served yet (MethodRule.unimplemented),
-// or a request that uses a part of the contract not served yet (FieldRule.unimplemented, unimplemented_values), is
-// answered 501 not_implemented: what is not served has no rules to break yet.
+// face spells it: to[1].name, metadata.order. A valid call of an RPC not served yet (MethodRule.unimplemented), or a
+// valid request that uses a part of the contract not served yet (FieldRule.unimplemented, unimplemented_values), is
+// then answered 501 not_implemented: an invalid one is 400 as it will be once served.
 import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { createValidator } from "@bufbuild/protovalidate";
 import type { Path } from "@bufbuild/protobuf/reflect";
@@ -15,8 +15,6 @@ import { nameProblem, textProblem } from "../text-rule.js";
 export function validateRequests(): Interceptor {
   const validator = createValidator();
   const validate = (desc: DescMessage, message: Message) => {
-    const unserved = unimplementedParts(desc, message);
-    if (unserved.length > 0) throw new NotImplemented(`not implemented yet: ${unserved.join("; ")}`);
     const problems = contractProblems(desc, message);
     const result = validator.validate(desc, message);
     if (result.kind === "error") throw result.error;
@@ -24,9 +22,11 @@ export function validateRequests(): Interceptor {
     if (problems.length > 0) throw new InvalidRequest(problems.join("; "));
   };
   return (next) => async (req) => {
-    if (isUnserved(req.method)) throw new NotImplemented(`${req.method.name} is not implemented yet`);
     if (!req.stream) {
       validate(req.method.input, req.message);
+      if (isUnserved(req.method)) throw new NotImplemented(`${req.method.name} is not implemented yet`);
+      const unserved = unimplementedParts(req.method.input, req.message);
+      if (unserved.length > 0) throw new NotImplemented(`not implemented yet: ${unserved.join("; ")}`);
       return next(req);
     }
     // A stream's request messages are checked as the implementation reads them (a server stream's one before it starts).

@@ -99,6 +99,11 @@ export interface Operation {
   parameters: Parameter[];
   requestBody?: RequestBody;
   responses: Record<string, Response | { $ref: string }>;
+  /**
+   * What of the operation is not served yet and answers 501 not_implemented: all of it (true), or the JSON fields and
+   * the values of fields its descriptions name. For clients and test generators that leave them out.
+   */
+  "x-not-implemented"?: true | { fields: string[]; values: Record<string, string[]> };
 }
 
 export interface OpenApiDocument {
@@ -265,7 +270,20 @@ function operationOf(route: Route, schemas: SchemaBuilder): Operation {
     parameters: parametersOf(route, schemas),
     ...(requestBody ? { requestBody } : {}),
     responses: responsesOf(route, schemas),
+    ...notImplementedOf(route),
   };
+}
+
+function notImplementedOf(route: Route): Pick<Operation, "x-not-implemented"> {
+  if (route.unimplemented) return { "x-not-implemented": true };
+  const fields: string[] = [];
+  const values: Record<string, string[]> = {};
+  for (const field of route.method.input.fields) {
+    const rule = getOption(field, fieldRule);
+    if (rule.unimplemented) fields.push(field.jsonName);
+    else if (rule.unimplementedValues.length > 0) values[field.jsonName] = [...rule.unimplementedValues];
+  }
+  return fields.length === 0 && Object.keys(values).length === 0 ? {} : { "x-not-implemented": { fields, values } };
 }
 
 function descriptionOf(route: Route): string {
@@ -311,7 +329,7 @@ function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | unde
     return {
       description: `${docOf(route.rawBodyField)} Any media type: the Content-Type header is taken as the content's type.`,
       required: true,
-      content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+      content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } },
     };
   }
   const schema = route.body === "*" ? schemas.requestMessage(route.method.input, route.bodyFields) : schemas.value(route.bodyFields[0]!, "request");

@@ -15,12 +15,10 @@ import {
   readUploadContent,
   uploadBytesInUse,
   uploadBytesInUseStatement,
-  uploadOf,
   type UploadRecord,
-  type UploadRowText,
 } from "../db/tables/uploads.js";
 import type { TenantStore } from "../db/tenant-store.js";
-import { NotFound, PermissionDenied, TooLarge } from "../errors.js";
+import { InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
 import { sanitizeFilename } from "../inbound/attachments.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
@@ -65,13 +63,14 @@ export interface UploadedFile {
 }
 
 /**
- * Keeps a file: within the file size limit (413 attachment_too_large), scanned clean (422 attachment_infected, 503
+ * Keeps a file: not empty (400), within the file size limit (413 attachment_too_large), scanned clean (422 attachment_infected, 503
  * scan_unavailable), within the organization's upload storage (403 upload_storage_limit_reached), until UPLOAD_TTL
  * from now.
  */
 export async function createUpload(store: TenantStore, principal: Principal, file: NewFile, deps: UploadDeps): Promise<UploadRecord> {
   const contentType = mediaTypeOf(file.contentType);
   const size = file.content.byteLength;
+  if (size === 0) throw new InvalidRequest("the file is empty");
   if (size > deps.maxFileBytes) {
     throw new TooLarge("attachment_too_large", `the file is ${size} bytes; an attachment may have at most ${deps.maxFileBytes} (platformLimits.messageContentBytes)`);
   }
@@ -125,8 +124,7 @@ async function lockOrganization(tx: SqlTx & { readonly organizationId: string })
 /** An upload the key may see: the organization's, unexpired, and, for a key restricted to inboxes, its own. */
 export async function getUpload(store: TenantStore, principal: Principal, id: string, deps: Pick<UploadDeps, "now">): Promise<UploadRecord> {
   const now = deps.now?.() ?? new Date();
-  const [row] = await store.sqlRead<UploadRowText>((organizationId) => findUploadStatement(organizationId, id, now));
-  const upload = row && uploadOf(row);
+  const [upload] = await store.sqlRead<UploadRecord>((organizationId) => findUploadStatement(organizationId, id, now));
   if (!upload || !mayUse(principal, upload)) throw new NotFound("upload");
   return upload;
 }

@@ -1,5 +1,6 @@
 import { getOption } from "@bufbuild/protobuf";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
 import { describe, expect, it } from "vitest";
 import { registrableName } from "../../src/domains/domains.js";
@@ -349,6 +350,42 @@ describe("the OpenAPI document", () => {
         { required: ["html"], properties: { html: { not: { type: "null" } } } },
       ]);
     }
+  });
+
+  it("describes an attachment's source as exactly one of contentBase64, uploadId and url, with filename required beside contentBase64", () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    const components = JSON.parse(JSON.stringify(doc.components.schemas)) as Record<string, JsonSchema>;
+    const valid = ajv.compile({ $ref: "#/$defs/OutgoingAttachmentInput", $defs: components });
+    const upload = "upl_0123456789abcdef01234567";
+    const cases: [object, boolean][] = [
+      [{ contentBase64: "aGVsbG8=", filename: "a.txt" }, true],
+      [{ uploadId: upload }, true],
+      [{ url: "https://files.example.com/a.pdf", contentId: "logo@x", disposition: "inline" }, true],
+      [{ uploadId: upload, url: null }, true],
+      [{ contentBase64: "aGVsbG8=" }, false],
+      [{ uploadId: upload, url: "https://files.example.com/a.pdf" }, false],
+      [{ filename: "a.txt" }, false],
+      [{ uploadId: upload, disposition: "hidden" }, false],
+      [{ contentBase64: "not base64!", filename: "a" }, false],
+    ];
+    for (const [attachment, accepted] of cases) expect([attachment, valid(attachment)]).toEqual([attachment, accepted]);
+  });
+
+  it("takes an upload's raw bytes as application/octet-stream, its filename from the query, and answers 422 but never 415", () => {
+    const op = operation("post", "/v1/uploads");
+    expect(op.requestBody).toEqual({ required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } } });
+    expect(parameter(op, "filename")).toEqual({ name: "filename", in: "query", required: true, schema: { type: "string", minLength: 1, maxLength: 255, pattern: TEXT_PATTERN } });
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["201", "413", "422", "503"]));
+    expect(op.responses).not.toHaveProperty("415");
+  });
+
+  it("marks what is not served yet: whole operations, and the fields and values of others", () => {
+    expect(operation("post", "/v1/messages/{messageId}:forward")["x-not-implemented"]).toBe(true);
+    expect(operation("post", "/v1/inboxes/{inboxId}/messages")["x-not-implemented"]).toEqual({ fields: ["cc", "bcc", "attachments"], values: {} });
+    expect(operation("post", "/v1/threads/{threadId}/replies")["x-not-implemented"]).toEqual({ fields: ["replyAll", "cc", "bcc", "attachments"], values: {} });
+    expect(operation("post", "/v1/webhooks")["x-not-implemented"]).toEqual({ fields: [], values: { events: ["submission.held"] } });
+    expect(operation("get", "/v1/me")).not.toHaveProperty("x-not-implemented");
+    expect(operation("post", "/v1/uploads")).not.toHaveProperty("x-not-implemented");
   });
 
   it("describes a server-streaming RPC as Server-Sent Events whose items carry the event id and its JSON", () => {

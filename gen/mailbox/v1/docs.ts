@@ -52,7 +52,7 @@ export const docs: Readonly<Record<string, string>> = {
   "mailbox.v1.CreateInboxResponse": "Response of CreateInbox.",
   "mailbox.v1.CreateInboxResponse.inbox": "The new inbox.",
   "mailbox.v1.CreateUploadRequest": "Request for CreateUpload.",
-  "mailbox.v1.CreateUploadRequest.content": "The file: its bytes (data) and content type (contentType, type/subtype with optional parameters, which are dropped; application/octet-stream when empty). The raw request body and its Content-Type header on the JSON face; extensions must be empty.",
+  "mailbox.v1.CreateUploadRequest.content": "The file: its bytes (data, at least one) and content type (contentType, type/subtype with optional parameters, which are dropped; application/octet-stream when empty). The raw request body and its Content-Type header on the JSON face; extensions must be empty.",
   "mailbox.v1.CreateUploadRequest.filename": "The file's name, 1 to 255 characters; stored sanitised. The filename query parameter on the JSON face.",
   "mailbox.v1.CreateUploadResponse": "Response of CreateUpload.",
   "mailbox.v1.CreateUploadResponse.upload": "The new upload.",

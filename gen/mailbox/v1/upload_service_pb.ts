@@ -97,9 +97,9 @@ export type CreateUploadRequest = Message<"mailbox.v1.CreateUploadRequest"> & {
   filename: string;
 
   /**
-   * The file: its bytes (data) and content type (contentType, type/subtype with optional parameters, which are
-   * dropped; application/octet-stream when empty). The raw request body and its Content-Type header on the JSON
-   * face; extensions must be empty.
+   * The file: its bytes (data, at least one) and content type (contentType, type/subtype with optional
+   * parameters, which are dropped; application/octet-stream when empty). The raw request body and its Content-Type
+   * header on the JSON face; extensions must be empty.
    *
    * @generated from field: google.api.HttpBody content = 2;
    */

@@ -67,41 +67,8 @@ export async function insertUpload(tx: SqlTx, upload: UploadRecord, content: Uin
   await insertAll(tx, "upload_chunks", CHUNK_COLUMNS, chunks);
 }
 
-/** The columns of a read, in the order uploadOf maps them. */
-export const UPLOAD_SELECT = UPLOAD_COLUMNS.map(([column]) => `"${column}"`).join(", ");
-
-export interface UploadRowText {
-  id: string;
-  organization_id: string;
-  created_by_key_id: string;
-  source: "upload" | "url";
-  source_url: string | null;
-  filename: string;
-  content_type: string;
-  size: number;
-  sha256: string;
-  scanned_at: Date;
-  created_at: Date;
-  expires_at: Date;
-}
-
-/** A row read with UPLOAD_SELECT. */
-export function uploadOf(row: UploadRowText): UploadRecord {
-  return {
-    id: row.id,
-    organizationId: row.organization_id,
-    createdByKeyId: row.created_by_key_id,
-    source: row.source,
-    sourceUrl: row.source_url,
-    filename: row.filename,
-    contentType: row.content_type,
-    size: row.size,
-    sha256: row.sha256,
-    scannedAt: row.scanned_at,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-  };
-}
+/** The columns of a read, each named as its UploadRecord property: a row read with them is a record. */
+export const UPLOAD_SELECT = UPLOAD_COLUMNS.map(([column]) => `"${column}" as "${column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())}"`).join(", ");
 
 /** A statement with its parameters, for TenantStore.sqlRead or a transaction's query. */
 export interface Statement {
@@ -109,7 +76,7 @@ export interface Statement {
   readonly values: readonly unknown[];
 }
 
-/** The organization's unexpired (at `now`) upload with this id: at most one row for uploadOf. */
+/** The organization's unexpired (at `now`) upload with this id: at most one record. */
 export function findUploadStatement(organizationId: string, id: string, now: Date): Statement {
   return { text: `select ${UPLOAD_SELECT} from uploads where id = $1 and organization_id = $2 and expires_at > $3`, values: [id, organizationId, now] };
 }
@@ -117,8 +84,8 @@ export function findUploadStatement(organizationId: string, id: string, now: Dat
 /** Reads an upload of the organization: the unexpired one with this id (at `now`), or undefined. */
 export async function findUpload(tx: SqlTx, organizationId: string, id: string, now: Date): Promise<UploadRecord | undefined> {
   const { text, values } = findUploadStatement(organizationId, id, now);
-  const [row] = await tx.query<UploadRowText>(text, values);
-  return row && uploadOf(row);
+  const [upload] = await tx.query<UploadRecord>(text, values);
+  return upload;
 }
 
 /** The bytes of an upload of the organization, `size` in all, read CHUNKS_PER_READ chunks per statement. */
