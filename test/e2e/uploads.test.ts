@@ -10,12 +10,16 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { UploadService } from "../../gen/mailbox/v1/upload_service_pb.js";
 import { readUploadContent } from "../../src/db/tables/uploads.js";
+import { TenantStore } from "../../src/db/tenant-store.js";
+import type { DomainError } from "../../src/errors.js";
 import { EICAR } from "../../src/scanning/builtin.js";
 import { reconcile } from "../../src/temporal/reconciler.js";
 import { uploadExpiryReconciler } from "../../src/uploads/expiry.js";
+import { uploadedFiles } from "../../src/uploads/uploads.js";
 import { EICAR_SIGNATURE } from "../support/clamd.js";
 import { FACES, exchange } from "../support/edge-client.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+import { principalOf } from "../support/principal.js";
 
 const KiB = 1024;
 const GiB = 1024 ** 3;
@@ -204,6 +208,34 @@ describe("tenant scope", () => {
     expect((await asRestricted(`/v1/uploads/${ownerUpload.body.id}`)).status).toBe(404);
     expect((await asRestricted(`/v1/uploads/${ownerUpload.body.id}`, "DELETE")).status).toBe(404);
     expect((await owner.request("GET", `/v1/uploads/${restrictedUpload.body.id}`)).status).toBe(200);
+  });
+});
+
+describe("the uploads a send names", () => {
+  test("come with their bytes, each once; one that does not exist, expired or is not the key's is 404 upload_not_found", async () => {
+    const owner = await app.createTenant();
+    const store = new TenantStore(() => app.db.fork(), owner.organizationId, app.db.sql);
+    const bytes = randomBytes(250 * KiB);
+    const big = await upload(app, owner.key, bytes, "?filename=big.bin", "application/octet-stream");
+    const small = await upload(app, owner.key, Buffer.from("small"), "?filename=small.txt", "text/plain");
+    const principal = await principalOf(app.db, owner.key);
+    const files = await uploadedFiles(store, principal, [big.body.id, small.body.id, big.body.id], {});
+    expect([...files.keys()]).toEqual([big.body.id, small.body.id]);
+    expect(sha256(files.get(big.body.id)!.content)).toBe(sha256(bytes));
+    expect(files.get(small.body.id)).toMatchObject({ upload: { filename: "small.txt", contentType: "text/plain", size: 5 }, content: Buffer.from("small") });
+
+    const notFound = (ids: string[], who = principal, now?: Date) =>
+      uploadedFiles(store, who, ids, now ? { now: () => now } : {}).then(
+        () => undefined,
+        (e: DomainError) => [e.errorCode, e.message],
+      );
+    expect(await notFound([small.body.id, "upl_000000000000000000000000"])).toEqual(["upload_not_found", "upload upl_000000000000000000000000 not found"]);
+    expect(await notFound([small.body.id], principal, new Date(Date.parse(small.body.expiresAt)))).toEqual(["upload_not_found", `upload ${small.body.id} not found`]);
+    const inbox = await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("named"), displayName: "Named" } });
+    const restricted = await owner.issueKey({ scopes: ["*"], inboxIds: [inbox.body.id] });
+    expect(await notFound([small.body.id], await principalOf(app.db, restricted.key))).toEqual(["upload_not_found", `upload ${small.body.id} not found`]);
+    const otherStore = new TenantStore(() => app.db.fork(), (await app.createTenant()).organizationId, app.db.sql);
+    expect(await uploadedFiles(otherStore, principal, [small.body.id], {}).catch((e: DomainError) => e.errorCode)).toBe("upload_not_found");
   });
 });
 

@@ -3,7 +3,6 @@
 // other is what it is, a private address, and must never be asked. Then a fetched file kept like an upload.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Principal } from "../../src/auth/principal.js";
 import { TenantStore } from "../../src/db/tenant-store.js";
 import { DomainError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
@@ -12,6 +11,7 @@ import { EICAR } from "../../src/scanning/builtin.js";
 import { configuredUploadDeps } from "../../src/uploads/uploads.js";
 import { startHttpsFileServer, type HttpsFileServer } from "../support/https-file-server.js";
 import { startTestApp, type TestApp } from "../support/harness.js";
+import { principalOf } from "../support/principal.js";
 
 let allowed: HttpsFileServer;
 let privateServer: HttpsFileServer;
@@ -184,18 +184,7 @@ describe("keeping a fetched file like an upload", () => {
 
   async function keeper() {
     const tenant = await app.createTenant();
-    const principal: Principal = {
-      keyId: tenant.keyId,
-      organizationId: tenant.organizationId,
-      kind: "agent",
-      scopes: ["*"],
-      inboxIds: null,
-      allowedIps: null,
-      sendMode: "new_and_reply",
-      allowedRecipientDomains: null,
-      expiresAt: null,
-      requestsPerMinute: 600,
-    };
+    const principal = await principalOf(app.db, tenant.key);
     const store = new TenantStore(() => app.db.fork(), tenant.organizationId, app.db.sql);
     const deps = { ...configuredUploadDeps(app.config, createLogger("error")), fetch: { policy: app.config.webhooks, timeoutMs: 3000, maxRedirects: 3 } };
     return { keep: (url: string) => keepUrlAttachment(store, principal, url, "attachments[0]", deps), organizationId: tenant.organizationId };
