@@ -1,5 +1,6 @@
 // The generic /v1 gateway: matches a request against the route table read from the contract, binds path, query,
-// headers and body into the request message, and calls the router's implementations and interceptors in-process. A
+// headers and body into the request message (a JSON body, or the raw bytes and Content-Type of a route whose body is
+// a google.api.HttpBody), and calls the router's implementations and interceptors in-process. A
 // server-streaming RPC is answered as Server-Sent Events (text/event-stream). Nothing here knows any particular
 // endpoint.
 import type { IncomingMessage, ServerResponse } from "node:http";
