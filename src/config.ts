@@ -1,11 +1,14 @@
 // The only reader of process.env: typed, validated once at start, frozen. One small parser per section reads its
 // variables (parseSmtp, parseDelivery, …); loadConfig composes them into one Config.
+import type { UploadSettings } from "./uploads/settings.js";
 import { resolve } from "node:path";
 import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
 import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
 
 export interface Config {
+  /** Uploads and URL attachments of outbound mail (UPLOAD_TTL, LIMIT_UPLOAD_STORAGE_BYTES, ATTACHMENT_URL_*). */
+  readonly uploads: UploadSettings;
   /** Port of the API (Connect, gRPC, gRPC-Web and JSON /v1 on one port). */
   readonly httpPort: number;
   /** Address the API and SMTP servers bind to. */
@@ -545,6 +548,21 @@ function parseFeedback(r: EnvReader, managedDomain: string): Pick<Config, "feedb
 }
 
 /** `mailbox mcp`: the service it relays MCP over stdio to, and the key it calls with. */
+function parseUploads(r: EnvReader): Pick<Config, "uploads"> {
+  const ttlMs = r.duration("UPLOAD_TTL", "24h", 1000);
+  if (ttlMs > 30 * 86_400_000) r.fail(`UPLOAD_TTL must be at most 30d, got "${r.env.UPLOAD_TTL}"`);
+  return {
+    uploads: {
+      ttlMs,
+      storageBytes: r.int("LIMIT_UPLOAD_STORAGE_BYTES", 1024 ** 3, 0, 1024 ** 4),
+      urlFetch: {
+        timeoutMs: r.int("ATTACHMENT_URL_TIMEOUT_MS", 30_000, 100, 300_000),
+        maxRedirects: r.int("ATTACHMENT_URL_MAX_REDIRECTS", 3, 0, 10),
+      },
+    },
+  };
+}
+
 function parseMcpBridge(r: EnvReader): Pick<Config, "mcpBridge"> {
   return {
     mcpBridge: {
@@ -575,6 +593,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...parseDelivery(r),
     ...parseFeedback(r, managedDomain),
     ...parseMcpBridge(r),
+    ...parseUploads(r),
   };
   if (r.errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${r.errors.join("\n  ")}`);
   return Object.freeze(config);

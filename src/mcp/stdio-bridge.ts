@@ -27,10 +27,11 @@ export interface StdioBridgeOptions {
 /** Relays until stdin ends and the requests read before it are answered. */
 export async function runStdioBridge(options: StdioBridgeOptions): Promise<void> {
   const input = options.input ?? process.stdin;
+  const output = options.output ?? process.stdout;
   const remote = new StreamableHTTPClientTransport(new URL("/mcp", options.url), {
     requestInit: { headers: options.apiKey ? { "x-api-key": options.apiKey } : {} },
   });
-  const local = new StdioServerTransport(input as typeof process.stdin, (options.output ?? process.stdout) as typeof process.stdout);
+  const local = new StdioServerTransport(input as typeof process.stdin, output as typeof process.stdout);
   const initializing = new Set<RequestId>();
   const inFlight = new Set<Promise<void>>();
 
@@ -67,6 +68,9 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
   await ended;
   // Requests read before stdin ended are still answered (the HTTP answer is relayed before send() settles).
   await Promise.allSettled([...inFlight]);
+  // And written out whole before the process exits: an answer larger than the pipe's buffer (tools/list) is still
+  // queued in stdout when its send returns, and exiting would cut it off.
+  await new Promise<void>((resolve) => output.write("", () => resolve()));
   await Promise.all([local.close(), remote.close()]);
 }
 

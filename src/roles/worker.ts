@@ -14,6 +14,7 @@ import { pruneEventLog } from "../events/log.js";
 import { purgeReconciler } from "../inboxes/purge-reconciler.js";
 import { pruneCounterWindows } from "../jobs/counter-windows.js";
 import { reconcilerJob, startPeriodicJobs } from "../jobs/periodic-jobs.js";
+import { uploadExpiryReconciler } from "../uploads/expiry.js";
 import { createLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { deliverySettingsOf, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
@@ -58,6 +59,7 @@ export async function startWorkerRole(
       reconcilerJob(attachmentScanReconciler(db, createAttachmentScanStarter(temporal, queue))),
       reconcilerJob(webhookDeliveryReconciler(db, createWebhookRetryStarter(temporal, queue, config.webhooks), config.webhooks)),
       reconcilerJob(domainVerificationReconciler(db, createDomainVerificationStarter(temporal, queue), config.customerDomains.refreshMs)),
+      reconcilerJob(uploadExpiryReconciler(db)),
       { name: "counter window pruning", run: () => pruneCounterWindows(db) },
       { name: "event log pruning", run: () => pruneEventLog(db.sql, config.eventRetentionMs) },
     ],

@@ -79,6 +79,8 @@ export function toGetMeResponse(profile: AccessProfile, platformLimits: Omit<Pla
         messagesPerDay: org.messagesPerDay,
         recipientsPerDay: org.recipientsPerDay,
       },
+      // No send is held yet (issue 17's second step stores the policy); the key's own is then unset.
+      holdFor: "none",
     },
     apiKey: {
       id: key.keyId,
@@ -158,6 +160,8 @@ export function toSubmission({ submission: s, recipients }: SubmissionView): Sub
       status: r.status,
       response: r.response ?? undefined,
       updatedAt: timestampFromDate(r.updatedAt),
+      // Every recipient is a To recipient until cc and bcc are served.
+      kind: "to",
     })),
     subject: s.subject,
     metadata: s.metadata as JsonObject,

@@ -72,6 +72,7 @@ describe("threads", () => {
       },
       // Stored without going through inbound processing, which extracts.
       extracted: null,
+      cc: [],
     });
     expect(res.body.messages[1]).not.toHaveProperty("html");
     expect(res.body.messages[1]).not.toHaveProperty("replyTo");

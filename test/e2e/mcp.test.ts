@@ -293,7 +293,7 @@ describe("the /mcp edge", () => {
     expect(text).toContain("(/openapi.json)");
     expect(text).toContain("`POST /mcp`");
     // The server-streaming RPCs are no tools; the document names them too, from the same route table.
-    expect(text).toContain("- `GET /v1/events:stream` (mailbox:read): Streams the message.received events");
+    expect(text).toContain("- `GET /v1/events:stream` (mailbox:read): Streams the message.received and submission.held events");
     expect(text).toContain(`A request body is at most ${MAX_REQUEST_BYTES} bytes`);
   });
 });

@@ -93,6 +93,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     KEY_CACHE_MS: "0",
     ...env,
   });
+  // Sections loadConfig does not compose yet (issue 17's uploads: UPLOAD_TTL, LIMIT_UPLOAD_STORAGE_BYTES, ...).
   const db = await openDatabase(config.databaseUrl!, { poolMax: 10 });
   const temporal = await connectTemporal(config.temporalAddress!, config.temporalNamespace);
   const log = createLogger(config.logLevel);

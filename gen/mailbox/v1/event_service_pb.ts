@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/event_service.proto.
  */
 export const file_mailbox_v1_event_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5tYWlsYm94L3YxL2V2ZW50X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEisAEKE1N0cmVhbUV2ZW50c1JlcXVlc3QSMAoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSRIAIgBARJICg1sYXN0X2V2ZW50X2lkGAIgASgJQiy6SBZyFDISXmV2dF9bYS1mMC05XXsyNH0korsYDwoNbGFzdC1ldmVudC1pZEgBiAEBQgsKCV9pbmJveF9pZEIQCg5fbGFzdF9ldmVudF9pZCJHChRTdHJlYW1FdmVudHNSZXNwb25zZRIlCgVldmVudBgBIAEoCzIRLm1haWxib3gudjEuRXZlbnRIAIgBAUIICgZfZXZlbnQifgoFRXZlbnQSEgoCaWQYASABKAlCBqK7GAJIARIMCgR0eXBlGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBGRhdGEYBCABKAsyFS5tYWlsYm94LnYxLkV2ZW50RGF0YSJECglFdmVudERhdGESEgoKbWVzc2FnZV9pZBgBIAEoCRIQCghpbmJveF9pZBgCIAEoCRIRCgl0aHJlYWRfaWQYAyABKAkyngEKDEV2ZW50U2VydmljZRKNAQoMU3RyZWFtRXZlbnRzEh8ubWFpbGJveC52MS5TdHJlYW1FdmVudHNSZXF1ZXN0GiAubWFpbGJveC52MS5TdHJlYW1FdmVudHNSZXNwb25zZSI4orsYFAoMbWFpbGJveDpyZWFkMAE4AEABgtPkkwIaYgVldmVudBIRL3YxL2V2ZW50czpzdHJlYW0wAWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp, file_mailbox_v1_options]);
+  fileDesc("Ch5tYWlsYm94L3YxL2V2ZW50X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEisAEKE1N0cmVhbUV2ZW50c1JlcXVlc3QSMAoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSRIAIgBARJICg1sYXN0X2V2ZW50X2lkGAIgASgJQiy6SBZyFDISXmV2dF9bYS1mMC05XXsyNH0korsYDwoNbGFzdC1ldmVudC1pZEgBiAEBQgsKCV9pbmJveF9pZEIQCg5fbGFzdF9ldmVudF9pZCJHChRTdHJlYW1FdmVudHNSZXNwb25zZRIlCgVldmVudBgBIAEoCzIRLm1haWxib3gudjEuRXZlbnRIAIgBAUIICgZfZXZlbnQifgoFRXZlbnQSEgoCaWQYASABKAlCBqK7GAJIARIMCgR0eXBlGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBGRhdGEYBCABKAsyFS5tYWlsYm94LnYxLkV2ZW50RGF0YSLLAQoJRXZlbnREYXRhEh8KCm1lc3NhZ2VfaWQYASABKAlCBqK7GAIQAUgAiAEBEh0KCGluYm94X2lkGAIgASgJQgaiuxgCEAFIAYgBARIeCgl0aHJlYWRfaWQYAyABKAlCBqK7GAIQAUgCiAEBEiIKDXN1Ym1pc3Npb25faWQYBCABKAlCBqK7GAIQAUgDiAEBQg0KC19tZXNzYWdlX2lkQgsKCV9pbmJveF9pZEIMCgpfdGhyZWFkX2lkQhAKDl9zdWJtaXNzaW9uX2lkMp4BCgxFdmVudFNlcnZpY2USjQEKDFN0cmVhbUV2ZW50cxIfLm1haWxib3gudjEuU3RyZWFtRXZlbnRzUmVxdWVzdBogLm1haWxib3gudjEuU3RyZWFtRXZlbnRzUmVzcG9uc2UiOKK7GBQKDG1haWxib3g6cmVhZDABOABAAYLT5JMCGmIFZXZlbnQSES92MS9ldmVudHM6c3RyZWFtMAFiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp, file_mailbox_v1_options]);
 
 /**
  * Request for StreamEvents.
@@ -68,7 +68,9 @@ export const StreamEventsResponseSchema: GenMessage<StreamEventsResponse> = /*@_
   messageDesc(file_mailbox_v1_event_service, 1);
 
 /**
- * An event, as webhooks deliver it: message.received, sent when an inbound message is stored.
+ * An event, as webhooks deliver it: message.received, sent when an inbound message is stored; submission.held, sent
+ * when a send is held for a person's decision (an addition to the spec's event types: a webhook endpoint receives it
+ * only when its events name it).
  *
  * @generated from message mailbox.v1.Event
  */
@@ -81,7 +83,7 @@ export type Event = Message<"mailbox.v1.Event"> & {
   id: string;
 
   /**
-   * message.received.
+   * message.received or submission.held.
    *
    * @generated from field: string type = 2;
    */
@@ -116,25 +118,33 @@ export const EventSchema: GenMessage<Event> = /*@__PURE__*/
  */
 export type EventData = Message<"mailbox.v1.EventData"> & {
   /**
-   * The message id.
+   * The message id: the inbound message of message.received, the stored outbound message of submission.held
+   * (omitted for a /v1/send submission, which has none).
    *
-   * @generated from field: string message_id = 1;
+   * @generated from field: optional string message_id = 1;
    */
-  messageId: string;
+  messageId?: string | undefined;
 
   /**
-   * The inbox id.
+   * The inbox id (omitted for a /v1/send submission).
    *
-   * @generated from field: string inbox_id = 2;
+   * @generated from field: optional string inbox_id = 2;
    */
-  inboxId: string;
+  inboxId?: string | undefined;
 
   /**
-   * The thread id.
+   * The thread id (omitted for a /v1/send submission).
    *
-   * @generated from field: string thread_id = 3;
+   * @generated from field: optional string thread_id = 3;
    */
-  threadId: string;
+  threadId?: string | undefined;
+
+  /**
+   * The submission id of submission.held; omitted on message.received.
+   *
+   * @generated from field: optional string submission_id = 4;
+   */
+  submissionId?: string | undefined;
 };
 
 /**
@@ -152,8 +162,8 @@ export const EventDataSchema: GenMessage<EventData> = /*@__PURE__*/
  */
 export const EventService: GenService<{
   /**
-   * Streams the message.received events of the caller's organization (of one inbox with inboxId; a key restricted to
-   * inboxes gets only theirs) from the moment the stream opens, or resumed after lastEventId from the event log,
+   * Streams the message.received and submission.held events of the caller's organization (of one inbox with
+   * inboxId; a key restricted to inboxes gets only theirs, and no submission.held of /v1/send) from the moment the stream opens, or resumed after lastEventId from the event log,
    * which keeps each event for EVENT_RETENTION (410 event_expired when that event is no longer kept). Each event has
    * the id and exactly the JSON payload of the webhook. The JSON face serves it as Server-Sent Events
    * (text/event-stream): each event an id: line and a data: line, and a ": keep-alive" comment while none comes;

@@ -15,6 +15,8 @@ import { Submission } from "./submission.js";
 import { SubmissionRecipient } from "./submission-recipient.js";
 import { Suppression } from "./suppression.js";
 import { Thread } from "./thread.js";
+import { Upload } from "./upload.js";
+import { UploadChunk } from "./upload-chunk.js";
 import { WebhookDelivery } from "./webhook-delivery.js";
 import { WebhookEndpoint } from "./webhook-endpoint.js";
 
@@ -36,6 +38,8 @@ export {
   SubmissionRecipient,
   Suppression,
   Thread,
+  Upload,
+  UploadChunk,
   WebhookDelivery,
   WebhookEndpoint,
 };
@@ -59,4 +63,6 @@ export const entities = [
   Complaint,
   SendWindow,
   StoredEvent,
+  Upload,
+  UploadChunk,
 ];
