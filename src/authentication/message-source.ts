@@ -1,0 +1,155 @@
+// A message as the authentication reads it: all its bytes at once, or a stream of chunks (a large message is
+// stored in chunks and never held whole). Only the header section is held, and only up to a bound; the body
+// passes through in chunks of at most 64 KiB, its line endings made CRLF on the way (as the DKIM verifier would
+// make them, but in one pass instead of one write per bare LF) and each line's length watched.
+import { Buffer } from "node:buffer";
+
+export type MessageSource = Uint8Array | AsyncIterable<Uint8Array>;
+
+export interface SplitMessage {
+  /** The header section up to and including the empty line that ends it (all of a message without a body). */
+  readonly header: Buffer;
+  /** What follows the header section. */
+  readonly body: Uint8Array | AsyncIterable<Uint8Array>;
+}
+
+/** What the DKIM verifier is given per write; as mailauth's own writer, so that a buffer costs the same either way. */
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * Separates the header section from the body, reading no more than `maxHeaderBytes` (and the rest of the chunk
+ * that crosses it) of a stream. Undefined when no header section ends within the bound; the stream is then
+ * released unread.
+ */
+export async function splitHeaderSection(source: MessageSource, maxHeaderBytes: number): Promise<SplitMessage | undefined> {
+  if (source instanceof Uint8Array) {
+    const bytes = Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+    const end = headerEnd(bytes.subarray(0, maxHeaderBytes + 3), 0, true);
+    if (end < 0) return bytes.length <= maxHeaderBytes ? { header: bytes, body: new Uint8Array(0) } : undefined;
+    return { header: bytes.subarray(0, end), body: bytes.subarray(end) };
+  }
+  const iterator = source[Symbol.asyncIterator]();
+  let held = Buffer.alloc(0);
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) {
+      if (held.length > maxHeaderBytes) return undefined;
+      return { header: held, body: new Uint8Array(0) };
+    }
+    const searchFrom = Math.max(0, held.length - 2);
+    held = Buffer.concat([held, next.value]);
+    const end = headerEnd(held, searchFrom, true);
+    if (end >= 0 && end <= maxHeaderBytes + 3) {
+      const rest = held.subarray(end);
+      return { header: held.subarray(0, end), body: continued(rest, iterator) };
+    }
+    if (held.length > maxHeaderBytes + 3) {
+      await iterator.return?.();
+      return undefined;
+    }
+  }
+}
+
+/**
+ * The offset just past the empty line that ends the header section (CRLF or a bare LF, as RFC 5322 §2.1 read by
+ * mail software), or -1. `atStart`: the search begins at the first byte, where an empty first line means an
+ * empty header section.
+ */
+function headerEnd(bytes: Buffer, from: number, atStart: boolean): number {
+  if (atStart && from === 0) {
+    if (bytes[0] === 0x0a) return 1;
+    if (bytes[0] === 0x0d && bytes[1] === 0x0a) return 2;
+  }
+  for (let lf = bytes.indexOf(0x0a, from); lf >= 0; lf = bytes.indexOf(0x0a, lf + 1)) {
+    if (bytes[lf + 1] === 0x0a) return lf + 2;
+    if (bytes[lf + 1] === 0x0d && bytes[lf + 2] === 0x0a) return lf + 3;
+  }
+  return -1;
+}
+
+async function* continued(first: Buffer, iterator: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  try {
+    if (first.length > 0) yield first;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    // Given up early (the budget ran out): the source's own cleanup runs (a database cursor, a file).
+    await iterator.return?.();
+  }
+}
+
+export class LineTooLong extends Error {}
+
+/**
+ * The header and the body as the DKIM verifier takes them: chunks of at most CHUNK_BYTES, every bare LF made
+ * CRLF. Throws LineTooLong when a body line runs past `maxLineBytes`: mailauth's relaxed body hash copies the
+ * unfinished line again for every chunk, so one line of megabytes costs seconds (RFC 5322 §2.1.1 allows 998).
+ */
+export async function* verifierInput(message: SplitMessage, maxLineBytes: number): AsyncGenerator<Buffer> {
+  const lines = new CrlfLines();
+  const header = lines.normalize(message.header);
+  // Header lines are bounded by the header section's own bound.
+  lines.longest = 0;
+  yield header;
+  for await (const chunk of chunks(message.body)) {
+    const out = lines.normalize(chunk);
+    if (lines.longest > maxLineBytes) throw new LineTooLong(`a body line is longer than ${maxLineBytes} bytes`);
+    yield out;
+  }
+}
+
+async function* chunks(body: Uint8Array | AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  if (body instanceof Uint8Array) {
+    for (let at = 0; at < body.length; at += CHUNK_BYTES) yield body.subarray(at, at + CHUNK_BYTES);
+    return;
+  }
+  for await (const chunk of body) {
+    for (let at = 0; at < chunk.length; at += CHUNK_BYTES) yield chunk.subarray(at, at + CHUNK_BYTES);
+  }
+}
+
+/**
+ * Bare LF → CRLF across chunk boundaries (a CR that ends one chunk pairs with an LF that starts the next), and the
+ * longest line seen so far, a line that spans chunks counted whole.
+ */
+class CrlfLines {
+  /** The longest line so far, in bytes before normalization, its line break left out. */
+  longest = 0;
+  private previousByte = -1;
+  /** Bytes of the line still open at the end of the previous chunk. */
+  private openLine = 0;
+
+  normalize(chunk: Uint8Array): Buffer {
+    const input = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const before = (lf: number) => (lf === 0 ? this.previousByte : input[lf - 1]);
+    let bare = 0;
+    let lineStart = 0;
+    for (let lf = input.indexOf(0x0a); lf >= 0; lf = input.indexOf(0x0a, lf + 1)) {
+      if (before(lf) !== 0x0d) bare++;
+      this.longest = Math.max(this.longest, (lineStart === 0 ? this.openLine : 0) + lf - lineStart);
+      lineStart = lf + 1;
+    }
+    this.openLine = (lineStart === 0 ? this.openLine : 0) + input.length - lineStart;
+    this.longest = Math.max(this.longest, this.openLine);
+    if (bare === 0) {
+      if (input.length > 0) this.previousByte = input[input.length - 1]!;
+      return input;
+    }
+    const out = Buffer.allocUnsafe(input.length + bare);
+    let from = 0;
+    let to = 0;
+    for (let lf = input.indexOf(0x0a); lf >= 0; lf = input.indexOf(0x0a, lf + 1)) {
+      if (before(lf) === 0x0d) continue;
+      to += input.copy(out, to, from, lf);
+      out[to++] = 0x0d;
+      out[to++] = 0x0a;
+      from = lf + 1;
+    }
+    input.copy(out, to, from);
+    this.previousByte = input[input.length - 1]!;
+    return out;
+  }
+}
