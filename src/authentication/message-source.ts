@@ -3,6 +3,7 @@
 // passes through in chunks of at most 64 KiB, its line endings made CRLF on the way (as the DKIM verifier would
 // make them, but in one pass instead of one write per bare LF) and each line's length watched.
 import { Buffer } from "node:buffer";
+import { setImmediate as turn } from "node:timers/promises";
 
 export type MessageSource = Uint8Array | AsyncIterable<Uint8Array>;
 
@@ -98,17 +99,34 @@ export async function* verifierInput(message: SplitMessage, maxLineBytes: number
     const out = lines.normalize(chunk);
     if (lines.longest > maxLineBytes) throw new LineTooLong(`a body line is longer than ${maxLineBytes} bytes`);
     yield out;
+    // A stream that is always ready would keep the verifier in promise jobs and next-tick callbacks, where no timer
+    // (the budget) and no other connection gets a turn; mailauth's own writer yields the same way per chunk.
+    await turn();
   }
 }
 
+/** The body in chunks of CHUNK_BYTES: small ones (a stream of single bytes) joined, large ones cut. */
 async function* chunks(body: Uint8Array | AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   if (body instanceof Uint8Array) {
     for (let at = 0; at < body.length; at += CHUNK_BYTES) yield body.subarray(at, at + CHUNK_BYTES);
     return;
   }
+  let held: Uint8Array[] = [];
+  let heldBytes = 0;
   for await (const chunk of body) {
-    for (let at = 0; at < chunk.length; at += CHUNK_BYTES) yield chunk.subarray(at, at + CHUNK_BYTES);
+    for (let at = 0; at < chunk.length; ) {
+      const piece = chunk.subarray(at, at + CHUNK_BYTES - heldBytes);
+      at += piece.length;
+      held.push(piece);
+      heldBytes += piece.length;
+      if (heldBytes === CHUNK_BYTES) {
+        yield held.length === 1 ? held[0]! : Buffer.concat(held);
+        held = [];
+        heldBytes = 0;
+      }
+    }
   }
+  if (heldBytes > 0) yield Buffer.concat(held);
 }
 
 /**
@@ -124,32 +142,36 @@ class CrlfLines {
 
   normalize(chunk: Uint8Array): Buffer {
     const input = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    const before = (lf: number) => (lf === 0 ? this.previousByte : input[lf - 1]);
+    const before = this.previousByte;
+    // Byte loops: a native indexOf per line costs more than reading the bytes when lines are short.
     let bare = 0;
-    let lineStart = 0;
-    for (let lf = input.indexOf(0x0a); lf >= 0; lf = input.indexOf(0x0a, lf + 1)) {
-      if (before(lf) !== 0x0d) bare++;
-      this.longest = Math.max(this.longest, (lineStart === 0 ? this.openLine : 0) + lf - lineStart);
-      lineStart = lf + 1;
+    let previous = before;
+    let line = this.openLine;
+    let longest = this.longest;
+    for (let i = 0; i < input.length; i++) {
+      const byte = input[i]!;
+      if (byte === 0x0a) {
+        if (previous !== 0x0d) bare++;
+        if (line > longest) longest = line;
+        line = 0;
+      } else {
+        line++;
+      }
+      previous = byte;
     }
-    this.openLine = (lineStart === 0 ? this.openLine : 0) + input.length - lineStart;
-    this.longest = Math.max(this.longest, this.openLine);
-    if (bare === 0) {
-      if (input.length > 0) this.previousByte = input[input.length - 1]!;
-      return input;
-    }
+    this.previousByte = previous;
+    this.openLine = line;
+    this.longest = Math.max(longest, line);
+    if (bare === 0) return input;
     const out = Buffer.allocUnsafe(input.length + bare);
-    let from = 0;
     let to = 0;
-    for (let lf = input.indexOf(0x0a); lf >= 0; lf = input.indexOf(0x0a, lf + 1)) {
-      if (before(lf) === 0x0d) continue;
-      to += input.copy(out, to, from, lf);
-      out[to++] = 0x0d;
-      out[to++] = 0x0a;
-      from = lf + 1;
+    previous = before;
+    for (let i = 0; i < input.length; i++) {
+      const byte = input[i]!;
+      if (byte === 0x0a && previous !== 0x0d) out[to++] = 0x0d;
+      out[to++] = byte;
+      previous = byte;
     }
-    input.copy(out, to, from);
-    this.previousByte = input[input.length - 1]!;
     return out;
   }
 }
