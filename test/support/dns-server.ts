@@ -42,6 +42,8 @@ export interface TestDnsServer {
   queries(name: string, type?: RecordInput["type"]): number;
   /** Questions that arrived over TCP. */
   tcpQueries(name: string): number;
+  /** Every question that arrived, of any name. */
+  readonly totalQueries: number;
   stop(): Promise<void>;
 }
 
@@ -180,6 +182,9 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
     },
     queries: (name, type) => log.filter((q) => q.name === norm(name) && (type === undefined || q.type === type)).length,
     tcpQueries: (name) => log.filter((q) => q.name === norm(name) && q.tcp).length,
+    get totalQueries() {
+      return log.length;
+    },
     async stop() {
       await new Promise<void>((resolve) => udp.close(() => resolve()));
       for (const socket of connections) socket.destroy();
