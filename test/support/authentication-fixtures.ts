@@ -2,10 +2,11 @@
 // test DNS server, plain messages to sign, and an authenticator that resolves through that server as production
 // resolves through DNS_SERVERS (the stub resolver and its TTL cache).
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { afterAll, beforeAll } from "vitest";
 import { createCachingResolver } from "../../src/dns/cache.js";
 import { createResolver } from "../../src/dns/resolver.js";
 import { createSenderAuthenticator, type SenderAuthenticator, type SmtpClient } from "../../src/authentication/sender-authentication.js";
-import type { TestDnsServer } from "./dns-server.js";
+import { startDnsServer, type TestDnsServer } from "./dns-server.js";
 
 /** A fresh domain under .example, so that nothing cached by another test answers for it. */
 export function uniqueDomain(prefix: string): string {
@@ -95,4 +96,15 @@ export function testAuthenticator(dns: TestDnsServer, options: { budgetMs?: numb
     budgetMs: options.budgetMs ?? 5000,
     ...(options.maxHeaderBytes === undefined ? {} : { maxHeaderBytes: options.maxHeaderBytes }),
   });
+}
+
+/** A test DNS server and the authenticator over it, started before the file's tests and stopped after them. */
+export function authenticationFixture(): { readonly dns: TestDnsServer; readonly authenticator: SenderAuthenticator } {
+  const fixture = {} as { dns: TestDnsServer; authenticator: SenderAuthenticator };
+  beforeAll(async () => {
+    fixture.dns = await startDnsServer();
+    fixture.authenticator = testAuthenticator(fixture.dns);
+  });
+  afterAll(() => fixture.dns?.stop());
+  return fixture;
 }

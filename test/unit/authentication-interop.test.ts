@@ -5,8 +5,8 @@
 // p=reject with a forged From, sp= for subdomains. ARC (RFC 8617): a forwarded message with an intact chain, and
 // chains broken after sealing.
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { SenderAuthentication, SenderAuthenticator } from "../../src/authentication/sender-authentication.js";
+import { beforeAll, describe, expect, test } from "vitest";
+import type { SenderAuthentication } from "../../src/authentication/sender-authentication.js";
 import {
   client,
   CLIENT_IP,
@@ -16,26 +16,19 @@ import {
   publishDmarc,
   publishSpf,
   rsaDkimKey,
-  testAuthenticator,
   uniqueDomain,
   type DkimKey,
+  authenticationFixture,
 } from "../support/authentication-fixtures.js";
-import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { dkimpy, type DkimpyJob } from "../support/mail-authentication-interop.js";
 
-let dns: TestDnsServer;
-let authenticator: SenderAuthenticator;
-beforeAll(async () => {
-  dns = await startDnsServer();
-  authenticator = testAuthenticator(dns);
-});
-afterAll(() => dns?.stop());
+const fixture = authenticationFixture();
 
 /** Signs with dkimpy (one python process for all of them) and puts each signature on top of its message. */
 async function signAll(requests: readonly { message: Buffer; domain: string; key: DkimKey; selector?: string; canonicalize?: ["relaxed" | "simple", "relaxed" | "simple"] }[]): Promise<Buffer[]> {
   const jobs: DkimpyJob[] = requests.map((r) => {
     const selector = r.selector ?? "sel1";
-    publishDkimKey(dns, r.domain, selector, r.key);
+    publishDkimKey(fixture.dns, r.domain, selector, r.key);
     return { op: "sign", message: r.message, domain: r.domain, selector, key: r.key.dkimpyKey, algorithm: r.key.algorithm, canonicalize: r.canonicalize ?? ["relaxed", "relaxed"] };
   });
   const headers = await dkimpy(jobs);
@@ -61,7 +54,7 @@ describe("DKIM signatures made by dkimpy", () => {
   const domains = cases.map(() => uniqueDomain("signer"));
   let signed: Buffer[];
   beforeAll(async () => {
-    for (const domain of domains) publishDmarc(dns, domain, "v=DMARC1; p=reject");
+    for (const domain of domains) publishDmarc(fixture.dns, domain, "v=DMARC1; p=reject");
     signed = await signAll(
       cases.map(([algorithm, canonicalize], i) => ({
         // Whitespace the relaxed canonicalizations fold and the simple ones keep.
@@ -75,39 +68,39 @@ describe("DKIM signatures made by dkimpy", () => {
 
   test.each(cases.map((c, i) => [...c, i] as const))("%s %j verifies, authenticates the From domain, and a tampered copy fails", async (_algorithm, _canonicalize, i) => {
     const domain = domains[i]!;
-    const result = await authenticator.evaluate(signed[i]!, client(`bounce@${uniqueDomain("nospf")}`));
+    const result = await fixture.authenticator.evaluate(signed[i]!, client(`bounce@${uniqueDomain("nospf")}`));
     expect(result).toMatchObject({ dkim: "pass", dkimDomains: [domain], dmarc: "pass", senderAuthenticated: true, fromDomain: domain, dmarcPolicy: "reject" });
 
-    const body = await authenticator.evaluate(tampered(signed[i]!, "Invoice  42", "Invoice  43"), client(""));
+    const body = await fixture.authenticator.evaluate(tampered(signed[i]!, "Invoice  42", "Invoice  43"), client(""));
     expect(body).toMatchObject({ dkim: "fail", dkimDomains: [], dmarc: "fail", senderAuthenticated: false });
-    const header = await authenticator.evaluate(tampered(signed[i]!, "Subject: Your invoice", "Subject: Your lnvoice"), client(""));
+    const header = await fixture.authenticator.evaluate(tampered(signed[i]!, "Subject: Your invoice", "Subject: Your lnvoice"), client(""));
     expect(header).toMatchObject({ dkim: "fail", dkimDomains: [], dmarc: "fail", senderAuthenticated: false });
   });
 
   test("a message dkimpy signed with bare LF line endings verifies as the CRLF message it stands for", async () => {
     const domain = uniqueDomain("lf");
-    publishDmarc(dns, domain, "v=DMARC1; p=none");
+    publishDmarc(fixture.dns, domain, "v=DMARC1; p=none");
     const message = Buffer.from(plainMessage(`a@${domain}`, { body: "line one  \r\nline two\r\n" }).toString().replaceAll("\r\n", "\n"));
     const [signed] = await signAll([{ message, domain, key: rsaDkimKey(), canonicalize: ["simple", "simple"] }]);
     const lf = Buffer.from(signed!.toString().replaceAll("\r\n", "\n"));
     expect(lf.includes("\r")).toBe(false);
-    expect(await authenticator.evaluate(lf!, client(""))).toMatchObject({ dkim: "pass", dmarc: "pass", senderAuthenticated: true });
+    expect(await fixture.authenticator.evaluate(lf!, client(""))).toMatchObject({ dkim: "pass", dmarc: "pass", senderAuthenticated: true });
   });
 
   test("a signature whose key is not published is neutral (no key), not a pass", async () => {
     const domain = uniqueDomain("nokey");
     const [message] = await signAll([{ message: plainMessage(`a@${domain}`), domain, key: rsaDkimKey() }]);
-    dns.remove(`sel1._domainkey.${domain}`);
-    expect(await authenticator.evaluate(message!, client(""))).toMatchObject({ dkim: "neutral", dkimDomains: [], senderAuthenticated: false });
+    fixture.dns.remove(`sel1._domainkey.${domain}`);
+    expect(await fixture.authenticator.evaluate(message!, client(""))).toMatchObject({ dkim: "neutral", dkimDomains: [], senderAuthenticated: false });
   });
 });
 
 describe("DMARC over dkimpy's signatures and SPF", () => {
   test("relaxed alignment: a signature of the organizational domain authenticates From at a subdomain (policy: sp, else p)", async () => {
     const org = uniqueDomain("relaxed");
-    publishDmarc(dns, org, "v=DMARC1; p=quarantine");
+    publishDmarc(fixture.dns, org, "v=DMARC1; p=quarantine");
     const [message] = await signAll([{ message: plainMessage(`news@mail.${org}`), domain: org, key: rsaDkimKey() }]);
-    expect(await authenticator.evaluate(message!, client(""))).toMatchObject({
+    expect(await fixture.authenticator.evaluate(message!, client(""))).toMatchObject({
       dkim: "pass",
       dmarc: "pass",
       fromDomain: `mail.${org}`,
@@ -118,39 +111,39 @@ describe("DMARC over dkimpy's signatures and SPF", () => {
 
   test("strict alignment (adkim=s, aspf=s): the same signature and an SPF pass of the parent do not align", async () => {
     const org = uniqueDomain("strict");
-    publishDmarc(dns, org, "v=DMARC1; p=reject; adkim=s; aspf=s");
-    publishSpf(dns, org, `v=spf1 ip4:${CLIENT_IP} -all`);
+    publishDmarc(fixture.dns, org, "v=DMARC1; p=reject; adkim=s; aspf=s");
+    publishSpf(fixture.dns, org, `v=spf1 ip4:${CLIENT_IP} -all`);
     const [message] = await signAll([{ message: plainMessage(`news@mail.${org}`), domain: org, key: rsaDkimKey() }]);
-    const result = await authenticator.evaluate(message!, client(`bounce@${org}`));
+    const result = await fixture.authenticator.evaluate(message!, client(`bounce@${org}`));
     expect(result).toMatchObject({ spf: "pass", dkim: "pass", dkimDomains: [org], dmarc: "fail", senderAuthenticated: false, dmarcPolicy: "reject" });
     // Strict alignment passes on the very From domain.
     const [exact] = await signAll([{ message: plainMessage(`news@${org}`), domain: org, key: rsaDkimKey() }]);
-    expect(await authenticator.evaluate(exact!, client(""))).toMatchObject({ dmarc: "pass", senderAuthenticated: true });
+    expect(await fixture.authenticator.evaluate(exact!, client(""))).toMatchObject({ dmarc: "pass", senderAuthenticated: true });
   });
 
   test("below a multi-label public suffix (co.uk) the organizational domain is the registered name, not co.uk", async () => {
     const shop = `shop-${randomBytes(4).toString("hex")}.co.uk`;
     const other = `other-${randomBytes(4).toString("hex")}.co.uk`;
-    publishDmarc(dns, shop, "v=DMARC1; p=reject");
+    publishDmarc(fixture.dns, shop, "v=DMARC1; p=reject");
     const [own, sibling] = await signAll([
       { message: plainMessage(`orders@mail.${shop}`), domain: shop, key: rsaDkimKey() },
       { message: plainMessage(`orders@mail.${shop}`), domain: other, key: rsaDkimKey() },
     ]);
-    expect(await authenticator.evaluate(own!, client(""))).toMatchObject({ dmarc: "pass", fromDomain: `mail.${shop}`, senderAuthenticated: true });
+    expect(await fixture.authenticator.evaluate(own!, client(""))).toMatchObject({ dmarc: "pass", fromDomain: `mail.${shop}`, senderAuthenticated: true });
     // Another registrant under the same public suffix signs: relaxed alignment does not reach across co.uk.
-    expect(await authenticator.evaluate(sibling!, client(""))).toMatchObject({ dkim: "pass", dkimDomains: [other], dmarc: "fail", senderAuthenticated: false });
+    expect(await fixture.authenticator.evaluate(sibling!, client(""))).toMatchObject({ dkim: "pass", dkimDomains: [other], dmarc: "fail", senderAuthenticated: false });
   });
 
   test("p=reject and a forged From: SPF and DKIM pass for the forger's domain, DMARC fails, the sender is not authenticated", async () => {
     const bank = uniqueDomain("bank");
     const forger = uniqueDomain("forger");
-    publishDmarc(dns, bank, "v=DMARC1; p=reject; rua=mailto:dmarc@bank.example");
-    publishSpf(dns, bank, "v=spf1 ip4:198.51.100.0/24 -all");
-    publishSpf(dns, forger, `v=spf1 ip4:${CLIENT_IP} -all`);
+    publishDmarc(fixture.dns, bank, "v=DMARC1; p=reject; rua=mailto:dmarc@bank.example");
+    publishSpf(fixture.dns, bank, "v=spf1 ip4:198.51.100.0/24 -all");
+    publishSpf(fixture.dns, forger, `v=spf1 ip4:${CLIENT_IP} -all`);
     const [message] = await signAll([
       { message: plainMessage(`"Bank billing" <billing@${bank}>`, { headers: [`Reply-To: <pay@${forger}>`] }), domain: forger, key: rsaDkimKey() },
     ]);
-    const result = await authenticator.evaluate(message!, client(`bounce@${forger}`));
+    const result = await fixture.authenticator.evaluate(message!, client(`bounce@${forger}`));
     expect(result).toEqual({
       spf: "pass",
       dkim: "pass",
@@ -168,12 +161,12 @@ describe("DMARC over dkimpy's signatures and SPF", () => {
 
   test("sp= is the policy of the organization's subdomains; p its own", async () => {
     const corp = uniqueDomain("corp");
-    publishDmarc(dns, corp, "v=DMARC1; p=none; sp=reject");
-    const unsigned = (from: string) => authenticator.evaluate(plainMessage(from), client(""));
+    publishDmarc(fixture.dns, corp, "v=DMARC1; p=none; sp=reject");
+    const unsigned = (from: string) => fixture.authenticator.evaluate(plainMessage(from), client(""));
     expect(await unsigned(`alerts@eu.${corp}`)).toMatchObject({ dmarc: "fail", dmarcPolicy: "reject", senderAuthenticated: false });
     expect(await unsigned(`alerts@${corp}`)).toMatchObject({ dmarc: "fail", dmarcPolicy: "none", senderAuthenticated: false });
     // A subdomain's own record wins over the organization's.
-    publishDmarc(dns, `own.${corp}`, "v=DMARC1; p=quarantine");
+    publishDmarc(fixture.dns, `own.${corp}`, "v=DMARC1; p=quarantine");
     expect(await unsigned(`alerts@own.${corp}`)).toMatchObject({ dmarc: "fail", dmarcPolicy: "quarantine" });
   });
 });
@@ -186,14 +179,14 @@ describe("ARC: a forwarded message sealed by dkimpy", () => {
    */
   async function forwarded(hops: 1 | 2): Promise<{ message: Buffer; author: string; lists: string[] }> {
     const author = uniqueDomain("author");
-    publishDmarc(dns, author, "v=DMARC1; p=reject");
+    publishDmarc(fixture.dns, author, "v=DMARC1; p=reject");
     const [original] = await signAll([{ message: plainMessage(`Ann <ann@${author}>`, { subject: "Meeting notes" }), domain: author, key: rsaDkimKey() }]);
     let message = original!;
     const lists: string[] = [];
     for (let hop = 1; hop <= hops; hop++) {
       const list = uniqueDomain(`list${hop}`);
       lists.push(list);
-      publishDkimKey(dns, list, "arc", rsaDkimKey());
+      publishDkimKey(fixture.dns, list, "arc", rsaDkimKey());
       const srvId = `mx.${list}`;
       const results =
         hop === 1
@@ -206,32 +199,32 @@ describe("ARC: a forwarded message sealed by dkimpy", () => {
       expect(seal).toContain(`ARC-Seal: i=${hop}`);
       message = Buffer.concat([Buffer.from(seal!), toSeal]);
     }
-    publishSpf(dns, lists.at(-1)!, `v=spf1 ip4:${CLIENT_IP} -all`);
+    publishSpf(fixture.dns, lists.at(-1)!, `v=spf1 ip4:${CLIENT_IP} -all`);
     return { message, author, lists };
   }
 
   test("an intact chain of one set is arc=pass; the author's signature broken by the list is a DMARC fail all the same", async () => {
     const { message, author, lists } = await forwarded(1);
-    const result = await authenticator.evaluate(message, client(`bounce@${lists[0]}`));
+    const result = await fixture.authenticator.evaluate(message, client(`bounce@${lists[0]}`));
     expect(result).toMatchObject({ arc: "pass", dkim: "fail", spf: "pass", dmarc: "fail", fromDomain: author, senderAuthenticated: false });
   });
 
   test("an intact chain of two sets is arc=pass", async () => {
     const { message, lists } = await forwarded(2);
-    expect(await authenticator.evaluate(message, client(`bounce@${lists[1]}`))).toMatchObject({ arc: "pass" });
+    expect(await fixture.authenticator.evaluate(message, client(`bounce@${lists[1]}`))).toMatchObject({ arc: "pass" });
   });
 
   test("a chain broken after sealing is arc=fail: the body changed, or the sealed results rewritten", async () => {
     const { message, lists } = await forwarded(1);
     const body = tampered(message, "team mailing list", "team mailing lisp");
-    expect(await authenticator.evaluate(body, client(`bounce@${lists[0]}`))).toMatchObject({ arc: "fail" });
+    expect(await fixture.authenticator.evaluate(body, client(`bounce@${lists[0]}`))).toMatchObject({ arc: "fail" });
     const results = tampered(message, "ARC-Authentication-Results: i=1; mx.", "ARC-Authentication-Results: i=1; mX.");
-    expect(await authenticator.evaluate(results, client(`bounce@${lists[0]}`))).toMatchObject({ arc: "fail" });
+    expect(await fixture.authenticator.evaluate(results, client(`bounce@${lists[0]}`))).toMatchObject({ arc: "fail" });
   });
 
   test("a seal whose key lookup fails temporarily is arc=temperror, not a broken chain", async () => {
     const { message, lists } = await forwarded(1);
-    dns.fail(`arc._domainkey.${lists[0]}`, "servfail");
-    expect(await authenticator.evaluate(message, client(`bounce@${lists[0]}`))).toMatchObject({ arc: "temperror" });
+    fixture.dns.fail(`arc._domainkey.${lists[0]}`, "servfail");
+    expect(await fixture.authenticator.evaluate(message, client(`bounce@${lists[0]}`))).toMatchObject({ arc: "temperror" });
   });
 });

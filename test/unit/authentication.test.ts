@@ -3,8 +3,8 @@
 // failing DNS. Messages are signed with mailauth's signer here (its independence is not the point of these tests;
 // authentication-interop.test.ts signs with dkimpy) and checked through a real DNS server on loopback.
 import { dkimSign } from "mailauth";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { MAX_BODY_LINE_BYTES, MAX_DKIM_SIGNATURES, type SenderAuthenticator } from "../../src/authentication/sender-authentication.js";
+import { describe, expect, test } from "vitest";
+import { MAX_BODY_LINE_BYTES, MAX_DKIM_SIGNATURES } from "../../src/authentication/sender-authentication.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import {
   client,
@@ -16,16 +16,10 @@ import {
   rsaDkimKey,
   testAuthenticator,
   uniqueDomain,
+  authenticationFixture,
 } from "../support/authentication-fixtures.js";
-import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 
-let dns: TestDnsServer;
-let authenticator: SenderAuthenticator;
-beforeAll(async () => {
-  dns = await startDnsServer();
-  authenticator = testAuthenticator(dns);
-});
-afterAll(() => dns?.stop());
+const fixture = authenticationFixture();
 
 async function signed(
   message: Buffer,
@@ -34,7 +28,7 @@ async function signed(
 ): Promise<Buffer> {
   const key = rsaDkimKey();
   const selector = options.selector ?? "s1";
-  publishDkimKey(dns, domain, selector, key);
+  publishDkimKey(fixture.dns, domain, selector, key);
   const { signatures } = await dkimSign(message, {
     canonicalization: options.canonicalization ?? "relaxed/relaxed",
     ...(options.algorithm ? { algorithm: options.algorithm } : {}),
@@ -48,7 +42,7 @@ async function authenticatedMessage(
   options: { headers?: (domain: string) => string[]; body?: string; canonicalization?: string } = {},
 ): Promise<{ domain: string; message: Buffer }> {
   const domain = uniqueDomain("sender");
-  publishDmarc(dns, domain, "v=DMARC1; p=reject");
+  publishDmarc(fixture.dns, domain, "v=DMARC1; p=reject");
   const { headers, ...rest } = options;
   const message = await signed(plainMessage(`Sender <news@${domain}>`, { ...rest, headers: headers?.(domain) ?? [] }), domain, rest);
   return { domain, message };
@@ -68,10 +62,10 @@ async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
 describe("an authenticated sender", () => {
   test("SPF and DKIM pass for the From domain, whose DMARC policy is reject: authenticated", async () => {
     const domain = uniqueDomain("bank");
-    publishSpf(dns, domain, `v=spf1 ip4:${CLIENT_IP} -all`);
-    publishDmarc(dns, domain, "v=DMARC1; p=reject");
+    publishSpf(fixture.dns, domain, `v=spf1 ip4:${CLIENT_IP} -all`);
+    publishDmarc(fixture.dns, domain, "v=DMARC1; p=reject");
     const message = await signed(plainMessage(`Billing <billing@${domain}>`), domain);
-    const result = await authenticator.evaluate(message, client(`bounce@${domain}`));
+    const result = await fixture.authenticator.evaluate(message, client(`bounce@${domain}`));
     expect(result).toMatchObject({
       spf: "pass",
       dkim: "pass",
@@ -89,29 +83,29 @@ describe("an authenticated sender", () => {
 describe("the verdict", () => {
   test("unsigned mail from a domain without SPF or DMARC records: none, none, none, not authenticated", async () => {
     const domain = uniqueDomain("plain");
-    const result = await authenticator.evaluate(plainMessage(`someone@${domain}`), client(`someone@${domain}`));
+    const result = await fixture.authenticator.evaluate(plainMessage(`someone@${domain}`), client(`someone@${domain}`));
     expect(result).toMatchObject({ spf: "none", dkim: "none", dmarc: "none", arc: "none", fromDomain: domain, senderAuthenticated: false, dkimDomains: [], dmarcPolicy: null });
   });
 
   test("an aligned DKIM pass without a DMARC record is not an authenticated sender: DMARC has nothing to pass (none)", async () => {
     const domain = uniqueDomain("norecord");
-    const result = await authenticator.evaluate(await signed(plainMessage(`a@${domain}`), domain), client(""));
+    const result = await fixture.authenticator.evaluate(await signed(plainMessage(`a@${domain}`), domain), client(""));
     expect(result).toMatchObject({ dkim: "pass", dkimDomains: [domain], dmarc: "none", senderAuthenticated: false });
   });
 
   test("an SPF pass of an aligned MAIL FROM alone authenticates (no signature)", async () => {
     const domain = uniqueDomain("spfonly");
-    publishSpf(dns, `bounces.${domain}`, `v=spf1 ip4:${CLIENT_IP} -all`);
-    publishDmarc(dns, domain, "v=DMARC1; p=quarantine");
-    const result = await authenticator.evaluate(plainMessage(`a@${domain}`), client(`b@bounces.${domain}`));
+    publishSpf(fixture.dns, `bounces.${domain}`, `v=spf1 ip4:${CLIENT_IP} -all`);
+    publishDmarc(fixture.dns, domain, "v=DMARC1; p=quarantine");
+    const result = await fixture.authenticator.evaluate(plainMessage(`a@${domain}`), client(`b@bounces.${domain}`));
     expect(result).toMatchObject({ spf: "pass", dkim: "none", dmarc: "pass", senderAuthenticated: true, dmarcPolicy: "quarantine" });
   });
 
   test("an IPv6 client and a null reverse-path: SPF checks the HELO name (RFC 7208 §2.4)", async () => {
     const helo = `mta.${uniqueDomain("helo")}`;
-    publishSpf(dns, helo, "v=spf1 ip6:2001:db8::/32 -all");
-    expect((await authenticator.evaluate(plainMessage("a@x.example"), client("", helo, "2001:db8::25"))).spf).toBe("pass");
-    expect((await authenticator.evaluate(plainMessage("a@x.example"), client("", helo, "2001:db9::25"))).spf).toBe("fail");
+    publishSpf(fixture.dns, helo, "v=spf1 ip6:2001:db8::/32 -all");
+    expect((await fixture.authenticator.evaluate(plainMessage("a@x.example"), client("", helo, "2001:db8::25"))).spf).toBe("pass");
+    expect((await fixture.authenticator.evaluate(plainMessage("a@x.example"), client("", helo, "2001:db9::25"))).spf).toBe("fail");
   });
 
   test.each([
@@ -122,7 +116,7 @@ describe("the verdict", () => {
     ["no Reply-To", () => [], false],
   ])("replyToDiverges of an authenticated From with %s: %s", async (_what, headers, diverges) => {
     const { message } = await authenticatedMessage({ headers });
-    const result = await authenticator.evaluate(message, client(""));
+    const result = await fixture.authenticator.evaluate(message, client(""));
     expect(result).toMatchObject({ senderAuthenticated: true, replyToDiverges: diverges });
   });
 
@@ -130,9 +124,9 @@ describe("the verdict", () => {
     const label = uniqueDomain("bücher").replace(/\.example$/, "");
     const ascii = new URL(`http://${label}.example`).hostname;
     expect(ascii).toMatch(/^xn--/);
-    publishDmarc(dns, ascii, "v=DMARC1; p=reject");
+    publishDmarc(fixture.dns, ascii, "v=DMARC1; p=reject");
     const message = Buffer.from(`From: =?utf-8?q?B=C3=BCcher?= <Info@${label.toUpperCase()}.EXAMPLE>\r\nSubject: x\r\n\r\nbody\r\n`);
-    expect(await authenticator.evaluate(message, client(""))).toMatchObject({ fromDomain: ascii, dmarc: "fail", dmarcPolicy: "reject" });
+    expect(await fixture.authenticator.evaluate(message, client(""))).toMatchObject({ fromDomain: ascii, dmarc: "fail", dmarcPolicy: "reject" });
   });
 
   test.each([
@@ -141,38 +135,38 @@ describe("the verdict", () => {
     ["a From of two domains", "From: a@one.example, b@two.example\r\n"],
     ["a From without an address", "From: undisclosed-recipients:;\r\n"],
   ])("%s: DMARC cannot be applied (permerror), no From domain, not authenticated", async (_what, headers) => {
-    const result = await authenticator.evaluate(Buffer.from(`${headers}Subject: x\r\n\r\nbody\r\n`), client(""));
+    const result = await fixture.authenticator.evaluate(Buffer.from(`${headers}Subject: x\r\n\r\nbody\r\n`), client(""));
     expect(result).toMatchObject({ dmarc: "permerror", fromDomain: null, senderAuthenticated: false, dmarcPolicy: null });
   });
 
   test("a signature whose l= leaves body bytes unsigned is policy, not a pass: what was appended is not the signer's", async () => {
     const domain = uniqueDomain("length");
-    publishDmarc(dns, domain, "v=DMARC1; p=reject");
+    publishDmarc(fixture.dns, domain, "v=DMARC1; p=reject");
     const message = await signed(plainMessage(`a@${domain}`, { body: "Hello\r\n" }), domain, { maxBodyLength: 7 });
     const appended = Buffer.concat([message, Buffer.from("Pay to IBAN XX00 0000 0000 instead.\r\n")]);
-    expect(await authenticator.evaluate(appended, client(""))).toMatchObject({ dkim: "policy", dkimDomains: [], dmarc: "fail", senderAuthenticated: false });
+    expect(await fixture.authenticator.evaluate(appended, client(""))).toMatchObject({ dkim: "policy", dkimDomains: [], dmarc: "fail", senderAuthenticated: false });
     // Nothing appended: the same signature covers the whole body and passes.
-    expect(await authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "pass", senderAuthenticated: true });
+    expect(await fixture.authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "pass", senderAuthenticated: true });
   });
 
   test("an rsa-sha1 signature is policy (RFC 8301: not valid for verifying)", async () => {
     const domain = uniqueDomain("sha1");
     const message = await signed(plainMessage(`a@${domain}`), domain, { algorithm: "rsa-sha1" });
-    expect(await authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "policy", dkimDomains: [] });
+    expect(await fixture.authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "policy", dkimDomains: [] });
   });
 
   test("a DKIM-Signature field that cannot be processed at all (no d=) is neutral: signed, not verifiable", async () => {
     const message = Buffer.concat([Buffer.from("DKIM-Signature: v=1; a=rsa-sha256; s=x; h=from; bh=; b=\r\n"), plainMessage("a@b.example")]);
-    expect(await authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "neutral", dkimDomains: [] });
+    expect(await fixture.authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "neutral", dkimDomains: [] });
   });
 
   test("a message in chunks (even split inside the header section's end) gives what the whole message gives", async () => {
     const { message } = await authenticatedMessage({ headers: (d) => [`Reply-To: x@other-${d}`], body: "line\n".repeat(50_000) });
-    const whole = await authenticator.evaluate(message, client(""));
+    const whole = await fixture.authenticator.evaluate(message, client(""));
     expect(whole).toMatchObject({ dkim: "pass", senderAuthenticated: true, replyToDiverges: true });
     const end = message.indexOf("\r\n\r\n");
     for (const size of [1, 7, end + 1, end + 3, 256 * 1024]) {
-      expect(await authenticator.evaluate(inChunks(message, size), client("")), `chunks of ${size}`).toEqual(whole);
+      expect(await fixture.authenticator.evaluate(inChunks(message, size), client("")), `chunks of ${size}`).toEqual(whole);
     }
   });
 });
@@ -183,17 +177,17 @@ describe("bounds against hostile messages", () => {
     const junk = Array.from({ length: 3000 }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=junk${i}.example; s=s${i}; h=from; bh=AAAA; b=AAAA\r\n`);
     // On top, as a later hop would add them; the author's signature is the lowest.
     const hostile = Buffer.concat([Buffer.from(junk.join("")), message]);
-    const { value: result, ms } = await timed(authenticator.evaluate(hostile, client("")));
+    const { value: result, ms } = await timed(fixture.authenticator.evaluate(hostile, client("")));
     expect(result).toMatchObject({ dkim: "pass", dkimDomains: [domain], senderAuthenticated: true });
-    const keyLookups = Array.from({ length: 3000 }, (_, i) => dns.queries(`s${i}._domainkey.junk${i}.example`)).reduce((a, b) => a + b, 0);
+    const keyLookups = Array.from({ length: 3000 }, (_, i) => fixture.dns.queries(`s${i}._domainkey.junk${i}.example`)).reduce((a, b) => a + b, 0);
     expect(keyLookups).toBeLessThanOrEqual(MAX_DKIM_SIGNATURES - 1);
     expect(ms).toBeLessThan(2000);
   });
 
   test("a header section over the bound is not read further: DKIM, DMARC and ARC permerror, SPF still evaluated", async () => {
-    const small = testAuthenticator(dns, { maxHeaderBytes: 64 * 1024 });
+    const small = testAuthenticator(fixture.dns, { maxHeaderBytes: 64 * 1024 });
     const domain = uniqueDomain("huge");
-    publishSpf(dns, domain, `v=spf1 ip4:${CLIENT_IP} -all`);
+    publishSpf(fixture.dns, domain, `v=spf1 ip4:${CLIENT_IP} -all`);
     const header = `From: a@${domain}\r\n` + `X-Filler: ${"x".repeat(900)}\r\n`.repeat(100);
     let pulled = 0;
     async function* stream(): AsyncGenerator<Uint8Array> {
@@ -212,7 +206,7 @@ describe("bounds against hostile messages", () => {
     const { message } = await authenticatedMessage();
     const signature = message.subarray(0, message.indexOf("\r\nFrom:") + 2);
     const hostile = Buffer.concat([signature, plainMessage("a@b.example", { body: "x".repeat(8 * 1024 * 1024) })]);
-    const { value, ms } = await timed(authenticator.evaluate(hostile, client("")));
+    const { value, ms } = await timed(fixture.authenticator.evaluate(hostile, client("")));
     expect(value).toMatchObject({ dkim: "permerror", senderAuthenticated: false });
     // mailauth alone takes about 16 s over this body (measured); a few chunks are read here.
     expect(ms).toBeLessThan(1000);
@@ -222,36 +216,36 @@ describe("bounds against hostile messages", () => {
     const { message } = await authenticatedMessage({ body: "a\r\n".repeat(2 * 1024 * 1024) });
     const end = message.indexOf("\r\n\r\n") + 4;
     const bareLf = Buffer.concat([message.subarray(0, end), Buffer.from(message.subarray(end).toString().replaceAll("\r\n", "\n"))]);
-    const { value, ms } = await timed(authenticator.evaluate(bareLf, client("")));
+    const { value, ms } = await timed(fixture.authenticator.evaluate(bareLf, client("")));
     expect(value).toMatchObject({ dkim: "pass", senderAuthenticated: true });
     expect(ms).toBeLessThan(2000);
   });
 
   test("an SPF record with more than 10 DNS-querying terms (an include chain) is permerror after 10 lookups", async () => {
     const domain = uniqueDomain("includes");
-    for (let i = 0; i < 20; i++) publishSpf(dns, `i${i}.${domain}`, `v=spf1 include:i${i + 1}.${domain} -all`);
-    publishSpf(dns, domain, `v=spf1 include:i0.${domain} -all`);
-    const result = await authenticator.evaluate(plainMessage(`a@${domain}`), client(`a@${domain}`));
+    for (let i = 0; i < 20; i++) publishSpf(fixture.dns, `i${i}.${domain}`, `v=spf1 include:i${i + 1}.${domain} -all`);
+    publishSpf(fixture.dns, domain, `v=spf1 include:i0.${domain} -all`);
+    const result = await fixture.authenticator.evaluate(plainMessage(`a@${domain}`), client(`a@${domain}`));
     expect(result.spf).toBe("permerror");
-    const asked = Array.from({ length: 20 }, (_, i) => dns.queries(`i${i}.${domain}`)).reduce((a, b) => a + b, 0);
+    const asked = Array.from({ length: 20 }, (_, i) => fixture.dns.queries(`i${i}.${domain}`)).reduce((a, b) => a + b, 0);
     expect(asked).toBeLessThanOrEqual(10);
   });
 
   test("more than two void lookups are permerror (RFC 7208 §4.6.4)", async () => {
     const domain = uniqueDomain("void");
-    publishSpf(dns, domain, `v=spf1 a:n1.${domain} a:n2.${domain} a:n3.${domain} a:n4.${domain} -all`);
-    expect((await authenticator.evaluate(plainMessage(`a@${domain}`), client(`a@${domain}`))).spf).toBe("permerror");
-    expect(dns.queries(`n4.${domain}`)).toBe(0);
+    publishSpf(fixture.dns, domain, `v=spf1 a:n1.${domain} a:n2.${domain} a:n3.${domain} a:n4.${domain} -all`);
+    expect((await fixture.authenticator.evaluate(plainMessage(`a@${domain}`), client(`a@${domain}`))).spf).toBe("permerror");
+    expect(fixture.dns.queries(`n4.${domain}`)).toBe(0);
   });
 });
 
 describe("a failing DNS", () => {
   test("no answer at all: temperror everywhere within the budget, whatever the DNS timeout", async () => {
-    const slow = testAuthenticator(dns, { budgetMs: 600, dnsTimeoutMs: 20_000 });
+    const slow = testAuthenticator(fixture.dns, { budgetMs: 600, dnsTimeoutMs: 20_000 });
     const domain = uniqueDomain("silent");
-    for (const name of [domain, `_dmarc.${domain}`, `s1._domainkey.${domain}`]) dns.fail(name, "timeout");
+    for (const name of [domain, `_dmarc.${domain}`, `s1._domainkey.${domain}`]) fixture.dns.fail(name, "timeout");
     const message = await signed(plainMessage(`a@${domain}`), domain);
-    dns.fail(`s1._domainkey.${domain}`, "timeout");
+    fixture.dns.fail(`s1._domainkey.${domain}`, "timeout");
     const { value, ms } = await timed(slow.evaluate(message, client(`a@${domain}`)));
     expect(value).toMatchObject({ spf: "temperror", dkim: "temperror", dmarc: "temperror", fromDomain: domain, senderAuthenticated: false });
     expect(ms).toBeGreaterThanOrEqual(550);
@@ -260,14 +254,14 @@ describe("a failing DNS", () => {
 
   test("a key lookup that fails (SERVFAIL) under a DMARC policy: dkim temperror, and DMARC temperror rather than fail", async () => {
     const domain = uniqueDomain("servfail");
-    publishDmarc(dns, domain, "v=DMARC1; p=reject");
+    publishDmarc(fixture.dns, domain, "v=DMARC1; p=reject");
     const message = await signed(plainMessage(`a@${domain}`), domain);
-    dns.fail(`s1._domainkey.${domain}`, "servfail");
-    expect(await authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "temperror", dmarc: "temperror", senderAuthenticated: false, dmarcPolicy: "reject" });
+    fixture.dns.fail(`s1._domainkey.${domain}`, "servfail");
+    expect(await fixture.authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "temperror", dmarc: "temperror", senderAuthenticated: false, dmarcPolicy: "reject" });
   });
 
   test("a body that never ends: the budget stops reading it (temperror) and releases the stream", async () => {
-    const quick = testAuthenticator(dns, { budgetMs: 500 });
+    const quick = testAuthenticator(fixture.dns, { budgetMs: 500 });
     const { message } = await authenticatedMessage();
     const end = message.indexOf("\r\n\r\n") + 4;
     let released = false;
