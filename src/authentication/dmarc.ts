@@ -26,10 +26,11 @@ export interface DmarcIdentifiers {
   readonly fromDomain: string;
   /** The SPF result and the domain it is for (MAIL FROM, or HELO for the null reverse-path). */
   readonly spf: { readonly result: AuthenticationResult; readonly domain: string };
-  /** Each verified DKIM signature: its d= and result. */
-  readonly dkim: readonly { readonly domain: string; readonly result: AuthenticationResult }[];
-  /** DKIM verification did not finish (the time budget ran out): a signature may have passed. */
-  readonly dkimUnfinished: boolean;
+  /**
+   * Each verified DKIM signature (its d= and result); or why the signatures were not verified: unfinished (the
+   * budget ran out: one may yet pass) or refused (the message cannot be verified at a bounded cost).
+   */
+  readonly dkim: readonly { readonly domain: string; readonly result: AuthenticationResult }[] | "unfinished" | "refused";
 }
 
 export interface DmarcEvaluation {
@@ -52,15 +53,18 @@ export async function evaluateDmarc(identifiers: DmarcIdentifiers, resolver: Dns
 
   const aligns = (domain: string, mode: "r" | "s") => (mode === "s" ? domain === fromDomain : sameOrganization(domain, fromDomain));
   const spf = identifiers.spf.result === "pass" && aligns(identifiers.spf.domain, record.aspf) ? identifiers.spf.domain : null;
-  const dkim = identifiers.dkim.find((s) => s.result === "pass" && aligns(s.domain, record.adkim))?.domain ?? null;
+  const signatures = typeof identifiers.dkim === "string" ? [] : identifiers.dkim;
+  const dkim = signatures.find((s) => s.result === "pass" && aligns(s.domain, record.adkim))?.domain ?? null;
   if (spf !== null || dkim !== null) return { result: "pass", policy, aligned: { spf, dkim } };
 
-  // An aligned identifier whose check failed temporarily may pass when the sender retries: not a fail yet.
+  // An aligned identifier whose check failed temporarily may pass when the sender retries: not a fail yet. Nor is
+  // a message whose signatures could not be verified at all a forgery.
   const mayPass =
     (identifiers.spf.result === "temperror" && aligns(identifiers.spf.domain, record.aspf)) ||
-    identifiers.dkim.some((s) => s.result === "temperror" && aligns(s.domain, record.adkim)) ||
-    identifiers.dkimUnfinished;
-  return { result: mayPass ? "temperror" : "fail", policy, aligned: NOT_ALIGNED };
+    signatures.some((s) => s.result === "temperror" && aligns(s.domain, record.adkim)) ||
+    identifiers.dkim === "unfinished";
+  const result = mayPass ? "temperror" : identifiers.dkim === "refused" ? "permerror" : "fail";
+  return { result, policy, aligned: NOT_ALIGNED };
 }
 
 type Discovery =

@@ -102,13 +102,16 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
         // has it (or has it in flight) by then, one round trip off a cold message's latency.
         if ("domain" in from) dns.lookup(`_dmarc.${from.domain}`, "TXT").catch(() => undefined);
         const signatures = selectSignatures(split, fields, from);
-        const [spfResult, dkim] = await Promise.all([spfCheck, verifyDkim(signatures.message, lookups, budget.signal)]);
-        const arcResult = fields.some((f) => f.name === "arc-seal") ? await checkArc(dkim, lookups, dns, budget.signal) : "none";
+        const sealed = fields.some((f) => f.name.startsWith("arc-"));
+        // Unsigned mail costs no pass over its body.
+        const verification = signatures.found > 0 || sealed ? verifyDkim(signatures.message, lookups, budget.signal) : Promise.resolve(UNSIGNED);
+        const [spfResult, dkim] = await Promise.all([spfCheck, verification]);
+        const arcResult = sealed ? await checkArc(dkim, lookups, dns, budget.signal) : "none";
         const dkimWord = dkimResult(dkim, signatures.found);
         if (!("domain" in from)) return assemble({ spf: spfResult, dkim: dkimWord, arc: arcResult, from, dmarc: { result: "permerror", policy: null } });
         const dmarc = await bySignal(
           evaluateDmarc(
-            { fromDomain: from.domain, spf: spfResult, dkim: dkim.kind === "verified" ? dkim.signatures : [], dkimUnfinished: dkim.kind === "unfinished" },
+            { fromDomain: from.domain, spf: spfResult, dkim: dkim.kind === "verified" ? dkim.signatures : dkim.kind },
             dns,
           ),
           budget.signal,
@@ -153,12 +156,14 @@ function authorDomain(header: Buffer, fields: readonly HeaderField[]): From {
 function selectSignatures(split: SplitMessage, fields: readonly HeaderField[], from: From): { message: SplitMessage; found: number } {
   const signatures = fields.filter((f) => f.name === "dkim-signature");
   if (signatures.length <= MAX_DKIM_SIGNATURES) return { message: split, found: signatures.length };
-  const aligned = (f: HeaderField) => {
-    const d = signingDomain(fieldValue(split.header, f));
-    return "domain" in from && d !== "" && sameOrganization(domainName(d), from.domain);
-  };
-  const kept = [...signatures.filter(aligned), ...signatures.filter((f) => !aligned(f))].slice(0, MAX_DKIM_SIGNATURES);
-  const dropped = new Set(signatures.filter((f) => !kept.includes(f)));
+  const aligned = new Set(
+    signatures.filter((f) => {
+      const d = signingDomain(fieldValue(split.header, f));
+      return "domain" in from && d !== "" && sameOrganization(domainName(d), from.domain);
+    }),
+  );
+  const kept = new Set([...aligned, ...signatures.filter((f) => !aligned.has(f))].slice(0, MAX_DKIM_SIGNATURES));
+  const dropped = new Set(signatures.filter((f) => !kept.has(f)));
   return { message: { header: withoutFields(split.header, fields, dropped), body: split.body }, found: signatures.length };
 }
 
@@ -171,11 +176,14 @@ interface Signature {
 }
 
 type DkimVerification =
-  | { readonly kind: "verified"; readonly signatures: readonly Signature[]; readonly arc: ARCData }
+  /** arc: what the ARC check needs of the verification; undefined when the message has no ARC header field. */
+  | { readonly kind: "verified"; readonly signatures: readonly Signature[]; readonly arc: ARCData | undefined }
   /** The budget ran out first. */
   | { readonly kind: "unfinished" }
   /** The body cannot be verified at a bounded cost (a line over MAX_BODY_LINE_BYTES). */
   | { readonly kind: "refused"; readonly reason: string };
+
+const UNSIGNED: DkimVerification = { kind: "verified", signatures: [], arc: undefined };
 
 async function verifyDkim(message: SplitMessage, resolver: MailauthResolver, signal: AbortSignal): Promise<DkimVerification> {
   const input = Readable.from(verifierInput(message, MAX_BODY_LINE_BYTES), { objectMode: false });
@@ -246,6 +254,7 @@ async function checkSpf(client: SmtpClient, resolver: MailauthResolver, hostname
 async function checkArc(dkim: DkimVerification, resolver: MailauthResolver, dns: Budgeted, signal: AbortSignal): Promise<AuthenticationResult> {
   if (dkim.kind === "unfinished") return "temperror";
   if (dkim.kind === "refused") return "permerror";
+  if (dkim.arc === undefined) return "none";
   const result = await bySignal(
     arc(dkim.arc, { resolver, minBitLength: MIN_RSA_KEY_BITS }).catch(() => undefined),
     signal,

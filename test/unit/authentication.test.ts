@@ -203,13 +203,19 @@ describe("bounds against hostile messages", () => {
 
   test(`a body line over ${MAX_BODY_LINE_BYTES / 1024} KiB stops DKIM at once (permerror) instead of seconds of relaxed hashing`, async () => {
     // A relaxed signature makes mailauth hash the body; whether it would verify does not matter here.
-    const { message } = await authenticatedMessage();
+    const { domain, message } = await authenticatedMessage();
     const signature = message.subarray(0, message.indexOf("\r\nFrom:") + 2);
-    const hostile = Buffer.concat([signature, plainMessage("a@b.example", { body: "x".repeat(8 * 1024 * 1024) })]);
+    const body = "x".repeat(8 * 1024 * 1024);
+    const hostile = Buffer.concat([signature, plainMessage(`news@${domain}`, { body })]);
     const { value, ms } = await timed(fixture.authenticator.evaluate(hostile, client("")));
-    expect(value).toMatchObject({ dkim: "permerror", senderAuthenticated: false });
+    // Not verifiable is not forged: DMARC cannot conclude either (permerror, not fail under p=reject).
+    expect(value).toMatchObject({ dkim: "permerror", dmarc: "permerror", dmarcPolicy: "reject", senderAuthenticated: false });
     // mailauth alone takes about 16 s over this body (measured); a few chunks are read here.
     expect(ms).toBeLessThan(1000);
+    // Unsigned, the same body is not read at all.
+    const unsigned = await timed(fixture.authenticator.evaluate(plainMessage(`news@${domain}`, { body }), client("")));
+    expect(unsigned.value).toMatchObject({ dkim: "none", dmarc: "fail", senderAuthenticated: false });
+    expect(unsigned.ms).toBeLessThan(1000);
   });
 
   test("a body of bare LFs verifies at the cost of CRLF (mailauth alone writes each line separately: seconds per MB)", async () => {
