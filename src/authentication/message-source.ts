@@ -12,7 +12,11 @@ export interface SplitMessage {
   readonly header: Buffer;
   /** What follows the header section. */
   readonly body: Uint8Array | AsyncIterable<Uint8Array>;
+  /** Lets go of a stream's source (a database cursor) whether or not the body was read; safe to call again. */
+  release(): Promise<void>;
 }
+
+const NOTHING_TO_RELEASE = async () => undefined;
 
 /** What the DKIM verifier is given per write; as mailauth's own writer, so that a buffer costs the same either way. */
 const CHUNK_BYTES = 64 * 1024;
@@ -26,23 +30,26 @@ export async function splitHeaderSection(source: MessageSource, maxHeaderBytes: 
   if (source instanceof Uint8Array) {
     const bytes = Buffer.from(source.buffer, source.byteOffset, source.byteLength);
     const end = headerEnd(bytes.subarray(0, maxHeaderBytes + 3), 0, true);
-    if (end < 0) return bytes.length <= maxHeaderBytes ? { header: bytes, body: new Uint8Array(0) } : undefined;
-    return { header: bytes.subarray(0, end), body: bytes.subarray(end) };
+    if (end < 0) return bytes.length <= maxHeaderBytes ? { header: bytes, body: new Uint8Array(0), release: NOTHING_TO_RELEASE } : undefined;
+    return { header: bytes.subarray(0, end), body: bytes.subarray(end), release: NOTHING_TO_RELEASE };
   }
   const iterator = source[Symbol.asyncIterator]();
+  const release = async () => {
+    await iterator.return?.();
+  };
   let held = Buffer.alloc(0);
   for (;;) {
     const next = await iterator.next();
     if (next.done) {
       if (held.length > maxHeaderBytes) return undefined;
-      return { header: held, body: new Uint8Array(0) };
+      return { header: held, body: new Uint8Array(0), release };
     }
     const searchFrom = Math.max(0, held.length - 2);
     held = Buffer.concat([held, next.value]);
     const end = headerEnd(held, searchFrom, true);
     if (end >= 0 && end <= maxHeaderBytes + 3) {
       const rest = held.subarray(end);
-      return { header: held.subarray(0, end), body: continued(rest, iterator) };
+      return { header: held.subarray(0, end), body: continued(rest, iterator), release };
     }
     if (held.length > maxHeaderBytes + 3) {
       await iterator.return?.();

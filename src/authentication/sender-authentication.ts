@@ -89,6 +89,7 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
       const timer = setTimeout(() => budget.abort(BUDGET_RAN_OUT), options.budgetMs);
       const dns = budgeted(options.resolver, budget.signal);
       const lookups = mailauthResolver(dns);
+      let opened: SplitMessage | undefined;
       try {
         const spfCheck = checkSpf(client, lookups, options.hostname, options.budgetMs);
         const split = await bySignal(splitHeaderSection(message, maxHeaderBytes), budget.signal);
@@ -96,6 +97,7 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
           const [word, problem] = split === SPENT ? (["temperror", "not read in time"] as const) : (["permerror", `no header section within ${maxHeaderBytes} bytes`] as const);
           return assemble({ spf: await spfCheck, dkim: word, arc: word, from: { problem }, dmarc: { result: word, policy: null } });
         }
+        opened = split;
         const fields = headerFields(split.header);
         const from = authorDomain(split.header, fields);
         // DMARC is evaluated last, but its record's name is known now: asked while DKIM runs, the caching resolver
@@ -128,8 +130,10 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
         });
       } finally {
         clearTimeout(timer);
-        // Whatever is still running for this message (a key lookup after the budget) ends now.
+        // Whatever is still running for this message (a key lookup after the budget) ends now, and a stream whose
+        // body was not read (unsigned mail) is let go.
         budget.abort(BUDGET_RAN_OUT);
+        opened?.release().catch(() => undefined);
       }
     },
   };
@@ -164,7 +168,7 @@ function selectSignatures(split: SplitMessage, fields: readonly HeaderField[], f
   );
   const kept = new Set([...aligned, ...signatures.filter((f) => !aligned.has(f))].slice(0, MAX_DKIM_SIGNATURES));
   const dropped = new Set(signatures.filter((f) => !kept.has(f)));
-  return { message: { header: withoutFields(split.header, fields, dropped), body: split.body }, found: signatures.length };
+  return { message: { ...split, header: withoutFields(split.header, fields, dropped) }, found: signatures.length };
 }
 
 interface Signature {

@@ -169,6 +169,19 @@ describe("the verdict", () => {
       expect(await fixture.authenticator.evaluate(inChunks(message, size), client("")), `chunks of ${size}`).toEqual(whole);
     }
   });
+  test("a streamed message whose body is not needed (unsigned) has its source let go all the same", async () => {
+    let released = false;
+    async function* source(): AsyncGenerator<Uint8Array> {
+      try {
+        yield plainMessage("a@b.example", { body: "x\r\n".repeat(100_000) });
+        yield Buffer.from("more\r\n");
+      } finally {
+        released = true;
+      }
+    }
+    expect(await fixture.authenticator.evaluate(source(), client(""))).toMatchObject({ dkim: "none" });
+    await expect.poll(() => released).toBe(true);
+  });
 });
 
 describe("bounds against hostile messages", () => {
