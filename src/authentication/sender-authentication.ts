@@ -190,7 +190,13 @@ type DkimVerification =
 const UNSIGNED: DkimVerification = { kind: "verified", signatures: [], arc: undefined };
 
 async function verifyDkim(message: SplitMessage, resolver: MailauthResolver, signal: AbortSignal): Promise<DkimVerification> {
-  const input = Readable.from(verifierInput(message, MAX_BODY_LINE_BYTES), { objectMode: false });
+  let input: Readable;
+  try {
+    input = Readable.from(verifierInput(message, MAX_BODY_LINE_BYTES), { objectMode: false });
+  } catch (error) {
+    if (error instanceof LineTooLong) return { kind: "refused", reason: error.message };
+    throw error;
+  }
   const stop = () => input.destroy(BUDGET_RAN_OUT);
   signal.addEventListener("abort", stop, { once: true });
   try {
