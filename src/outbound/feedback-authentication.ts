@@ -20,17 +20,13 @@
 import { dkimVerify, spf } from "mailauth";
 import { mailauthResolver, type MailauthResolver } from "../authentication/mailauth-resolver.js";
 import { organizationalDomain } from "../authentication/organizational-domain.js";
+import type { SmtpClient } from "../authentication/sender-authentication.js";
 import type { DnsResolver } from "../dns/resolver.js";
 
 export { organizationalDomain };
 
 /** The SMTP session a report arrived in (from its raw message row). */
-export interface ReportSession {
-  readonly remoteIp: string;
-  readonly helo: string;
-  /** The MAIL FROM address; empty for the null reverse-path. */
-  readonly mailFrom: string;
-}
+export type ReportSession = SmtpClient;
 
 /** Who a report is authenticated as. */
 export interface ReportIdentities {
