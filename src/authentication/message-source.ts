@@ -29,7 +29,7 @@ const CHUNK_BYTES = 64 * 1024;
 export async function splitHeaderSection(source: MessageSource, maxHeaderBytes: number): Promise<SplitMessage | undefined> {
   if (source instanceof Uint8Array) {
     const bytes = Buffer.from(source.buffer, source.byteOffset, source.byteLength);
-    const end = headerEnd(bytes.subarray(0, maxHeaderBytes + 3), 0, true);
+    const end = headerEnd(bytes.subarray(0, maxHeaderBytes + 3), true);
     if (end < 0) return bytes.length <= maxHeaderBytes ? { header: bytes, body: new Uint8Array(0), release: NOTHING_TO_RELEASE } : undefined;
     return { header: bytes.subarray(0, end), body: bytes.subarray(end), release: NOTHING_TO_RELEASE };
   }
@@ -37,38 +37,47 @@ export async function splitHeaderSection(source: MessageSource, maxHeaderBytes: 
   const release = async () => {
     await iterator.return?.();
   };
-  let held = Buffer.alloc(0);
+  // The chunks read so far, joined once: a stream of small chunks would otherwise be copied over and over.
+  const parts: Buffer[] = [];
+  let length = 0;
+  /** The last two bytes read: the empty line may begin there and end in the next chunk. */
+  let tail: Buffer = Buffer.alloc(0);
   for (;;) {
     const next = await iterator.next();
     if (next.done) {
-      if (held.length > maxHeaderBytes) return undefined;
-      return { header: held, body: new Uint8Array(0), release };
+      if (length > maxHeaderBytes) return undefined;
+      return { header: Buffer.concat(parts, length), body: new Uint8Array(0), release };
     }
-    const searchFrom = Math.max(0, held.length - 2);
-    held = Buffer.concat([held, next.value]);
-    const end = headerEnd(held, searchFrom, true);
-    if (end >= 0 && end <= maxHeaderBytes + 3) {
-      const rest = held.subarray(end);
-      return { header: held.subarray(0, end), body: continued(rest, iterator), release };
+    const chunk = Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength);
+    const window = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+    const found = headerEnd(window, length - tail.length === 0);
+    const windowStart = length - tail.length;
+    parts.push(chunk);
+    length += chunk.length;
+    tail = chunk.length >= 2 ? chunk.subarray(-2) : window.subarray(-2);
+    if (found >= 0) {
+      const end = windowStart + found;
+      if (end > maxHeaderBytes + 3) break;
+      const held = Buffer.concat(parts, length);
+      return { header: held.subarray(0, end), body: continued(held.subarray(end), iterator), release };
     }
-    if (held.length > maxHeaderBytes + 3) {
-      await iterator.return?.();
-      return undefined;
-    }
+    if (length > maxHeaderBytes + 3) break;
   }
+  await release();
+  return undefined;
 }
 
 /**
  * The offset just past the empty line that ends the header section (CRLF or a bare LF, as RFC 5322 §2.1 read by
- * mail software), or -1. `atStart`: the search begins at the first byte, where an empty first line means an
- * empty header section.
+ * mail software), or -1. `atStart`: the bytes begin the message, where an empty first line means an empty header
+ * section.
  */
-function headerEnd(bytes: Buffer, from: number, atStart: boolean): number {
-  if (atStart && from === 0) {
+function headerEnd(bytes: Buffer, atStart: boolean): number {
+  if (atStart) {
     if (bytes[0] === 0x0a) return 1;
     if (bytes[0] === 0x0d && bytes[1] === 0x0a) return 2;
   }
-  for (let lf = bytes.indexOf(0x0a, from); lf >= 0; lf = bytes.indexOf(0x0a, lf + 1)) {
+  for (let lf = bytes.indexOf(0x0a); lf >= 0; lf = bytes.indexOf(0x0a, lf + 1)) {
     if (bytes[lf + 1] === 0x0a) return lf + 2;
     if (bytes[lf + 1] === 0x0d && bytes[lf + 2] === 0x0a) return lf + 3;
   }
