@@ -1,13 +1,15 @@
 // Who sent an inbound message, as far as SPF (RFC 7208), DKIM (RFC 6376, RFC 8463 Ed25519), DMARC (RFC 7489) and
 // ARC (RFC 8617, informational) can tell: evaluated once per message at receipt, with mailauth over the service's
-// resolver, inside one time budget. Nothing here throws for what a sender or the DNS does: a DNS failure or a
-// budget that runs out is a temperror, a message that cannot be read is a permerror.
+// resolver, inside one time budget. evaluate() never throws: a DNS failure, a budget that runs out or a source that
+// fails is a temperror; a message that cannot be evaluated at a bounded cost is a permerror; a defect here is a
+// temperror whose summary says what failed.
 //
-// Bounds, before anything is trusted: the header section is read up to maxHeaderBytes and held (the body streams
-// through in chunks of 64 KiB and is never held whole); at most MAX_DKIM_SIGNATURES signatures are verified, each
-// costing a key lookup and possibly a pass over the body; a body line over MAX_BODY_LINE_BYTES stops DKIM (see
-// message-source.ts); SPF keeps RFC 7208's limits (10 lookups, 2 void lookups); the budget ends every DNS wait at
-// once and stops the body stream, so the work left behind by a message that ran out of time drains immediately.
+// Bounds, before anything is trusted: the header section is read up to maxHeaderBytes and held; the body is never
+// held whole (a message in memory is read in place, a stream passes through in chunks of 64 KiB); at most
+// MAX_DKIM_SIGNATURES signatures are verified, each costing a key lookup and possibly a pass over the body; a body
+// line over MAX_BODY_LINE_BYTES stops DKIM (see message-source.ts); SPF keeps RFC 7208's limits (10 lookups, 2 void
+// lookups); the budget ends every DNS wait at once and stops the body stream, so the work left behind by a message
+// that ran out of time drains immediately.
 import net from "node:net";
 import { Readable } from "node:stream";
 import { arc, dkimVerify, spf, type ARCData, type DKIMResult } from "mailauth";
@@ -92,9 +94,13 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
       let opened: SplitMessage | undefined;
       try {
         const spfCheck = checkSpf(client, lookups, options.hostname, options.budgetMs);
-        const split = await bySignal(splitHeaderSection(message, maxHeaderBytes), budget.signal);
-        if (split === SPENT || split === undefined) {
-          const [word, problem] = split === SPENT ? (["temperror", "not read in time"] as const) : (["permerror", `no header section within ${maxHeaderBytes} bytes`] as const);
+        const reading = splitHeaderSection(message, maxHeaderBytes).catch((error: unknown) => new Unreadable(error));
+        const split = await bySignal(reading, budget.signal);
+        if (split === SPENT || split === undefined || split instanceof Unreadable) {
+          const [word, problem] =
+            split === undefined
+              ? (["permerror", `no header section within ${maxHeaderBytes} bytes`] as const)
+              : (["temperror", split === SPENT ? "not read in time" : `not read: ${split.message}`] as const);
           return assemble({ spf: await spfCheck, dkim: word, arc: word, from: { problem }, dmarc: { result: word, policy: null } });
         }
         opened = split;
@@ -128,6 +134,15 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
           dmarc: dmarc === SPENT ? { result: "temperror", policy: null } : dmarc,
           replyTo,
         });
+      } catch (error) {
+        // A defect, not the sender's doing or the DNS's: the message goes on, unauthenticated, and the log says why.
+        return assemble({
+          spf: { result: "temperror", domain: "" },
+          dkim: "temperror",
+          arc: "temperror",
+          from: { problem: `evaluation failed: ${(error as Error).message}` },
+          dmarc: { result: "temperror", policy: null },
+        });
       } finally {
         clearTimeout(timer);
         // Whatever is still running for this message (a key lookup after the budget) ends now, and a stream whose
@@ -140,6 +155,13 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
 }
 
 type From = { readonly domain: string } | { readonly problem: string };
+
+/** The message's source failed while its header section was read (a database or file error). */
+class Unreadable extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+  }
+}
 
 /** RFC 7489 §6.6.1: one From field whose addresses share one domain, else DMARC cannot be applied. */
 function authorDomain(header: Buffer, fields: readonly HeaderField[]): From {
@@ -270,7 +292,8 @@ async function checkArc(dkim: DkimVerification, resolver: MailauthResolver, dns:
     signal,
   );
   if (result === SPENT) return "temperror";
-  if (result === undefined) return "fail";
+  // mailauth reports every problem of a chain in its result; a throw is one it could not process at all.
+  if (result === undefined) return "permerror";
   const status = word(result.status.result);
   if (status !== "fail") return status;
   const signatureResult = (dkim.arc as ARCData & { lastEntry?: { messageSignature?: DKIMResult } }).lastEntry?.messageSignature?.status.result;

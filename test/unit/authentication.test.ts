@@ -282,6 +282,30 @@ describe("a failing DNS", () => {
     expect(await fixture.authenticator.evaluate(message, client(""))).toMatchObject({ dkim: "temperror", dmarc: "temperror", senderAuthenticated: false, dmarcPolicy: "reject" });
   });
 
+  test("a source that fails while the header or the body is read: temperror, and SPF (which needs neither) still answers", async () => {
+    const { domain, message } = await authenticatedMessage();
+    publishSpf(fixture.dns, domain, `v=spf1 ip4:${CLIENT_IP} -all`);
+    const end = message.indexOf("\r\n\r\n") + 4;
+    async function* failing(after: number): AsyncGenerator<Uint8Array> {
+      yield message.subarray(0, after);
+      throw new Error("the chunk could not be read");
+    }
+    expect(await fixture.authenticator.evaluate(failing(end - 10), client(`a@${domain}`))).toMatchObject({
+      spf: "pass",
+      dkim: "temperror",
+      dmarc: "temperror",
+      fromDomain: null,
+      senderAuthenticated: false,
+    });
+    expect(await fixture.authenticator.evaluate(failing(end + 5), client(`a@${domain}`))).toMatchObject({
+      spf: "pass",
+      dkim: "temperror",
+      // SPF passed for the From domain: DMARC does not need the signature.
+      dmarc: "pass",
+      senderAuthenticated: true,
+    });
+  });
+
   test("a body that never ends: the budget stops reading it (temperror) and releases the stream", async () => {
     const quick = testAuthenticator(fixture.dns, { budgetMs: 500 });
     const { message } = await authenticatedMessage();
