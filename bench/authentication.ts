@@ -10,7 +10,7 @@
 //   BENCH_COLD=300 BENCH_WARM=3000 BENCH_CONCURRENCY=32  messages per phase, and in flight in the warm phase
 //   BENCH_DNS_DELAY_MS=0                                 hold every DNS answer this long (a recursive resolver's miss)
 import { generateKeyPairSync } from "node:crypto";
-import { loadavg } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { authenticate, dkimSign, dkimVerify } from "mailauth";
 import { mailauthResolver } from "../src/authentication/mailauth-resolver.js";
@@ -18,7 +18,7 @@ import { createSenderAuthenticator, type SmtpClient } from "../src/authenticatio
 import { createCachingResolver } from "../src/dns/cache.js";
 import { createResolver, type DnsResolver, type DnsServerAddress } from "../src/dns/resolver.js";
 import type { BenchZone } from "./authentication-dns.js";
-import { machineFacts, revision, runAsScript, writeResult } from "./machine.js";
+import { loadAverage, machineFacts, RESULTS_DIR, resultPath, revision, runAsScript } from "./machine.js";
 import { percentile } from "./run-report.js";
 import { envNumber } from "./settings.js";
 
@@ -118,8 +118,26 @@ function caching(address: DnsServerAddress): DnsResolver {
   return createCachingResolver(createResolver({ servers: [address], timeoutMs: 2000 }));
 }
 
+/** The record in bench/results, under the header every benchmark's record starts with (bench, revision, times, machine, load). */
+async function writeRecord(startedAt: Date, loadBefore: readonly number[], record: object): Promise<string> {
+  const header = {
+    bench: "authentication",
+    revision: revision(),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    machine: machineFacts(),
+    loadBefore,
+    loadAfter: loadAverage(),
+  };
+  await mkdir(RESULTS_DIR, { recursive: true });
+  const file = resultPath("authentication", startedAt, ".json");
+  await writeFile(file, `${JSON.stringify({ ...header, ...record }, null, 2)}\n`);
+  return file;
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
+  const loadBefore = loadAverage();
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
   const coldDomains = (side: string) => Array.from({ length: settings.cold }, (_, i) => `${side}${i}-cold.example`);
@@ -203,7 +221,7 @@ async function main(): Promise<void> {
 
   const n = (v: number, digits = 2) => v.toFixed(digits).padStart(9);
   const lines = [
-    `sender authentication of a 10 KB message, one DKIM signature (revision ${revision()}, load average ${loadavg()[0].toFixed(2)} at the end, DNS answers held ${settings.dnsDelayMs} ms)`,
+    `sender authentication of a 10 KB message, one DKIM signature (revision ${revision()}, load average ${loadBefore[0]!.toFixed(2)} at the start, ${loadAverage()[0].toFixed(2)} at the end, DNS answers held ${settings.dnsDelayMs} ms)`,
     "",
     "phase          messages  CPU ms/msg  DNS q/msg   msg/s   p50 ms   p99 ms",
     ...Object.entries(figures).map(
@@ -215,7 +233,7 @@ async function main(): Promise<void> {
     ...bodyHash.map((b) => `  ${(b.bytes / 1024).toString().padStart(6)} KB ${b.canonicalization.padEnd(16)} ${n(b.msPerMessage, 3)} ms ${n(b.mbPerSecond, 1)} MB/s`),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
-  const file = await writeResult("authentication", startedAt, { revision: revision(), machine: machineFacts(), loadAverage: loadavg(), settings, figures, bodyHash });
+  const file = await writeRecord(startedAt, loadBefore, { settings, figures, bodyHash });
   log(`record: ${file}`);
 }
 
