@@ -78,6 +78,10 @@ export interface Config {
     /** Accepted messages (and their bytes) waiting for processing in one process beyond which MAIL FROM gets 451 4.3.1. */
     readonly maxBacklogMessages: number;
     readonly maxBacklogBytes: number;
+    /** SPF, DKIM, DMARC and ARC of every message at receipt (INBOUND_AUTHENTICATION=on|off); off stores not_evaluated. */
+    readonly authentication: boolean;
+    /** One message's sender authentication, DNS included; what is unfinished then is temperror. */
+    readonly authenticationTimeoutMs: number;
   };
   /** External PostgreSQL; undefined starts an embedded one under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -393,6 +397,8 @@ function parseInbound(r: EnvReader): Pick<Config, "inbound"> {
       processingMemoryBytes: r.int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
       maxBacklogMessages: r.int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
       maxBacklogBytes: r.int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+      authentication: r.str("INBOUND_AUTHENTICATION", "on", /^(on|off)$/, "on or off") === "on",
+      authenticationTimeoutMs: r.int("INBOUND_AUTHENTICATION_TIMEOUT_MS", 5000, 100, 60_000),
     },
   };
 }

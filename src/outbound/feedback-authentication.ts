@@ -17,18 +17,16 @@
 // MAIL FROM domain and address when SPF passes for the connecting IP (the HELO name for a null MAIL FROM,
 // RFC 7208 §2.4). Everything is bounded: a few DKIM signatures, one time budget for all of it; a temporary DNS
 // failure is simply no identity.
-import { dkimVerify, spf, type DNSResolver } from "mailauth";
-import { getDomain } from "tldts";
-import type { DnsResolver, RecordValue } from "../dns/resolver.js";
-import type { QueryType } from "../dns/wire.js";
+import { dkimVerify, spf } from "mailauth";
+import { mailauthResolver, type MailauthResolver } from "../authentication/mailauth-resolver.js";
+import { organizationalDomain } from "../authentication/organizational-domain.js";
+import type { SmtpClient } from "../authentication/sender-authentication.js";
+import type { DnsResolver } from "../dns/resolver.js";
+
+export { organizationalDomain };
 
 /** The SMTP session a report arrived in (from its raw message row). */
-export interface ReportSession {
-  readonly remoteIp: string;
-  readonly helo: string;
-  /** The MAIL FROM address; empty for the null reverse-path. */
-  readonly mailFrom: string;
-}
+export type ReportSession = SmtpClient;
 
 /** Who a report is authenticated as. */
 export interface ReportIdentities {
@@ -129,11 +127,6 @@ function countDkimSignatures(message: Buffer): number {
   return (end < 0 ? head : head.slice(0, end)).match(/^dkim-signature[ \t]*:/gim)?.length ?? 0;
 }
 
-/** The organizational domain (RFC 9989 §3.2.8: the Public Suffix List, private suffixes included), or null. */
-export function organizationalDomain(domain: string): string | null {
-  return getDomain(domain.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: true });
-}
-
 /** How a report's sender may complain about a recipient: as their provider, as a feedback loop, or not at all. */
 export function vouchingFor(
   identities: ReportIdentities,
@@ -151,40 +144,4 @@ export function vouchingFor(
 
 function unique(values: readonly string[]): string[] {
   return [...new Set(values)];
-}
-
-type MailauthResolver = DNSResolver;
-
-const QUERY_TYPES: readonly string[] = ["A", "AAAA", "MX", "TXT"] satisfies QueryType[];
-
-/**
- * mailauth's resolver interface (that of dns.promises.resolve) over ours: ENOTFOUND and ENODATA for names and
- * types that do not exist (SPF's void lookups), any other code for a failure, which SPF makes a temperror.
- */
-function mailauthResolver(resolver: DnsResolver): MailauthResolver {
-  const failure = (code: string, message: string) => Object.assign(new Error(message), { code });
-  return async (name, type) => {
-    // PTR (SPF's ptr mechanism, deprecated by RFC 7208 §5.5) is not asked for: it fails like a DNS failure.
-    if (!QUERY_TYPES.includes(type)) throw failure("ENOTIMP", `${type} lookups are not supported`);
-    let answer;
-    try {
-      answer = await resolver.lookup(name, type as QueryType);
-    } catch (error) {
-      // A name the wire format refuses (an over-long label from an SPF macro).
-      throw failure("EBADNAME", (error as Error).message);
-    }
-    switch (answer.kind) {
-      case "answer":
-        if (type === "TXT") return (answer.records as string[]).map((text) => [text]);
-        // mailauth reads MX answers as dns.promises.resolveMx gives them; its type declaration leaves them out.
-        if (type === "MX") return (answer.records as RecordValue["MX"][]).map((r) => ({ exchange: r.exchange, priority: r.preference })) as never;
-        return [...(answer.records as string[])];
-      case "nxdomain":
-        throw failure("ENOTFOUND", `${name} does not exist`);
-      case "nodata":
-        throw failure("ENODATA", `${name} has no ${type} record`);
-      case "temporary":
-        throw failure("ESERVFAIL", answer.reason);
-    }
-  };
 }

@@ -38,7 +38,7 @@ export function ensureHadolint(): Promise<string> {
 }
 
 /** `<.tools>/<name>/<binary>`, installed by `install` into a staging folder that is renamed into place when complete. */
-async function ensureTool(name: string, binary: string, install: (staging: string) => Promise<void>): Promise<string> {
+export async function ensureTool(name: string, binary: string, install: (staging: string) => Promise<void>): Promise<string> {
   const dir = join(TOOLS_DIR, name);
   if (await isExecutable(join(dir, binary))) return join(dir, binary);
   await mkdir(TOOLS_DIR, { recursive: true });
