@@ -2,6 +2,7 @@
 import { resolve } from "node:path";
 import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
+import { parseAddressRanges, type AddressRange } from "./net/address-ranges.js";
 import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
 
 export interface Config {
@@ -17,6 +18,8 @@ export interface Config {
   readonly api: {
     /** Concurrent TCP connections on the API port; more are closed at once. */
     readonly maxConnections: number;
+    /** Concurrent TCP connections from one peer (an IPv4 address, an IPv6 /64); more from it are closed at once. */
+    readonly maxConnectionsPerPeer: number;
     /** An HTTP/1.1 request's header section (431 beyond), an h2 request's header list. */
     readonly maxHeaderBytes: number;
     /** How long a client may take to send a request's headers (and a new connection its first bytes). */
@@ -60,8 +63,11 @@ export interface Config {
     readonly refusalDelayMs: number;
     /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
     readonly receiveMemoryBytes: number;
-    /** Expect a PROXY protocol (v1/v2) header on every connection (a TCP load balancer in front): the client IP is taken from it. */
-    readonly proxyProtocol: boolean;
+    /**
+     * The load balancers whose connections start with a PROXY protocol (v1) header, the client IP taken from it
+     * (SMTP_PROXY_PROTOCOL with SMTP_PROXY_TRUSTED); undefined: no header is read from anyone.
+     */
+    readonly proxyTrusted: readonly AddressRange[] | undefined;
   };
   /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
   readonly inbound: {
@@ -304,6 +310,13 @@ export function loadConfig(env: Env = process.env): Config {
   const sslMode = optional("DATABASE_SSL_MODE", /^(disable|require|verify-ca|verify-full)$/, "one of disable, require, verify-ca, verify-full");
   const sslCa = optional("DATABASE_SSL_CA");
   if ((sslMode !== undefined || sslCa !== undefined) && databaseUrl === undefined) errors.push("DATABASE_SSL_MODE and DATABASE_SSL_CA need DATABASE_URL (the embedded PostgreSQL is local)");
+  // A PROXY header names any address its sender likes: it is read from the operator's load balancers only.
+  const proxyProtocol = str("SMTP_PROXY_PROTOCOL", "false", /^(true|false)$/, "true or false") === "true";
+  const proxyTrusted = parseAddressRanges(env.SMTP_PROXY_TRUSTED ?? "");
+  if (proxyTrusted.invalid.length > 0) errors.push(`SMTP_PROXY_TRUSTED must list IP addresses or CIDR ranges such as 10.0.0.0/8, got "${proxyTrusted.invalid.join(",")}"`);
+  else if (proxyProtocol !== proxyTrusted.ranges.length > 0) {
+    errors.push("SMTP_PROXY_PROTOCOL=true and SMTP_PROXY_TRUSTED (the load balancers' addresses or ranges, which alone may send the header) go together");
+  }
   const apiHeadersTimeoutMs = int("API_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
   const apiRequestTimeoutMs = int("API_REQUEST_TIMEOUT_MS", 120_000, 100, 3_600_000);
   if (apiRequestTimeoutMs < apiHeadersTimeoutMs) errors.push("API_REQUEST_TIMEOUT_MS must not be below API_HEADERS_TIMEOUT_MS");
@@ -319,6 +332,7 @@ export function loadConfig(env: Env = process.env): Config {
     })(),
     api: {
       maxConnections: int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+      maxConnectionsPerPeer: int("API_MAX_CONNECTIONS_PER_PEER", 100, 1, 1_000_000),
       maxHeaderBytes: int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
       headersTimeoutMs: apiHeadersTimeoutMs,
       requestTimeoutMs: apiRequestTimeoutMs,
@@ -345,7 +359,7 @@ export function loadConfig(env: Env = process.env): Config {
       refusalDelayAfter: int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
       refusalDelayMs: int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
       receiveMemoryBytes: int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
-      proxyProtocol: str("SMTP_PROXY_PROTOCOL", "false", /^(true|false)$/, "true or false") === "true",
+      proxyTrusted: proxyProtocol ? proxyTrusted.ranges : undefined,
     },
     inbound: {
       parseTimeoutMs: int("INBOUND_PARSE_TIMEOUT_MS", 15_000, 10, 600_000),
