@@ -402,4 +402,30 @@ describe("MCP over stdio (mailbox mcp)", () => {
     await listTools(client);
     expect(await fail(client, "get_me")).toMatchObject({ error: "unauthenticated" });
   });
+
+  test("refuses to start with an http:// MAILBOX_URL that is not this machine, and serves https:// and loopback ones", async () => {
+    /** Runs `mailbox mcp` with stdin closed: a bridge that starts waits for nothing and exits 0. */
+    const run = (url: string) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ["src/cli/mailbox.js", "mcp"], {
+          cwd: ROOT,
+          env: { ...process.env, MAILBOX_URL: url, MAILBOX_API_KEY: "mbx_0123456789abcdef_not-a-real-secret", LOG_LEVEL: "error" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stderr = "";
+        child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+        child.stdout.resume();
+        child.once("exit", (code) => resolve({ code, stderr }));
+      });
+    for (const url of ["http://mailbox.example.com", "http://10.0.0.7:8080", "http://[2001:db8::1]/", "http://127.0.0.1.example.com"]) {
+      const refused = await run(url);
+      expect(refused.code, url).toBe(2);
+      expect(refused.stderr, url).toMatch(/MAILBOX_URL must be https:\/\/ .*clear text/);
+    }
+    for (const url of ["https://mailbox.example.com", "http://localhost:8080", "http://127.0.0.1:8080", "http://[::1]:8080"]) {
+      const served = await run(url);
+      expect(served.code, url).toBe(0);
+      expect(served.stderr, url).not.toContain("MAILBOX_URL");
+    }
+  });
 });
