@@ -229,6 +229,13 @@ export interface DatabaseSettings {
 
 export class ConfigError extends Error {}
 
+/**
+ * The feedback loops of the big providers: Yahoo's Complaint Feedback Loop (for Yahoo and AOL users) sends as
+ * feedback@arf.mail.yahoo.com, signed by arf.mail.yahoo.com; Microsoft's JMRP (Outlook.com, Hotmail, Live) from
+ * staff@hotmail.com.
+ */
+const DEFAULT_FEEDBACK_LOOP_SENDERS = "arf.mail.yahoo.com,staff@hotmail.com";
+
 type Env = Readonly<Record<string, string | undefined>>;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -462,7 +469,7 @@ export function loadConfig(env: Env = process.env): Config {
       backlogMaxMs: int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
     },
     feedbackAddress: str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
-    feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {
+    feedbackLoopSenders: (env.FEEDBACK_LOOP_SENDERS || DEFAULT_FEEDBACK_LOOP_SENDERS).split(",").map((s) => s.trim().toLowerCase()).filter((entry) => {
       if (entry === "") return false;
       // A domain or one address; not a public suffix (com, co.uk), which would trust everyone below it.
       const domain = entry.slice(entry.lastIndexOf("@") + 1);

@@ -25,7 +25,8 @@ describe("configuration", () => {
   });
 
   test("FEEDBACK_LOOP_SENDERS lists domains and addresses, lower-cased, and refuses a public suffix or anything else", () => {
-    expect(loadConfig({}).feedbackLoopSenders).toEqual([]);
+    // Yahoo's and Microsoft's loops by default; a list replaces them.
+    expect(loadConfig({}).feedbackLoopSenders).toEqual(["arf.mail.yahoo.com", "staff@hotmail.com"]);
     expect(loadConfig({ FEEDBACK_LOOP_SENDERS: " ARF.mail.yahoo.com , staff@Hotmail.com,," }).feedbackLoopSenders).toEqual(["arf.mail.yahoo.com", "staff@hotmail.com"]);
     for (const bad of ["co.uk", "com", "github.io", "https://loop.example/", "@example.com", "a b.example"]) {
       expect(() => loadConfig({ FEEDBACK_LOOP_SENDERS: bad }), bad).toThrow(/FEEDBACK_LOOP_SENDERS must list domains or addresses/);
