@@ -64,7 +64,7 @@ export interface Config {
     /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
     readonly receiveMemoryBytes: number;
     /**
-     * The load balancers whose connections start with a PROXY protocol (v1) header, the client IP taken from it
+     * The load balancers whose connections start with a PROXY protocol (v1 or v2) header, the client IP taken from it
      * (SMTP_PROXY_PROTOCOL with SMTP_PROXY_TRUSTED); undefined: no header is read from anyone.
      */
     readonly proxyTrusted: readonly AddressRange[] | undefined;

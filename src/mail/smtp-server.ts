@@ -10,6 +10,7 @@ import type { Logger } from "../logger.js";
 import type { SmtpMetrics } from "../metrics/metrics.js";
 import { rangeMatcher, type AddressRange } from "../net/address-ranges.js";
 import { PeerConnections } from "../net/peer-connections.js";
+import { readProxyHeader, sessionId } from "./proxy-v2.js";
 import { localError, SmtpError } from "./smtp-error.js";
 import type { TlsCertificate } from "./tls-certificate.js";
 
@@ -73,10 +74,14 @@ const COMMANDS: Record<keyof SmtpHooks, string> = { mailFrom: "mail", rcptTo: "r
 const CLOSE_GRACE_MS = 5000;
 const SHUTTING_DOWN = ["4.3.2", "shutting down, try again later"] as const;
 
+type ProxyCallback = Parameters<SMTPServer["_handleProxy"]>[1];
+
 /**
  * smtp-server reads a PROXY header from every peer (`useProxy: true`) or from exact addresses, while a load balancer
- * connects from a range of them. Its per-socket decision (a method its type declarations expose) is taken from the
- * trusted ranges instead; with `useProxy` off, a version that no longer asks it trusts nobody rather than everyone.
+ * connects from a range of them; and it reads the text header (v1) only, while AWS's load balancers send the binary
+ * one (v2). Its two per-socket steps (methods its type declarations expose) are taken over: whether a header is
+ * expected comes from the trusted ranges, and a binary header is read here (proxy-v2.ts). With `useProxy` off, a
+ * version that no longer asks them trusts nobody rather than everyone.
  */
 class SmtpListener extends SMTPServer {
   private readonly trusted: (address: string | undefined) => boolean;
@@ -88,6 +93,16 @@ class SmtpListener extends SMTPServer {
 
   override _expectsProxyHeader(socket: Socket): boolean {
     return this.trusted(socket.remoteAddress);
+  }
+
+  override _handleProxy(socket: Socket, callback: ProxyCallback): void {
+    if (!this._expectsProxyHeader(socket)) return super._handleProxy(socket, callback);
+    readProxyHeader(socket, (err, header) => {
+      if (err || !header) return callback(err ?? new Error("no PROXY protocol header"));
+      if (header.kind === "text") return super._handleProxy(socket, callback);
+      const client = header.remoteAddress === undefined ? {} : { remoteAddress: header.remoteAddress, remotePort: header.remotePort };
+      callback(null, { id: sessionId(), ...client });
+    });
   }
 }
 

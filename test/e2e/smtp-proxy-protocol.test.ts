@@ -1,5 +1,5 @@
 // SMTP_PROXY_PROTOCOL with SMTP_PROXY_TRUSTED: behind a TCP load balancer its connections start with a PROXY
-// protocol header, and the client address it names — not the balancer's — is the one the message records
+// protocol header (text, v1, or binary, v2, as AWS's load balancers send it), and the client address it names — not the balancer's — is the one the message records
 // (inboundSecurity.smtp.remoteIp) and the one per-client limits count (an IPv6 /64 as one client). The header is
 // read only from the trusted addresses and ranges: anyone else who reaches the port is served as the address it
 // connects from, and a header it sends is refused. Clients bind to their own 127.x addresses to be those peers.
@@ -25,6 +25,35 @@ beforeAll(async () => {
 afterAll(() => app?.stop());
 
 const proxied = (client: string, clientPort: number) => `PROXY ${client.includes(":") ? "TCP6" : "TCP4"} ${client} ${client.includes(":") ? "::1" : "127.0.0.1"} ${clientPort} 25\r\n`;
+
+/** A binary (v2) PROXY header: PROXY over TCP from `client`, or LOCAL (a load balancer's health check) without one. */
+function binaryHeader(client: string | "local", clientPort = 40000): Buffer {
+  const signature = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
+  if (client === "local") return Buffer.concat([signature, Buffer.from([0x20, 0x00, 0x00, 0x00])]);
+  const v6 = client.includes(":");
+  const address = (ip: string) => {
+    if (!v6) return Buffer.from(ip.split(".").map(Number));
+    const bytes = Buffer.alloc(16);
+    expandV6(ip).forEach((group, i) => bytes.writeUInt16BE(group, i * 2));
+    return bytes;
+  };
+  const ports = Buffer.alloc(4);
+  ports.writeUInt16BE(clientPort, 0);
+  ports.writeUInt16BE(25, 2);
+  // A TLV as AWS adds one (type 0xEA, its VPC endpoint id), which the reader skips.
+  const tlv = Buffer.concat([Buffer.from([0xea, 0x00, 0x05]), Buffer.from("vpce1")]);
+  const body = Buffer.concat([address(client), address(v6 ? "::1" : "127.0.0.1"), ports, tlv]);
+  const length = Buffer.alloc(2);
+  length.writeUInt16BE(body.length);
+  return Buffer.concat([signature, Buffer.from([0x21, v6 ? 0x21 : 0x11]), length, body]);
+}
+
+function expandV6(ip: string): number[] {
+  const [head = "", tail = ""] = ip.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  return [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right].map((g) => parseInt(g, 16));
+}
 
 /** Sends one message on a connection whose greeting came, and answers the remoteIp it is stored with. */
 async function storedRemoteIp(client: RawSmtpClient): Promise<string> {
@@ -54,6 +83,24 @@ test("the client address of a trusted balancer's PROXY header is the message's r
   const fromRange = await RawSmtpClient.connect(port, "127.0.0.1", "127.0.6.200", proxied("2001:db8:7::1", 51001));
   expect(fromRange.greeting?.code).toBe(220);
   expect(await storedRemoteIp(fromRange.client)).toBe("2001:db8:7::1");
+});
+
+test("a binary (v2) header of a trusted balancer names the client, over IPv4 or IPv6; a LOCAL one (its health check) the balancer itself", async () => {
+  for (const [client, stored] of [
+    ["198.51.100.42", "198.51.100.42"],
+    ["2001:db8:7::2", "2001:db8:7::2"],
+  ] as const) {
+    const { client: c, greeting } = await RawSmtpClient.connect(port, "127.0.0.1", BALANCER, binaryHeader(client));
+    expect(greeting?.code, client).toBe(220);
+    expect(await storedRemoteIp(c)).toBe(stored);
+  }
+  const local = await RawSmtpClient.connect(port, "127.0.0.1", BALANCER, binaryHeader("local"));
+  expect(local.greeting?.code).toBe(220);
+  expect(await storedRemoteIp(local.client)).toBe(BALANCER);
+  // A header that starts like one and is not: the connection is closed unanswered.
+  const bad = Buffer.concat([binaryHeader("198.51.100.42").subarray(0, 11), Buffer.from("X\x21\x11\x00\x0c")]);
+  const broken = await RawSmtpClient.connect(port, "127.0.0.1", BALANCER, bad);
+  expect(broken.greeting).toBeNull();
 });
 
 test("a PROXY header from anyone else is refused, and their mail records the address they connect from", async () => {
