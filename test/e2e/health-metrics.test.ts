@@ -26,6 +26,17 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return sum;
 }
 
+/** A role process's environment: the run's PostgreSQL and Temporal, a task queue and data directory of its own, a status port. */
+async function roleEnv(): Promise<Record<string, string>> {
+  return {
+    DATABASE_URL: inject("databaseUrl"),
+    TEMPORAL_ADDRESS: inject("temporalAddress"),
+    TEMPORAL_TASK_QUEUE: uniqueName("status"),
+    DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
+    STATUS_PORT: "0",
+  };
+}
+
 async function scrape(baseUrl: string, headers: Record<string, string> = {}): Promise<string> {
   const res = await fetch(`${baseUrl}/metrics`, { headers });
   expect(res.status).toBe(200);
@@ -174,13 +185,7 @@ describe("on the API port", () => {
 });
 
 test("without METRICS_TOKEN `serve --role api` serves no /metrics on its API port, only on STATUS_PORT, and /healthz and /readyz on both", async () => {
-  const api = await serveRole("api", {
-    DATABASE_URL: inject("databaseUrl"),
-    TEMPORAL_ADDRESS: inject("temporalAddress"),
-    TEMPORAL_TASK_QUEUE: uniqueName("status"),
-    DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
-    STATUS_PORT: "0",
-  });
+  const api = await serveRole("api", await roleEnv());
   try {
     expect((await fetch(`${api.api}/metrics`)).status).toBe(404);
     expect((await fetch(`${api.api}/metrics`, { headers: API_METRICS })).status).toBe(404);
@@ -223,14 +228,7 @@ describe("on STATUS_PORT of the roles without an API port", () => {
 
   /** `mailbox serve --role worker` on the run's PostgreSQL and Temporal; resolves with its status URL. */
   async function serveWorker(env: Record<string, string>): Promise<string> {
-    const worker = await serveRole("worker", {
-      DATABASE_URL: inject("databaseUrl"),
-      TEMPORAL_ADDRESS: inject("temporalAddress"),
-      TEMPORAL_TASK_QUEUE: uniqueName("status"),
-      DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
-      STATUS_PORT: "0",
-      ...env,
-    });
+    const worker = await serveRole("worker", { ...(await roleEnv()), ...env });
     children.push(worker);
     return worker.status!;
   }

@@ -33,6 +33,14 @@ async function createInbox(): Promise<{ id: string; address: string }> {
 }
 
 const storedCount = (inboxId: string) => app.db.fork().count(Message, { inboxId });
+/** The codes of the next `n` replies (pipelined commands are answered in order). */
+const replyCodes = (client: RawSmtpClient, n: number) => Promise.all(Array.from({ length: n }, () => client.reply().then((r) => r?.code)));
+/** The inbox's messages once there is one. */
+const storedMessages = (inboxId: string) =>
+  eventually(async () => {
+    const rows = await app.db.fork().find(Message, { inboxId });
+    return rows.length > 0 ? rows : undefined;
+  });
 const rawCount = (mailFrom: string) => app.db.fork().count(InboundRawMessage, { mailFrom });
 const sender = () => `${uniqueName("sender")}@example.org`;
 const message = (subject: string, body = "body") => `From: someone@example.org\r\nSubject: ${subject}\r\n\r\n${body}\r\n`;
@@ -212,10 +220,7 @@ describe("SMTP smuggling and pipelining", () => {
     expect(await client.command("NOOP")).toEqual({ code: 250, text: expect.stringMatching(/OK/i) });
     expect((await client.command("QUIT"))?.code).toBe(221);
     client.destroy();
-    const [stored] = await eventually(async () => {
-      const rows = await app.db.fork().find(Message, { inboxId: inbox.id });
-      return rows.length > 0 ? rows : undefined;
-    });
+    const [stored] = await storedMessages(inbox.id);
     expect(stored!.subject).toBe("outer");
     expect(stored!.text).toContain("wire the money");
     expect(await storedCount(inbox.id)).toBe(1);
@@ -228,7 +233,7 @@ describe("SMTP smuggling and pipelining", () => {
     await client.command("EHLO bulk.example");
     client.write(`MAIL FROM:<${from}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n${message("too soon")}.\r\n`);
     // smtp-server has written the 354 when the message is seen to have come before it: the message is what is refused.
-    expect([(await client.reply())?.code, (await client.reply())?.code, (await client.reply())?.code]).toEqual([250, 250, 354]);
+    expect(await replyCodes(client, 3)).toEqual([250, 250, 354]);
     expect(await client.reply()).toEqual({ code: 554, text: "5.5.0 Error: SMTP protocol synchronization" });
     expect(await client.reply()).toBeNull();
     await client.closed;
@@ -244,13 +249,9 @@ describe("SMTP smuggling and pipelining", () => {
     expect((await client.command(`RCPT TO:<${inbox.address}>`))?.code).toBe(250);
     expect((await client.command("DATA"))?.code).toBe(354);
     client.write(`${message("mail 1/2")}.\r\nMAIL FROM:<${from}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n${message("mail 2/2")}.\r\n`);
-    const codes = await Promise.all(Array.from({ length: 5 }, () => client.reply().then((r) => r?.code)));
-    expect(codes).toEqual([250, 250, 250, 354, 554]);
+    expect(await replyCodes(client, 5)).toEqual([250, 250, 250, 354, 554]);
     await client.closed;
-    const [stored] = await eventually(async () => {
-      const rows = await app.db.fork().find(Message, { inboxId: inbox.id });
-      return rows.length > 0 ? rows : undefined;
-    });
+    const [stored] = await storedMessages(inbox.id);
     expect(stored!.subject).toBe("mail 1/2");
     expect(await storedCount(inbox.id)).toBe(1);
   });
@@ -261,14 +262,13 @@ describe("SMTP smuggling and pipelining", () => {
     const { client } = await RawSmtpClient.connect(smtp.port);
     expect((await client.command("EHLO pipeliner.example"))?.text).toMatch(/^PIPELINING$/m);
     const group = `MAIL FROM:<${from}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n`;
-    const codes = async (n: number) => Promise.all(Array.from({ length: n }, () => client.reply().then((r) => r?.code)));
     client.write(group);
-    expect(await codes(3)).toEqual([250, 250, 354]);
+    expect(await replyCodes(client, 3)).toEqual([250, 250, 354]);
     // The message and its final dot, and behind them in the same write the next transaction's commands.
     client.write(`${message("first")}.\r\n${group}`);
-    expect(await codes(4)).toEqual([250, 250, 250, 354]);
+    expect(await replyCodes(client, 4)).toEqual([250, 250, 250, 354]);
     client.write(`${message("second")}.\r\nQUIT\r\n`);
-    expect(await codes(2)).toEqual([250, 221]);
+    expect(await replyCodes(client, 2)).toEqual([250, 221]);
     await eventually(async () => ((await storedCount(inbox.id)) === 2 ? true : undefined));
   });
 });
