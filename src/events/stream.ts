@@ -2,10 +2,13 @@
 // client takes them, then again whenever the log announces more (src/events/hub.ts). A stream holds no events of
 // its own beyond one page it is handing over: a slow client is read for at its own pace, the events waiting in the
 // log, so no client makes the server buffer. A stream further behind than the log keeps (EVENT_RETENTION) ends with
-// event_expired rather than skip what was pruned.
-import type { Principal } from "../auth/principal.js";
+// event_expired rather than skip what was pruned. A stream outlives the authentication it opened with, so at each
+// wake-up and keep-alive it asks how its key stands now: revoked, expired, without the scope, its organization
+// suspended or the key no longer allowed the stream's inbox, the stream ends with the error a new one would get; a
+// stream of all the key's inboxes follows the key's inbox restriction as it changes.
+import { canAccessInbox, type Principal } from "../auth/principal.js";
 import type { TenantStore } from "../db/tenant-store.js";
-import { Gone } from "../errors.js";
+import { Gone, NotFound } from "../errors.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Holds } from "./holds.js";
 import type { EventHub } from "./hub.js";
@@ -44,11 +47,18 @@ export function createEventStreams(deps: EventStreamsDeps) {
   return {
     /**
      * The events, or null for a keep-alive: one as soon as the stream is open (its checks passed), then one after
-     * each keepAliveMs without an event. Ends when `signal` aborts or the process shuts down.
+     * each keepAliveMs without an event. Ends when `signal` aborts or the process shuts down, or with the error of
+     * `principalNow` (how the key stands now) or its inbox no longer allowed.
      */
-    async *stream(store: TenantStore, principal: Principal, request: StreamRequest, signal: AbortSignal): AsyncGenerator<LoggedEvent | null> {
+    async *stream(
+      store: TenantStore,
+      principal: Principal,
+      request: StreamRequest,
+      signal: AbortSignal,
+      principalNow: () => Promise<Principal>,
+    ): AsyncGenerator<LoggedEvent | null> {
       if (request.inboxId !== undefined) await inboxes.findActive(store, principal, request.inboxId);
-      const filter: InboxFilter = request.inboxId !== undefined ? [request.inboxId] : principal.inboxIds;
+      let filter = filterOf(principal, request);
       const release = holds.acquire(principal.keyId);
       // Watching starts before the position is read, so nothing committed after it goes unannounced.
       const watch = hub.watch(store.organizationId, (notice) => filter === null || filter.includes(notice.inboxId));
@@ -59,6 +69,7 @@ export function createEventStreams(deps: EventStreamsDeps) {
         let woken = true;
         while (!signal.aborted) {
           if (woken) {
+            filter = filterOf(await principalNow(), request);
             if (position.horizon < Date.now() - deps.retentionMs) {
               throw new Gone("event_expired", "this stream fell further behind than the event log keeps events; open a new one");
             }
@@ -81,6 +92,7 @@ export function createEventStreams(deps: EventStreamsDeps) {
           if (wake.closed || signal.aborted) return;
           woken = wake.resync || wake.notices.length > 0;
           if (!woken && Date.now() >= lastSent + deps.keepAliveMs) {
+            filter = filterOf(await principalNow(), request);
             lastSent = Date.now();
             yield null;
           }
@@ -91,6 +103,13 @@ export function createEventStreams(deps: EventStreamsDeps) {
       }
     },
   };
+}
+
+/** The inboxes a stream shows: the one it names, which the key must still be allowed (404 as at opening), or the key's. */
+function filterOf(principal: Principal, request: StreamRequest): InboxFilter {
+  if (request.inboxId === undefined) return principal.inboxIds;
+  if (!canAccessInbox(principal, request.inboxId)) throw new NotFound("inbox");
+  return [request.inboxId];
 }
 
 interface Position {

@@ -1,14 +1,8 @@
 // The MCP server of one request: the SDK's low-level Server (the tools' schemas are JSON Schema from the contract,
-// not zod), answering initialize, ping, tools/list and tools/call. Stateless, so one is made per HTTP request.
+// not zod), answering initialize, ping and tools/call. Stateless, so one is made per HTTP request; tools/list is
+// answered before it, from one serialised copy of toolList (src/mcp/http.ts).
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { McpTool } from "./tools.js";
 
 export const SERVER_INFO = { name: "agent-mailbox", version: "0.1.0" };
@@ -35,9 +29,8 @@ export function toolList(tools: readonly McpTool[]): Tool[] {
 
 export type ToolCaller = (tool: McpTool, args: Record<string, unknown>, signal: AbortSignal) => Promise<CallToolResult>;
 
-export function createMcpServer(tools: ReadonlyMap<string, McpTool>, listed: readonly Tool[], call: ToolCaller): Server {
+export function createMcpServer(tools: ReadonlyMap<string, McpTool>, call: ToolCaller): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...listed] }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
     const tool = tools.get(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);

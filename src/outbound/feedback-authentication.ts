@@ -3,14 +3,13 @@
 //
 // The feedback address is public: anyone who received a message knows its Message-ID and the other recipients in
 // its To and Cc. A report is believed about a recipient only when an authenticated identity of its sender is
-//   - the recipient's mailbox provider: its organizational domain (Public Suffix List) is the recipient domain's,
-//     as when Yahoo reports about a yahoo.com user from arf.mail.yahoo.com or Microsoft about a hotmail.com user
-//     from staff@hotmail.com; or
-//   - a configured feedback-loop sender (FEEDBACK_LOOP_SENDERS): a domain (itself and its subdomains) or one
-//     address, believed about any recipient: the loops that report for domains they host under other names
-//     (Yahoo's arf.mail.yahoo.com for aol.com, Microsoft's staff@hotmail.com for outlook.com and live.com).
-// The organizational domain of the recipient's MX hosts is deliberately not enough: outlook.com hosts both the
-// MX of every Microsoft 365 domain and free mailboxes, whose users send DKIM- and SPF-authenticated as outlook.com.
+//   - a feedback loop (FEEDBACK_LOOP_SENDERS, by default Yahoo's arf.mail.yahoo.com and Microsoft's
+//     staff@hotmail.com): a domain (itself and its subdomains) or one address, believed about any recipient, as the
+//     loops report for domains they host under other names (Yahoo's for aol.com, Microsoft's for outlook.com); or
+//   - the recipient's own address: a recipient may always ask not to be mailed again.
+// Sharing the recipient's domain is not enough: every gmail.com user is authenticated as gmail.com, and could then
+// suppress every other gmail.com recipient of a tenant; nor is the domain of the recipient's MX hosts (outlook.com
+// is both the MX of every Microsoft 365 domain and a free mailbox service).
 //
 // Authenticated identities are the d= of a DKIM signature that verifies, covers the whole body (no l= leaving
 // bytes unsigned) and is aligned with the From domain (relaxed, as DMARC), with that From address; and the
@@ -127,18 +126,17 @@ function countDkimSignatures(message: Buffer): number {
   return (end < 0 ? head : head.slice(0, end)).match(/^dkim-signature[ \t]*:/gim)?.length ?? 0;
 }
 
-/** How a report's sender may complain about a recipient: as their provider, as a feedback loop, or not at all. */
+/** How a report's sender may complain about a recipient: as a feedback loop, as the recipient, or not at all. */
 export function vouchingFor(
   identities: ReportIdentities,
   recipient: string,
   feedbackLoopSenders: readonly string[],
-): "provider" | "feedback_loop" | undefined {
+): "feedback_loop" | "recipient" | undefined {
   const fbl = feedbackLoopSenders.some((entry) =>
     entry.includes("@") ? identities.addresses.includes(entry) : identities.domains.some((d) => d === entry || d.endsWith(`.${entry}`)),
   );
   if (fbl) return "feedback_loop";
-  const recipientOrg = organizationalDomain(recipient.slice(recipient.lastIndexOf("@") + 1));
-  if (recipientOrg !== null && identities.domains.some((d) => organizationalDomain(d) === recipientOrg)) return "provider";
+  if (identities.addresses.includes(recipient.toLowerCase())) return "recipient";
   return undefined;
 }
 

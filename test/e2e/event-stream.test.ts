@@ -1,13 +1,17 @@
 // StreamEvents through the real service: mail arrives at an smtp role running as its own process (`mailbox serve
 // --role smtp`), whose processing stores each message with its event in the event log and notifies; streams held by
 // two API processes on the same database get the event over Server-Sent Events (and gRPC) with the webhook's id
-// and exact payload, resume after Last-Event-ID from the log, and idle streams get keep-alive comments.
+// and exact payload, resume after Last-Event-ID from the log, and idle streams get keep-alive comments; a stream
+// ends with the error a new call would get once its key is revoked, expires, loses its scope or its inbox, or its
+// organization is suspended.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EventService } from "../../gen/mailbox/v1/event_service_pb.js";
+import { revokeKey, updateKey } from "../../src/admin/api-keys.js";
+import { updateOrganization } from "../../src/admin/organizations.js";
 import { WebhookDelivery } from "../../src/db/entities/index.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { openSse, type SseStream } from "../support/sse-client.js";
@@ -151,6 +155,62 @@ describe("StreamEvents", () => {
     expect((await nextEvent(stream)).event.data.inboxId).toBe(mine.id);
     // Another organization's stream gets none of it: only keep-alives while the events went out.
     for (let i = 0; i < 2; i++) expect((await strangers.next(30_000))?.data).toBeUndefined();
+  });
+
+  /** The error event a stream ends with (keep-alives and events before it skipped), then its end. */
+  async function endedWith(stream: SseStream): Promise<{ error: string; message: string }> {
+    for (let frames = 0; frames < 30; frames++) {
+      const frame = await stream.next(15_000);
+      if (!frame) throw new Error("the stream ended without an error event");
+      if (frame.event !== "error") continue;
+      expect(await stream.next(15_000)).toBeUndefined();
+      return JSON.parse(frame.data!) as { error: string; message: string };
+    }
+    throw new Error("the stream went on");
+  }
+
+  test("a stream ends with the error a new call would get when its key is revoked, expires, loses the scope or the inbox, or its organization is suspended", async () => {
+    const tenant = await app.createTenant();
+    const [inbox, elsewhere] = [await inboxOf(tenant), await inboxOf(tenant)];
+    const keys = {
+      revoked: await tenant.issueKey({ scopes: ["mailbox:read"] }),
+      expiring: await tenant.issueKey({ scopes: ["mailbox:read"], expiresAt: new Date(Date.now() + 3_000) }),
+      descoped: await tenant.issueKey({ scopes: ["mailbox:read"] }),
+      narrowed: await tenant.issueKey({ scopes: ["mailbox:read"] }),
+    };
+    const streams = {
+      revoked: await open(app, keys.revoked.key),
+      expiring: await open(other, keys.expiring.key),
+      descoped: await open(app, keys.descoped.key),
+      narrowed: await open(app, keys.narrowed.key, { inboxId: inbox.id }),
+    };
+    for (const stream of Object.values(streams)) expect(stream.status).toBe(200);
+    await revokeKey(app.db.fork(), keys.revoked.id);
+    await updateKey(app.db.fork(), keys.descoped.id, { scopes: ["mailbox:manage"] });
+    await updateKey(app.db.fork(), keys.narrowed.id, { inboxIds: [elsewhere.id] });
+    expect(await endedWith(streams.revoked)).toMatchObject({ error: "unauthenticated" });
+    expect(await endedWith(streams.expiring)).toMatchObject({ error: "unauthenticated" });
+    expect(await endedWith(streams.descoped)).toMatchObject({ error: "missing_scope" });
+    expect(await endedWith(streams.narrowed)).toMatchObject({ error: "not_found" });
+
+    // Suspending the organization ends the streams of every key of it.
+    const suspended = await app.createTenant();
+    const stream = await open(app, suspended.key);
+    await updateOrganization(app.db.fork(), suspended.organizationId, { status: "suspended" });
+    expect(await endedWith(stream)).toMatchObject({ error: "organization_inactive" });
+  });
+
+  test("a stream of all the key's inboxes follows the key's inbox restriction as it changes", async () => {
+    const tenant = await app.createTenant();
+    const [kept, dropped] = [await inboxOf(tenant), await inboxOf(tenant)];
+    const key = await tenant.issueKey({ scopes: ["mailbox:read"] });
+    const stream = await open(app, key.key);
+    await updateKey(app.db.fork(), key.id, { inboxIds: [kept.id] });
+    // Past a keep-alive, the stream has read the key again.
+    for (let i = 0; i < 2; i++) expect((await stream.next(30_000))?.data).toBeUndefined();
+    await sendMail(dropped.address, "no longer the key's");
+    await sendMail(kept.address, "still the key's");
+    expect((await nextEvent(stream)).event.data.inboxId).toBe(kept.id);
   });
 
   test("holds at most STREAM_MAX_PER_KEY streams per key and process: one more is 429 too_many_streams with Retry-After", async () => {

@@ -275,6 +275,48 @@ describe("the /mcp edge", () => {
     }
   });
 
+  test("reads no more than API_MAX_REQUEST_BYTES from a key that may not send, even for a call of a sending tool", async () => {
+    const tenant = await app.createTenant();
+    const reader = await tenant.issueKey({ scopes: ["mailbox:read"] });
+    const args = { threadId: "thr_000000000000000000000000", targetMessageId: "msg_000000000000000000000000", text: "x".repeat(MAX_REQUEST_BYTES) };
+    const res = await post({ "x-api-key": reader.key }, toolCall("reply_to_thread", args));
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ error: "payload_too_large", message: expect.stringContaining(String(MAX_REQUEST_BYTES)) });
+    // Within the limit the call runs, and is refused for its scope.
+    const small = await post({ "x-api-key": reader.key }, toolCall("reply_to_thread", { ...args, text: "x" }));
+    const answer = (await small.json()) as { result: CallToolResult };
+    expect(JSON.parse((answer.result.content[0] as { text: string }).text)).toMatchObject({ error: "missing_scope" });
+  });
+
+  test("refuses a JSON-RPC batch with 400 and one error, with or without a key", async () => {
+    const tenant = await app.createTenant();
+    const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "tools/list" })));
+    for (const headers of [{}, keyOf(tenant)]) {
+      const res = await post(headers, batch);
+      expect(res.status).toBe(400);
+      const text = await res.text();
+      expect(text.length).toBeLessThan(1000);
+      expect(JSON.parse(text)).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.stringContaining("batches are not supported") } });
+    }
+  });
+
+  test("answers tools/list the same each time, with the request's id, whatever its type", async () => {
+    const listed = async (id: string | number) => {
+      const res = await post({ "mcp-protocol-version": "2025-06-18" }, JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list", params: {} }));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("application/json");
+      return (await res.json()) as { jsonrpc: string; id: unknown; result: { tools: Tool[] } };
+    };
+    const [first, second] = [await listed(7), await listed("seven \" quoted")];
+    expect(first).toMatchObject({ jsonrpc: "2.0", id: 7 });
+    expect(second).toMatchObject({ jsonrpc: "2.0", id: 'seven " quoted' });
+    expect(second.result).toEqual(first.result);
+    expect(first.result.tools.map((t) => t.name).sort()).toEqual(buildTools(buildRouteTable(CONTRACT_SERVICES)).map((t) => t.name).sort());
+    // A version the SDK does not speak is its transport's to refuse, as before.
+    const res = await post({ "mcp-protocol-version": "1999-01-01" }, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+    expect(res.status).toBe(400);
+  });
+
   test("answers GET and DELETE with 405, as a stateless server without a stream", async () => {
     for (const method of ["GET", "DELETE"]) {
       const res = await fetch(`${app.baseUrl}/mcp`, { method, headers: { accept: "text/event-stream" } });
@@ -359,5 +401,31 @@ describe("MCP over stdio (mailbox mcp)", () => {
     const client = await stdioClient({});
     await listTools(client);
     expect(await fail(client, "get_me")).toMatchObject({ error: "unauthenticated" });
+  });
+
+  test("refuses to start with an http:// MAILBOX_URL that is not this machine, and serves https:// and loopback ones", async () => {
+    /** Runs `mailbox mcp` with stdin closed: a bridge that starts waits for nothing and exits 0. */
+    const run = (url: string) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ["src/cli/mailbox.js", "mcp"], {
+          cwd: ROOT,
+          env: { ...process.env, MAILBOX_URL: url, MAILBOX_API_KEY: "mbx_0123456789abcdef_not-a-real-secret", LOG_LEVEL: "error" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stderr = "";
+        child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+        child.stdout.resume();
+        child.once("exit", (code) => resolve({ code, stderr }));
+      });
+    for (const url of ["http://mailbox.example.com", "http://10.0.0.7:8080", "http://[2001:db8::1]/", "http://127.0.0.1.example.com"]) {
+      const refused = await run(url);
+      expect(refused.code, url).toBe(2);
+      expect(refused.stderr, url).toMatch(/MAILBOX_URL must be https:\/\/ .*clear text/);
+    }
+    for (const url of ["https://mailbox.example.com", "http://localhost:8080", "http://127.0.0.1:8080", "http://[::1]:8080"]) {
+      const served = await run(url);
+      expect(served.code, url).toBe(0);
+      expect(served.stderr, url).not.toContain("MAILBOX_URL");
+    }
   });
 });
