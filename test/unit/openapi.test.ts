@@ -447,7 +447,8 @@ describe("the OpenAPI document", () => {
     expect(linked("GET /v1/inboxes/{inboxId}/threads 200", "getThread")).toEqual([{ "path.threadId": "$response.body#/threads/0/id" }]);
     // An inbox's domainId is null for a managed address: no link to the domain operations from it.
     for (const from of ["POST /v1/inboxes 201", "GET /v1/inboxes 200", "GET /v1/inboxes/{inboxId} 200"]) expect(linked(from, "getDomain")).toEqual([]);
-    // Nor from a complaint's submissionId, null when the report named none.
-    expect(links.filter((l) => l.link.operationId === "getSubmission")).toEqual([]);
+    // Nor from a complaint's submissionId, null when the report named none; a listed submission's own id is linked.
+    expect(links.filter((l) => l.link.operationId === "getSubmission" && l.from.startsWith("GET /v1/complaints"))).toEqual([]);
+    expect(linked("GET /v1/submissions 200", "getSubmission")).toEqual([{ "path.submissionId": "$response.body#/submissions/0/id" }]);
   });
 });
