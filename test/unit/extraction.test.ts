@@ -244,12 +244,9 @@ describe("reply text", () => {
   });
 
   test("no text and no HTML give empty results", () => {
-    expect(extractMessage({})).toEqual({ replyText: "", codes: [], links: [] });
-    expect(extractMessage({ text: "  \n", html: "<html><body> </body></html>", subject: null, from: null })).toEqual({
-      replyText: "",
-      codes: [],
-      links: [],
-    });
+    const empty = { replyText: "", codes: [], links: [], safeText: "", warnings: [], risk: "low" };
+    expect(extractMessage({})).toEqual(empty);
+    expect(extractMessage({ text: "  \n", html: "<html><body> </body></html>", subject: null, from: null })).toEqual(empty);
   });
 });
 

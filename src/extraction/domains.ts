@@ -1,0 +1,345 @@
+// Domain names a message shows or links to, and which of them imitate another: a brand that phishing mail often
+// imitates, the sender's own domain, or another domain of the same message. A look-alike is a name that reads as
+// the other one while being a different registrable domain:
+//
+// - `mixed_script`: a label mixing scripts that are never mixed in a real name (Latin with Cyrillic or Greek …);
+//   Japanese, Chinese and Korean mixes with Latin are allowed, as browsers allow them (UTS #39 "highly restrictive");
+// - `confusable`: letters of another script or digits that read as the imitated name ("раураl", "paypa1",
+//   "rnicrosoft");
+// - `typo`: one letter swapped for one that reads alike, or a doubled letter added or dropped ("paypall",
+//   "arnazon" is a confusable) — against the known brands and the sender's domain only;
+// - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz");
+// - `brand_token`: a brand's name as one word of a hyphenated name ("paypal-secure-login.com").
+//
+// The registrable domain is read from the public suffix list (tldts, private suffixes included, so two users'
+// `github.io` sites are two domains). Every scan here is one forward pass or a regular expression that can only
+// start at a word boundary, so the work is linear in the text.
+import { domainToASCII, domainToUnicode } from "node:url";
+import { parse as parseDomain } from "tldts";
+import { latinLookalike, LOOKALIKE_PAIRS, LOOKALIKE_SEQUENCES } from "./confusables.js";
+
+export type LookalikeKind = "mixed_script" | "confusable" | "typo" | "brand_in_subdomain" | "brand_token";
+
+export interface Lookalike {
+  readonly kind: LookalikeKind;
+  /** The look-alike host name, in its ASCII (xn--) form. */
+  readonly domain: string;
+  /** The registrable domain it imitates (ASCII), or its ASCII reading when it imitates nothing known. */
+  readonly imitates: string;
+}
+
+/**
+ * Brands phishing mail most often imitates (registrable domains), from the phishing reports of the large mail
+ * providers and anti-phishing groups. A look-alike of these is reported even when the message names no other.
+ */
+export const KNOWN_BRANDS: readonly string[] = [
+  "paypal.com", "apple.com", "icloud.com", "microsoft.com", "office.com", "office365.com", "outlook.com", "live.com",
+  "hotmail.com", "microsoftonline.com", "google.com", "gmail.com", "youtube.com", "amazon.com", "amazon.de",
+  "amazon.co.uk", "netflix.com", "facebook.com", "instagram.com", "whatsapp.com", "linkedin.com", "twitter.com",
+  "dropbox.com", "docusign.com", "docusign.net", "adobe.com", "wetransfer.com", "chase.com", "wellsfargo.com",
+  "bankofamerica.com", "citibank.com", "americanexpress.com", "capitalone.com", "usbank.com", "hsbc.com",
+  "barclays.co.uk", "santander.com", "lloydsbank.com", "natwest.com", "sparkasse.de", "commerzbank.de",
+  "deutsche-bank.de", "postbank.de", "ing.com", "revolut.com", "wise.com", "n26.com", "coinbase.com", "binance.com",
+  "kraken.com", "metamask.io", "blockchain.com", "stripe.com", "shopify.com", "ebay.com", "walmart.com", "target.com",
+  "bestbuy.com", "costco.com", "aliexpress.com", "alibaba.com", "booking.com", "airbnb.com", "expedia.com", "uber.com",
+  "dhl.com", "dhl.de", "fedex.com", "ups.com", "usps.com", "royalmail.com", "irs.gov", "github.com", "gitlab.com",
+  "slack.com", "zoom.us", "okta.com", "salesforce.com", "intuit.com", "quickbooks.com", "xero.com", "godaddy.com",
+  "cloudflare.com", "steamcommunity.com", "steampowered.com", "roblox.com", "epicgames.com", "spotify.com",
+  "yahoo.com", "aol.com", "protonmail.com", "proton.me", "openai.com", "anthropic.com", "notion.so", "atlassian.com",
+  "mastercard.com", "visa.com", "norton.com", "mcafee.com", "telegram.org", "discord.com", "tiktok.com",
+];
+
+/** Domains the brands themselves use whose names carry the brand as a word ("google-analytics.com"). */
+const BRAND_OWNED = new Set([
+  "google-analytics.com", "googleusercontent.com", "googlemail.com", "googleapis.com", "googletagmanager.com",
+  "amazon-adsystem.com", "amazonaws.com", "media-amazon.com", "ssl-images-amazon.com", "amazontrust.com",
+  "paypal-community.com", "paypalobjects.com", "paypal-corp.com", "microsoft365.com", "office.net", "sharepoint.com",
+  "apple-dns.net", "icloud-content.com", "cdn-apple.com", "facebookmail.com", "fbcdn.net", "linkedin-ei.com",
+  "docusign-europe.net", "dropboxusercontent.com", "githubusercontent.com", "github.io", "githubassets.com",
+  "slack-edge.com", "zoomgov.com", "stripe-status.com", "shopifyemail.com", "ebay-kleinanzeigen.de", "bestbuy-email.com",
+  "chase-email.com", "netflix-email.com",
+]);
+
+/**
+ * Brands whose name as a subdomain or as a word of a hyphenated name is almost always an imitation. Not the tools
+ * companies host under their own names ("github.acme.com", "gitlab.acme.com"), and not the short names.
+ */
+const BRAND_WORD_DOMAINS = new Set([
+  "paypal.com", "apple.com", "icloud.com", "microsoft.com", "office365.com", "outlook.com", "hotmail.com",
+  "microsoftonline.com", "google.com", "gmail.com", "amazon.com", "netflix.com", "facebook.com", "instagram.com",
+  "whatsapp.com", "linkedin.com", "dropbox.com", "docusign.com", "adobe.com", "wetransfer.com", "wellsfargo.com",
+  "bankofamerica.com", "citibank.com", "americanexpress.com", "capitalone.com", "barclays.co.uk", "santander.com",
+  "lloydsbank.com", "natwest.com", "sparkasse.de", "commerzbank.de", "postbank.de", "revolut.com", "coinbase.com",
+  "binance.com", "metamask.io", "blockchain.com", "ebay.com", "walmart.com", "aliexpress.com", "booking.com",
+  "airbnb.com", "fedex.com", "royalmail.com", "steamcommunity.com", "steampowered.com", "roblox.com", "yahoo.com",
+  "protonmail.com", "mastercard.com", "norton.com", "mcafee.com",
+]);
+
+interface Brand {
+  readonly domain: string;
+  /** The registrable domain without its public suffix ("paypal"). */
+  readonly label: string;
+  readonly skeleton: string;
+}
+
+const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
+  const label = labelOf(domain);
+  return { domain, label, skeleton: skeleton(label) };
+});
+const BRAND_BY_SKELETON = new Map(BRANDS.map((b) => [b.skeleton, b]));
+const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
+const BRAND_WORD_BY_SKELETON = new Map(BRAND_WORDS.map((b) => [b.skeleton, b]));
+
+export interface DomainParts {
+  /** The host name as given, lower-case, in Unicode. */
+  readonly host: string;
+  /** The registrable domain in Unicode ("paypal.com"), or null for an IP address or a bare suffix. */
+  readonly registrable: string | null;
+  /** The registrable domain without its public suffix ("paypal"). */
+  readonly label: string;
+  /** The labels in front of the registrable domain ("account.paypal.com" → "account"). */
+  readonly subdomain: string;
+}
+
+/** The parts of a host name (ASCII or Unicode) as the public suffix list reads them. */
+export function domainParts(host: string): DomainParts {
+  const unicode = toUnicode(host.toLowerCase());
+  const parsed = parseDomain(unicode, { allowPrivateDomains: true, extractHostname: false });
+  const registrable = parsed.isIp ? null : parsed.domain;
+  return {
+    host: unicode,
+    registrable,
+    label: registrable ? (parsed.domainWithoutSuffix ?? "") : "",
+    subdomain: parsed.subdomain ?? "",
+  };
+}
+
+/** The registrable domain of a host name (ASCII), for comparing two hosts' organisations. */
+export function registrableDomain(host: string): string | null {
+  const registrable = domainParts(host).registrable;
+  return registrable === null ? null : toAscii(registrable);
+}
+
+export function toAscii(domain: string): string {
+  return domainToASCII(domain) || domain;
+}
+
+export function toUnicode(domain: string): string {
+  return domain.includes("xn--") ? domainToUnicode(domain) || domain : domain;
+}
+
+/**
+ * Domain names in text ("paypal.com", "www.pаypal.com", "xn--pypal-4ve.com"), with their index. Only names under
+ * a public suffix (or the reserved .example and .test), so "node.js" and "index.html" are not names; addresses'
+ * domains ("a@b.com") are not listed.
+ */
+export function domainsIn(text: string, limit: number): { domain: string; index: number }[] {
+  const out: { domain: string; index: number }[] = [];
+  if (!text.includes(".")) return out;
+  for (const m of text.matchAll(DOMAIN_TOKEN)) {
+    if (out.length >= limit) break;
+    const domain = m[0].toLowerCase();
+    if (isDomainName(domain)) out.push({ domain, index: m.index });
+  }
+  return out;
+}
+
+/**
+ * A run of labels joined by single dots, not inside a longer word, an address or a path. The look-behind lets it
+ * start only where a run begins, so each run is tried once: linear in the text.
+ */
+const DOMAIN_TOKEN = /(?<![\p{L}\p{N}\p{M}._@/-])[\p{L}\p{N}\p{M}-]{1,63}(?:\.[\p{L}\p{N}\p{M}-]{1,63}){1,8}(?![\p{L}\p{N}\p{M}_@-]|\.[\p{L}\p{N}\p{M}])/gu;
+const RESERVED_SUFFIXES = new Set(["example", "test"]);
+
+export function isDomainName(domain: string): boolean {
+  if (domain.startsWith("-") || domain.endsWith("-") || /^[\d.]+$/.test(domain)) return false;
+  const parsed = parseDomain(domain, { allowPrivateDomains: true, extractHostname: false });
+  if (!parsed.domain || !parsed.domainWithoutSuffix || parsed.isIp) return false;
+  return parsed.isIcann === true || parsed.isPrivate === true || RESERVED_SUFFIXES.has(parsed.publicSuffix ?? "");
+}
+
+/** What each letter of a label reads as in ASCII: accents removed, look-alike letters and sequences replaced. */
+export function skeleton(label: string): string {
+  const plain = label.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
+  let out = "";
+  for (const char of plain) out += latinLookalike(char);
+  for (const [sequence, letter] of LOOKALIKE_SEQUENCES) out = out.replaceAll(sequence, letter);
+  return out;
+}
+
+/** Whether a label mixes scripts that a real name never mixes (digits and hyphens belong to every script). */
+export function isMixedScript(label: string): boolean {
+  const scripts = new Set<string>();
+  for (const char of label) {
+    const script = scriptOf(char);
+    if (script) scripts.add(script);
+  }
+  if (scripts.size <= 1) return false;
+  // Japanese, Chinese and Korean names mix Han with kana, bopomofo or hangul, and any of them with Latin.
+  const cjk = new Set(["Han", "Hiragana", "Katakana", "Bopomofo", "Hangul", "Latin"]);
+  return ![...scripts].every((s) => cjk.has(s));
+}
+
+const SCRIPTS: readonly [string, RegExp][] = [
+  ["Latin", /\p{Script=Latin}/u],
+  ["Cyrillic", /\p{Script=Cyrillic}/u],
+  ["Greek", /\p{Script=Greek}/u],
+  ["Armenian", /\p{Script=Armenian}/u],
+  ["Han", /\p{Script=Han}/u],
+  ["Hiragana", /\p{Script=Hiragana}/u],
+  ["Katakana", /\p{Script=Katakana}/u],
+  ["Hangul", /\p{Script=Hangul}/u],
+  ["Bopomofo", /\p{Script=Bopomofo}/u],
+  ["Cherokee", /\p{Script=Cherokee}/u],
+];
+
+function scriptOf(char: string): string | null {
+  if (!/\p{L}/u.test(char)) return null;
+  for (const [name, pattern] of SCRIPTS) if (pattern.test(char)) return name;
+  return "Other";
+}
+
+/** Whether a label is written wholly in letters of another script that all read as Latin ones ("аррӏе"). */
+function isWholeScriptConfusable(label: string): boolean {
+  let letters = 0;
+  for (const char of label.normalize("NFKD").replace(/\p{M}/gu, "")) {
+    if (!/\p{L}/u.test(char)) continue;
+    letters++;
+    if (/[a-z]/.test(char) || !/^[a-z0-9]$/.test(latinLookalike(char))) return false;
+  }
+  return letters > 0;
+}
+
+/**
+ * The domains of one message a look-alike may imitate: the sender's, the message's own names, and the known brands.
+ * Only a plain name imitates: of "paypa1.com" and "paypal.com" in one message, the first reads as the second.
+ */
+export class DomainReferences {
+  /** Skeleton of a plain label → the registrable domain (ASCII) it belongs to. */
+  private readonly bySkeleton = new Map<string, string>();
+  private readonly plain: { label: string; domain: string }[] = [];
+  private readonly from: { label: string; domain: string } | null = null;
+
+  constructor(fromDomain: string | null, messageDomains: Iterable<string>) {
+    const from = fromDomain ? domainParts(fromDomain) : null;
+    if (from?.registrable && isPlainLabel(from.label)) {
+      this.from = { label: from.label, domain: toAscii(from.registrable) };
+      this.bySkeleton.set(from.label, this.from.domain);
+    }
+    for (const domain of messageDomains) {
+      if (this.plain.length >= MAX_REFERENCES) break;
+      const parts = domainParts(domain);
+      if (!parts.registrable || !isPlainLabel(parts.label) || this.bySkeleton.has(parts.label)) continue;
+      const reference = { label: parts.label, domain: toAscii(parts.registrable) };
+      this.plain.push(reference);
+      this.bySkeleton.set(parts.label, reference.domain);
+    }
+  }
+
+  /**
+   * What a host name imitates, or null when it reads as itself. `sender`: the host is the From domain, which is
+   * also compared letter by letter with the message's other names.
+   */
+  lookalike(host: string, sender = false): Lookalike | null {
+    const parts = domainParts(host);
+    if (!parts.registrable || BRAND_OWNED.has(toAscii(parts.registrable))) return null;
+    const domain = toAscii(parts.host);
+    const registrable = toAscii(parts.registrable);
+    const labels = [...parts.subdomain.split("."), parts.label].filter(Boolean);
+    const mixed = labels.some(isMixedScript);
+    const readsAs = skeleton(parts.label);
+    // The same name read through look-alike letters, under any suffix.
+    if (readsAs !== parts.label) {
+      const imitated = BRAND_BY_SKELETON.get(readsAs)?.domain ?? this.bySkeleton.get(readsAs);
+      if (imitated && imitated !== registrable) return { kind: mixed ? "mixed_script" : "confusable", domain, imitates: imitated };
+    }
+    if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
+    for (const reference of this.typoReferences(sender)) {
+      if (reference.domain !== registrable && oneLookalikeEdit(parts.label, reference.label)) {
+        return { kind: "typo", domain, imitates: reference.domain };
+      }
+    }
+    const words = skeleton(parts.subdomain).split(/[.-]/);
+    for (const brand of BRAND_WORDS) {
+      if (brand.domain === registrable || !parts.subdomain) continue;
+      if (words.includes(brand.skeleton) || `.${parts.subdomain}.`.includes(`.${brand.domain}.`)) {
+        return { kind: "brand_in_subdomain", domain, imitates: brand.domain };
+      }
+    }
+    const tokens = parts.label.split("-");
+    if (tokens.length >= 2) {
+      for (const token of tokens) {
+        const brand = BRAND_WORD_BY_SKELETON.get(skeleton(token));
+        if (brand) return { kind: "brand_token", domain, imitates: brand.domain };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The names a one-letter typo is checked against: the known brands and the sender's domain; for the sender's
+   * domain itself, the message's other names too (a typo of a name the message links to).
+   */
+  private *typoReferences(sender: boolean): Iterable<{ label: string; domain: string }> {
+    for (const brand of BRANDS) if (brand.label.length >= MIN_TYPO_LABEL) yield brand;
+    if (this.from && !sender && this.from.label.length >= MIN_TYPO_LABEL) yield this.from;
+    if (sender) for (const own of this.plain) if (own.label.length >= MIN_TYPO_LABEL) yield own;
+  }
+}
+
+/** A label written only in the letters, digits and hyphens that it reads as: no look-alike letters in it. */
+function isPlainLabel(label: string): boolean {
+  return /^[a-z0-9-]+$/.test(label) && skeleton(label) === label;
+}
+
+/** References taken from one message at most: its links and the names in its text. */
+const MAX_REFERENCES = 200;
+/** Shorter names are one letter away from too many real ones. */
+const MIN_TYPO_LABEL = 6;
+
+/**
+ * How a host name is shown to a model: in ASCII (xn--) when its Unicode form could pass for another name (mixed
+ * scripts, or wholly in letters that read as Latin ones), as itself otherwise ("bücher.de" stays readable).
+ */
+export function displayHost(host: string): string {
+  const unicode = toUnicode(host.toLowerCase());
+  if (isPlainAscii(unicode)) return host;
+  const suspicious = unicode.split(".").some((label) => isMixedScript(label) || isWholeScriptConfusable(label));
+  return suspicious ? toAscii(unicode) : host;
+}
+
+/**
+ * Whether a label is one look-alike edit from another: one letter swapped for one that reads alike, or a doubled
+ * letter added or dropped ("paypall", "gooogle", "amazom", "rnicrosoft" is a confusable sequence, not an edit).
+ */
+export function oneLookalikeEdit(label: string, reference: string): boolean {
+  if (label === reference) return false;
+  if (label.length === reference.length) {
+    let differ = -1;
+    for (let i = 0; i < label.length; i++) {
+      if (label[i] === reference[i]) continue;
+      if (differ >= 0) return false;
+      differ = i;
+    }
+    return differ >= 0 && LOOKALIKE_PAIRS.has(`${label[differ]}${reference[differ]}`);
+  }
+  const [long, short] = label.length > reference.length ? [label, reference] : [reference, label];
+  if (long.length !== short.length + 1) return false;
+  let i = 0;
+  while (i < short.length && long[i] === short[i]) i++;
+  // The extra letter doubles its neighbour, and the rest is the same.
+  const doubled = long[i] === long[i - 1] || long[i] === long[i + 1];
+  return doubled && long.slice(i + 1) === short.slice(i);
+}
+
+function labelOf(domain: string): string {
+  return domainParts(domain).label;
+}
+
+function suffixOf(parts: DomainParts): string {
+  return parts.registrable ? toAscii(parts.registrable.slice(parts.label.length + 1)) : "";
+}
+
+export function isPlainAscii(text: string): boolean {
+  return /^[\x00-\x7f]*$/.test(text);
+}
