@@ -96,7 +96,10 @@ export interface HiddenRun {
   readonly offset: number;
   /** How its first piece was hidden. */
   readonly how: HidingKind;
-  /** Visible characters rendered before it: 0 for a preheader at the top. */
+  /**
+   * Visible characters rendered before it outside links: 0 for a preheader at the top, or after only a "View in
+   * browser" link.
+   */
   readonly visibleBefore: number;
 }
 
@@ -118,6 +121,8 @@ export interface HtmlDoc extends Doc {
   readonly hidden: readonly HiddenRun[];
   /** Invisible characters used as tricks in visible text. */
   readonly invisible: readonly InvisibleFinding[];
+  /** ASCII spelled in tag characters in visible text (what a model reads and a person does not see). */
+  readonly tagText: string;
   /** Chat-role and tool-call tags (`<system>`, `</assistant>`, `<tool_call>`) with where they are. */
   readonly roleTags: readonly { readonly name: string; readonly offset: number }[];
 }
@@ -306,6 +311,8 @@ class Renderer {
   private readonly roleTags: { name: string; offset: number }[] = [];
   /** Where the line being built starts in the HTML. */
   private lineOffset = -1;
+  /** Visible characters rendered outside links so far. */
+  private visibleOutsideLinks = 0;
   /** The line being built, in pieces: appending to one long string and reading its end would flatten it each time. */
   private pieces: string[] = [];
   private bufferLength = 0;
@@ -345,8 +352,10 @@ class Renderer {
 
   /** A comment's text (tags taken out): hidden from every reader, Outlook's conditional ones from most. */
   comment(html: string, start: number, end: number): void {
-    const how = html.startsWith("[if", start) ? "conditional_comment" : "comment";
-    this.hiddenMarkup(html, start, end, how);
+    if (!html.startsWith("[if", start)) return this.hiddenMarkup(html, start, end, "comment");
+    // Outlook's "[if mso]>" … "<![endif]": the condition is not content.
+    const open = html.indexOf("]>", start);
+    this.hiddenMarkup(html, open >= 0 && open < Math.min(end, start + 200) ? open + 2 : start, end, "conditional_comment");
   }
 
   /** The text of markup no reader sees (a comment, a template), as one hidden run of its own. */
@@ -366,7 +375,7 @@ class Renderer {
     if (!text.trim()) return;
     this.hiddenChars += text.length;
     if (this.hiddenRun) this.hiddenRun.pieces.push(text);
-    else this.hiddenRun = { pieces: [text], offset, how, visibleBefore: this.visible };
+    else this.hiddenRun = { pieces: [text], offset, how, visibleBefore: this.visibleOutsideLinks };
   }
 
   private endHiddenRun(): void {
@@ -390,6 +399,7 @@ class Renderer {
     this.visible += piece.length;
     if (piece.trim()) {
       this.endHiddenRun();
+      if (!frame.anchor) this.visibleOutsideLinks += piece.length;
       if (this.lineOffset < 0) this.lineOffset = offset;
       const anchor = this.anchor;
       if (anchor && anchor.column < 0) {
@@ -474,6 +484,7 @@ class Renderer {
       linkEnds,
       hidden: this.hidden,
       invisible: this.invisible.findings(),
+      tagText: this.invisible.tagText(),
       roleTags: this.roleTags,
     };
   }

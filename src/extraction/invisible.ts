@@ -38,6 +38,8 @@ const MAX_TYPOGRAPHIC_RUN = 7;
 /** Findings kept per part; more of the same say nothing new. */
 const MAX_FINDINGS = 20;
 const CONTEXT = 24;
+/** Characters of tag-spelled text kept. */
+const MAX_SPELLED = 10_000;
 
 /** Whether a code point is removed from what a reader is shown. */
 export function isInvisible(cp: number): boolean {
@@ -76,6 +78,9 @@ export class InvisibleText {
   private run: { codes: number[]; offset: number; before: string; previous: string } | null = null;
   private selectors = 0;
   private inFlagTags = false;
+  /** ASCII spelled in tag characters (U+E0020–U+E007E), which no reader sees and a model may read. */
+  private readonly spelled: string[] = [];
+  private spelledLength = 0;
 
   /** `text` without its invisible characters; `offset` is where the piece starts in its part. */
   clean(text: string, offset: number, visible: boolean): string {
@@ -110,6 +115,11 @@ export class InvisibleText {
     return out.join("");
   }
 
+  /** The ASCII text spelled in tag characters, if any. */
+  tagText(): string {
+    return this.spelled.join("");
+  }
+
   /** What was found in the part, once all of it went through `clean`. */
   findings(): InvisibleFinding[] {
     this.closeRun("");
@@ -137,7 +147,11 @@ export class InvisibleText {
         if (cp === 0xe007f) this.inFlagTags = false;
         return;
       }
-      this.report("tag_characters", cp, offset);
+      if (cp >= 0xe0020 && cp <= 0xe007e && this.spelledLength < MAX_SPELLED) {
+        this.spelled.push(String.fromCharCode(cp - 0xe0000));
+        this.spelledLength++;
+      }
+      if (!this.found.some((f) => f.kind === "tag_characters")) this.report("tag_characters", cp, offset);
       return;
     }
     if (cp === 0x202d || cp === 0x202e) return this.report("bidi_control", cp, offset);

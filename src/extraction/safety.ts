@@ -5,8 +5,8 @@
 //
 // What is reported, and what is not (benign mail does all of these):
 // - hidden_text: hidden text that says something the visible text does not (at least MIN_NOVEL_WORDS words a
-//   reader cannot see anywhere). A preheader (a short hidden text before any visible one, which inboxes show as
-//   the preview) is not; a mobile or Outlook-only copy of visible text is not; comments are developer notes in most
+//   reader cannot see anywhere). A preheader (the first hidden text, short, before any visible text but a "View
+//   in browser" link, which inboxes show as the preview) is not; a mobile or Outlook-only copy of visible text is not; comments are developer notes in most
 //   templates and are not either. All hidden text is still searched for instructions.
 // - invisible_characters: see invisible.ts (a preheader's zero-width padding and emoji joiners are not reported).
 // - link_text_mismatch: a visible link whose text names a domain other than its target's organisation (registrable
@@ -40,9 +40,8 @@ import type { ExtractionInput, Risk, SafetyWarning, WarningCode } from "./types.
 
 /** Hidden text needs this many words a reader sees nowhere to be worth a warning. */
 export const MIN_NOVEL_WORDS = 3;
-/** A preheader: hidden text of at most this many characters, with at most this much visible text before it. */
+/** A preheader: the first hidden text, of at most this many characters, before any visible text but links. */
 const PREHEADER_MAX_CHARS = 300;
-const PREHEADER_MAX_VISIBLE_BEFORE = 200;
 /** Distinct visible words remembered for telling new hidden words from copies. */
 const MAX_VISIBLE_WORDS = 50_000;
 
@@ -135,6 +134,8 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   if (html) {
     for (const k of instructions(joinLines(html), html.lineOffsets, "html", false, warnings)) shownKinds.add(k);
     for (const run of html.hidden) instructions({ text: run.text, starts: [0] }, [run.offset], "html", true, warnings);
+    // Text spelled in tag characters: invisible to a person, plain ASCII to a model.
+    if (html.tagText) instructions(html.tagText, [0], "html", true, warnings);
     for (const tag of html.roleTags) {
       warnings.add(finding("instruction_like", "role_marker", `<${tag.name}>`, "html", tag.offset, true));
     }
@@ -143,6 +144,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
     // The text part of a mail whose HTML is shown is what an agent reading `text` sees and a person does not.
     const hiddenPart = htmlShown;
     instructions(joinLines(text.doc), text.lineOffsets, "text", hiddenPart, warnings, hiddenPart ? shownKinds : undefined);
+    if (text.tagText) instructions(text.tagText, [0], "text", true, warnings);
   }
 
   const list = warnings.list();
@@ -153,7 +155,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
 /**
  * The risk of a message from its warnings:
  * - high: an instruction a reader does not see (hidden, in a comment or the text part of an HTML mail, a chat-role
- *   tag); an instruction together with any other finding but a diverging Reply-To (a disguise, a look-alike or an
+ *   tag) or a chat-template role marker anywhere (no mail needs "<|im_start|>"); an instruction together with any other finding but a diverging Reply-To (a disguise, a look-alike or an
  *   unauthenticated sender), or of two kinds ("ignore your instructions" and a role marker); a look-alike sender
  *   domain or link target;
  * - review: any other warning, but a diverging Reply-To alone (ticket systems, forms and lists reply elsewhere);
@@ -165,7 +167,7 @@ export function riskOf(warnings: readonly SafetyWarning[]): Risk {
   const instructionKinds = new Set(warnings.filter((w) => w.code === "instruction_like").map((w) => w.detail));
   const otherCodes = [...codes].filter((c) => c !== "instruction_like" && c !== "reply_to_diverges");
   const high =
-    warnings.some((w) => w.code === "instruction_like" && w.hidden) ||
+    warnings.some((w) => w.code === "instruction_like" && (w.hidden || w.detail === "role_marker")) ||
     (instructionKinds.size > 0 && (otherCodes.length > 0 || instructionKinds.size >= 2)) ||
     warnings.some((w) => w.code === "lookalike_domain" && (w.part === "from" || w.part === "link"));
   if (high) return "high";
@@ -217,6 +219,7 @@ interface TextPart {
   readonly doc: Doc;
   readonly lineOffsets: readonly number[];
   readonly invisible: readonly InvisibleFinding[];
+  readonly tagText: string;
 }
 
 function readText(raw: string): TextPart {
@@ -233,7 +236,7 @@ function readText(raw: string): TextPart {
     lineOffsets.push(start);
     start = end + 1;
   }
-  return { doc: { lines, anchors: [] }, lineOffsets, invisible: scanner.findings() };
+  return { doc: { lines, anchors: [] }, lineOffsets, invisible: scanner.findings(), tagText: scanner.tagText() };
 }
 
 function invisibleIn(text: string): readonly InvisibleFinding[] {
@@ -298,11 +301,12 @@ function textDomainMismatch(target: LinkTarget): { domain: string; imitates: str
   const named = namedInLinkText(target.text);
   if (!named) return null;
   const textDomain = registrableDomain(named);
+  if (!textDomain) return null;
+  // Null for an IP address: text naming a domain over a link to an address is a mismatch.
   const finalDomain = registrableDomain(target.final.hostname);
-  if (!textDomain || !finalDomain) return null;
-  if (mainDomain(textDomain) === mainDomain(finalDomain)) return null;
-  // A sender's click tracker (which hides where it goes) or a wrapper we cannot read: nothing to compare.
-  if (isOpaqueTracker(finalDomain) || isOpaqueTracker(registrableDomain(target.url.hostname) ?? "")) return null;
+  if (finalDomain !== null && mainDomain(textDomain) === mainDomain(finalDomain)) return null;
+  // A sender's click tracker (which hides where it goes): nothing to compare.
+  if (isOpaqueTracker(finalDomain ?? "") || isOpaqueTracker(registrableDomain(target.url.hostname) ?? "")) return null;
   return { domain: target.final.hostname, imitates: toAscii(named) };
 }
 
@@ -319,7 +323,9 @@ function namedInLinkText(text: string): string | null {
  * MIN_NOVEL_WORDS words the visible text lacks).
  */
 function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
-  const candidates = html.hidden.filter((run, index) => run.how !== "comment" && !isPreheader(html.hidden, index));
+  // Only the first hidden text that is not a comment can be the preheader.
+  const first = html.hidden.findIndex((r) => r.how !== "comment" && r.how !== "conditional_comment");
+  const candidates = html.hidden.filter((run, index) => run.how !== "comment" && !(index === first && isPreheader(run)));
   if (candidates.length === 0) return [];
   const visible = visibleWords(html);
   return candidates.filter((run) => {
@@ -329,11 +335,8 @@ function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
   });
 }
 
-function isPreheader(runs: readonly HiddenRun[], index: number): boolean {
-  const run = runs[index]!;
-  if (run.visibleBefore > PREHEADER_MAX_VISIBLE_BEFORE || run.text.length > PREHEADER_MAX_CHARS) return false;
-  // Only the first non-comment hidden text at the top is the preheader.
-  return runs.slice(0, index).every((r) => r.how === "comment" || r.how === "conditional_comment");
+function isPreheader(run: HiddenRun): boolean {
+  return run.visibleBefore === 0 && run.text.length <= PREHEADER_MAX_CHARS;
 }
 
 function visibleWords(html: HtmlDoc): Set<string> {
@@ -455,7 +458,9 @@ function safeHtmlText(html: HtmlDoc, lookalikes: ReadonlySet<string>): string {
   const ends = new Map<number, (typeof html.linkEnds)[number][]>();
   for (const end of html.linkEnds) {
     if (end.line < 0) continue;
-    ends.set(end.line, [...(ends.get(end.line) ?? []), end]);
+    const onLine = ends.get(end.line);
+    if (onLine) onLine.push(end);
+    else ends.set(end.line, [end]);
   }
   const out = new BoundedText();
   html.lines.forEach((line, index) => {

@@ -6,6 +6,7 @@
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { Message } from "../../src/db/entities/index.js";
+import type { Extracted } from "../../src/extraction/index.js";
 import type { SmtpRole } from "../../src/inbound/smtp-role.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 
@@ -83,12 +84,12 @@ test("hostile shapes are stored with their extraction, and ordinary mail behind 
   expect(elapsed, `the ordinary mail was stored ${elapsed} ms after its 250`).toBeLessThan(ORDINARY_MAIL_WITHIN_MS);
 
   // Every hostile message is stored too, with what extraction read (none ran out of its budget).
-  const results = new Map<string, NonNullable<Message["extracted"]>>();
+  const results = new Map<string, Extracted>();
   for (const [name, inbox] of inboxes) {
     const message = await stored(inbox.id);
     expect([name, message.parseProblem]).toEqual([name, null]);
     expect(message.extracted, name).not.toBeNull();
-    results.set(name, message.extracted!);
+    results.set(name, message.extracted as Extracted);
   }
   expect(results.get("urls")!.links.map((l) => l.domain)).toHaveLength(26);
   expect(results.get("urls-html")!.links).toHaveLength(26);
