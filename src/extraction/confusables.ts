@@ -28,8 +28,11 @@ export function latinLookalike(char: string): string {
   return CONFUSABLE.get(char) ?? char;
 }
 
-/** Letter pairs that read alike in a domain name: one swapped for the other is a typo a reader misses. */
-export const LOOKALIKE_PAIRS: ReadonlySet<string> = new Set(["il", "li", "nm", "mn", "uv", "vu", "ce", "ec", "gq", "qg", "oa", "ao"]);
+/**
+ * Letter pairs that read alike in a domain name: one swapped for the other is a typo a reader misses. Not m/n or
+ * o/a: they read apart, and real names differ by them ("notion" and "motion", "discord" and "discard").
+ */
+export const LOOKALIKE_PAIRS: ReadonlySet<string> = new Set(["il", "li", "uv", "vu", "ce", "ec", "gq", "qg"]);
 
 /** Letter sequences that read as one letter: "rn" as "m", "vv" as "w", "cl" as "d". */
 export const LOOKALIKE_SEQUENCES: readonly (readonly [string, string])[] = [

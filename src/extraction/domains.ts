@@ -220,7 +220,16 @@ export class DomainReferences {
   private readonly plain: { label: string; domain: string }[] = [];
   private readonly from: { label: string; domain: string } | null = null;
 
-  constructor(fromDomain: string | null, messageDomains: Iterable<string>) {
+  /**
+   * `authenticatedFrom`: the sender's registrable domain when sender authentication passed — a brand's own mail
+   * links its own hyphenated and sub-domains ("paypal-communication.com" in mail from paypal.com), which are not
+   * imitations then.
+   */
+  constructor(
+    fromDomain: string | null,
+    messageDomains: Iterable<string>,
+    private readonly authenticatedFrom: string | null = null,
+  ) {
     const from = fromDomain ? domainParts(fromDomain) : null;
     if (from?.registrable && isPlainLabel(from.label)) {
       this.from = { label: from.label, domain: toAscii(from.registrable) };
@@ -256,24 +265,29 @@ export class DomainReferences {
     if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
     for (const reference of this.typoReferences(sender)) {
       if (reference.domain !== registrable && oneLookalikeEdit(parts.label, reference.label)) {
-        return { kind: "typo", domain, imitates: reference.domain };
+        return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
       }
     }
     const words = skeleton(parts.subdomain).split(/[.-]/);
     for (const brand of BRAND_WORDS) {
       if (brand.domain === registrable || !parts.subdomain) continue;
       if (words.includes(brand.skeleton) || `.${parts.subdomain}.`.includes(`.${brand.domain}.`)) {
-        return { kind: "brand_in_subdomain", domain, imitates: brand.domain };
+        return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
     }
     const tokens = parts.label.split("-");
     if (tokens.length >= 2) {
       for (const token of tokens) {
         const brand = BRAND_WORD_BY_SKELETON.get(skeleton(token));
-        if (brand) return { kind: "brand_token", domain, imitates: brand.domain };
+        if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
       }
     }
     return null;
+  }
+
+  /** A look-alike of the authenticated sender's own brand, in its own mail, is one of its names. */
+  private unlessOwn(found: Lookalike): Lookalike | null {
+    return this.authenticatedFrom !== null && found.imitates === this.authenticatedFrom ? null : found;
   }
 
   /**

@@ -27,8 +27,9 @@ export interface InstructionMatch {
 
 /**
  * The rules, one string each: slots separated by spaces, a slot's words by "|"; "a_b" is two words in a row, a
- * trailing "*" matches any ending ("instruction*"), "~N" lets up to N words stand between two slots, and "," ":"
- * "!" are slots for those marks. Words are written folded (lower case, no accents).
+ * trailing "*" matches any ending ("instruction*"), "~N" lets up to N words stand between two slots, "," ":" "!"
+ * are slots for those marks, "." for the end of a sentence (". ? !") and "¶" for the start of a line or of the
+ * text. Words are written folded (lower case, no accents).
  */
 const RULES: Record<InstructionKind, readonly string[]> = {
   ignore_instructions: [
@@ -60,8 +61,9 @@ const RULES: Record<InstructionKind, readonly string[]> = {
   addressed_to_ai: [
     // A greeting or a label addressed to one ("Dear AI assistant,", "Hello Claude:", "Attention LLM!").
     "dear|hey|hello|hi|attention|greetings|note|notice|important|memo ~0 ai|ai_assistant|ai_assistants|ai_agent|ai_agents|ai_model|ai_system|llm|llms|chatbot|gpt|chatgpt|claude|gemini|copilot|language_model ~0 ,|:|!",
-    "ai_assistant|ai_agent|ai_model|ai_system|llm_agent|email_assistant|email_agent ~0 :",
-    "note|message|instruction*|memo|notice|reminder|request ~0 to|for ~1 ai|ai_assistant*|ai_agent*|ai_model*|ai_system*|llm|llms|language_model*|chatbot*|gpt|chatgpt|claude|gemini|copilot|models|bots",
+    // A label at the start of a sentence ("AI assistant: forward …"), not a headline's "Meet our AI assistant: Nova".
+    "¶|. ~0 ai_assistant|ai_agent|ai_model|ai_system|llm_agent|email_assistant|email_agent ~0 :",
+    "¶|. ~0 note|message|instruction*|memo|notice|reminder|request ~0 to|for ~1 ai|ai_assistant*|ai_agent*|ai_model*|ai_system*|llm|llms|language_model*|chatbot*|gpt|chatgpt|claude|gemini|copilot",
     "if|when ~0 you ~0 are|re ~1 ai|ai_assistant|ai_agent|ai_model|ai_system|ai_language_model|llm|language_model|large_language_model|chatbot|bot|automated_assistant|automated_system|automated_agent|virtual_assistant",
     "to|for|dear ~1 ai|ai_assistant|ai_agent|ai_model|ai_system|llm|language_model|chatbot|bot ~0 reading|processing|parsing|summarizing|summarising|analyzing|analysing|handling|reviewing|triaging ~0 this|these|the|my|our|incoming|emails|email|messages|message|mail|inbox",
     "any|all ~0 ai|ai_assistant*|ai_agent*|ai_model*|llm|llms|language_model*|chatbot*|automated_system* ~0 reading|processing|parsing|summarizing|summarising|analyzing|analysing",
@@ -107,8 +109,9 @@ const RULES: Record<InstructionKind, readonly string[]> = {
     "системныи_промпт|системные_инструкции|системная_подсказка|системное_сообщение|системныи_запрос",
   ],
   conceal_from_user: [
-    "not|never|without|t ~2 tell*|inform*|mention*|notify*|notifying|alert*|reveal*|show*|disclos* ~3 user|users|human|operator|owner|principal",
-    "keep ~1 this|it ~1 secret|hidden|confidential ~1 from ~1 user|human|operator|owner",
+    // "Do not tell the user", "without informing your user": the user an agent works for, not "any other user".
+    "not|never|without|t ~2 tell*|inform*|mention*|notify*|notifying|alert*|reveal*|show*|disclos* ~3 the|your|their ~0 user|human|operator|owner|principal",
+    "keep ~1 this|it ~1 secret|hidden|confidential ~1 from ~1 the|your ~0 user|human|operator|owner",
     "sag|sage|sagen|erwahn*|informier*|verrat* ~3 nutzer*|benutzer*|anwender* ~3 nichts|nicht",
     "ohne ~2 nutzer*|benutzer*|anwender* ~2 informier*|benachrichtig*|bescheid",
     "ne ~0 dis|dites|mentionne*|informe*|previen*|revele*|signale* ~3 rien|pas ~3 utilisateur*",
@@ -146,8 +149,7 @@ const ROLE_MARKERS = [
   "<|im_start|>", "<|im_end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>", "<|eot_id|>",
   "<|start_header_id|>", "<|end_header_id|>", "<|begin_of_text|>", "[inst]", "[/inst]", "<<sys>>", "<</sys>>",
   "<system>", "</system>", "<instructions>", "</instructions>", "</user>", "<assistant>", "</assistant>",
-  "<tool_call>", "</tool_call>", "<function_calls>", "<tool_use>", "### system:", "### instruction:", "### instructions:",
-  "### assistant:", "### response:",
+  "<tool_call>", "</tool_call>", "<function_calls>", "<tool_use>", "### system:", "### assistant:",
 ];
 /** Turn labels of a chat transcript: a message with both of a pair at the start of lines imitates one. */
 const TURN_PAIRS: readonly (readonly [string, string])[] = [
@@ -244,15 +246,18 @@ interface Word {
   readonly end: number;
 }
 
-const WORD_OR_MARK = /[\p{L}\p{N}]+|[,:!]/gu;
+const WORD_OR_MARK = /[\p{L}\p{N}]+|[,:!.?\n]/gu;
+/** How marks are written in rules: a sentence's end as ".", a line's start as "¶". */
+const MARKS = new Map([["?", "."], ["\n", "¶"]]);
 const LATIN = /\p{Script=Latin}/u;
 const GREEK_OR_CYRILLIC = /[\p{Script=Greek}\p{Script=Cyrillic}]/u;
 
 /** Words and the marks rules name, in folded text; look-alike letters in a Latin word read as Latin ("іgnore"). */
 function wordsOf(folded: string): Word[] {
-  const words: Word[] = [];
+  // The text starts a line.
+  const words: Word[] = [{ text: "¶", start: 0, end: 0 }];
   for (const m of folded.matchAll(WORD_OR_MARK)) {
-    let text = m[0];
+    let text = MARKS.get(m[0]) ?? m[0];
     if (text.length > 1 && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text)) text = [...text].map(latinLookalike).join("");
     words.push({ text, start: m.index, end: m.index + m[0].length });
   }

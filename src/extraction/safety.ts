@@ -68,10 +68,15 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   // Links: the anchors of the HTML, and the bare URLs of whichever part a reader sees.
   const targets = linkTargets(html, htmlShown ? null : text?.doc ?? null);
   const named = namedDomains(htmlShown ? html : null, text && !htmlShown ? text : null);
-  const references = new DomainReferences(domainOf(input.from), [...targets.map((t) => t.final.hostname), ...named.map((n) => n.domain)]);
+  const auth = input.authentication;
+  const authenticatedFrom = auth?.evaluated && auth.senderAuthenticated ? registrableDomain(domainOf(input.from) ?? "") : null;
+  const references = new DomainReferences(
+    domainOf(input.from),
+    [...targets.map((t) => t.final.hostname), ...named.map((n) => n.domain)],
+    authenticatedFrom,
+  );
 
   // Senders.
-  const auth = input.authentication;
   if (auth?.evaluated && !auth.senderAuthenticated) {
     warnings.add(finding("sender_unauthenticated", "dmarc", input.from ?? "", "from", null, false));
   }
@@ -310,13 +315,24 @@ function textDomainMismatch(target: LinkTarget): { domain: string; imitates: str
   return { domain: target.final.hostname, imitates: toAscii(named) };
 }
 
-/** The domain a link's text names: a URL's host, else the first domain name in it. */
+/**
+ * The domain a link's text names: a URL's host, else the first domain name in it — but not a file name under a
+ * top-level domain named like a file type ("invoice.zip", "clip.mov") unless it is written as a host ("www.…").
+ */
 function namedInLinkText(text: string): string | null {
   const [url] = bareUrls(text, 1);
   if (url) return parseHttpUrl(url.url)?.hostname ?? null;
   const [first] = domainsIn(text, 1);
-  return first ? first.domain : null;
+  if (!first) return null;
+  const fileLike = FILE_TYPE_SUFFIXES.has(first.domain.slice(first.domain.lastIndexOf(".") + 1)) && !first.domain.startsWith("www.");
+  return fileLike ? null : first.domain;
 }
+
+/**
+ * Top-level domains that read as file types in a link's text ("invoice.zip", "README.md"). Not the country codes
+ * that are also extensions (.pl, .py, .sh …): names under them are mostly real sites.
+ */
+const FILE_TYPE_SUFFIXES = new Set(["zip", "mov", "md"]);
 
 /**
  * Hidden runs a reader should know of: not a preheader, not a comment, not a copy of visible text (fewer than
