@@ -89,7 +89,10 @@ export type HidingKind =
   | "conditional_comment"
   | "template";
 
-/** Hidden text in document order; consecutive hidden pieces with no visible text between them form one run. */
+/**
+ * Hidden text in document order: the hidden pieces of one block (a div, a paragraph, a cell) with no visible text
+ * between them form one run.
+ */
 export interface HiddenRun {
   readonly text: string;
   /** Where its first piece starts in the HTML. */
@@ -111,6 +114,8 @@ export interface LinkEnd {
   readonly column: number;
   /** The anchor shows only an image: its alt text is shown with the target. */
   readonly imageOnly: boolean;
+  /** An image link with no text beside it: shown on a line of its own, before `line`. */
+  readonly alone: boolean;
 }
 
 /** A rendered HTML body: the lines and anchors, and what the safety analysis reads. */
@@ -153,6 +158,7 @@ interface AnchorRecord {
   readonly href: string;
   text: string;
   alt: string;
+  alone: boolean;
   line: number;
   column: number;
   endLine: number;
@@ -429,6 +435,8 @@ class Renderer {
     }
     if (BLOCK.has(name)) this.flush();
     else if (CELL.has(name) && this.bufferLength > 0 && this.lastChar !== " ") this.pushSpace();
+    // Hidden text in another block is another piece of hidden text (a preheader, then something else).
+    if (BLOCK.has(name) || CELL.has(name)) this.endHiddenRun();
     const frame = this.frameFor(name, attributes, this.top);
     if (name === "img") return this.image(attributes, frame);
     if (name === "a") this.openAnchor(attributes, frame);
@@ -442,6 +450,7 @@ class Renderer {
     const found = this.findOpen(name);
     if (found < 0) return;
     if (BLOCK.has(name)) this.flush();
+    if (BLOCK.has(name) || CELL.has(name)) this.endHiddenRun();
     if (PARAGRAPH.has(name)) this.paragraphGap = true;
     this.stack.length = found;
     if (this.anchor && !this.top.anchor) this.closeAnchor();
@@ -462,12 +471,15 @@ class Renderer {
     this.closeAnchor();
     this.flush();
     this.endHiddenRun();
-    // An image link after the last line of text is shown at the end of that line.
-    const last = Math.max(0, this.lines.length - 1);
+    // Image links after the last line of text: they start on the last line, and are shown after it.
     for (const { record, end } of this.awaiting) {
-      if (end) record.endLine = last;
-      else record.line = last;
-      if (record.endColumn < 0 || end) record.endColumn = Math.min(record.endColumn, this.lines[last]?.text.length ?? 0);
+      if (end) {
+        record.endLine = this.lines.length;
+        record.endColumn = 0;
+        record.alone = true;
+      } else {
+        record.line = Math.max(0, this.lines.length - 1);
+      }
     }
     this.awaiting = [];
     const anchors: Anchor[] = this.anchors.map((a) => ({ href: a.href, text: a.text, line: a.line, column: a.column }));
@@ -476,6 +488,7 @@ class Renderer {
       line: a.endLine,
       column: a.endColumn,
       imageOnly: a.text === a.alt && a.alt !== "",
+      alone: a.alone,
     }));
     return {
       lines: this.lines,
@@ -570,7 +583,7 @@ class Renderer {
   private openAnchor(attributes: ReadonlyMap<string, string>, frame: Frame): void {
     const href = attributes.get("href");
     if (href === undefined || hidingOf(frame) || this.anchors.length >= MAX_LINK_CANDIDATES) return;
-    this.anchor = { href, text: "", alt: "", line: -1, column: -1, endLine: -1, endColumn: -1 };
+    this.anchor = { href, text: "", alt: "", alone: false, line: -1, column: -1, endLine: -1, endColumn: -1 };
   }
 
   private closeAnchor(): void {
@@ -584,6 +597,7 @@ class Renderer {
       return;
     }
     a.text = text.slice(0, MAX_LINK_TEXT);
+    a.alone = a.column < 0 && !this.bufferHasText;
     if (a.column < 0) {
       a.column = this.bufferLength;
       this.awaiting.push({ record: a, end: false });

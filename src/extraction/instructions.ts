@@ -134,7 +134,14 @@ const RULES: Record<InstructionKind, readonly string[]> = {
  * Chinese and Japanese: a phrase, or two phrases with at most `window` characters between them (folded: lower
  * case, so "AI" is "ai").
  */
-const CJK_RULES: readonly { kind: InstructionKind; first: readonly string[]; then?: readonly string[]; window?: number }[] = [
+interface PhraseRule {
+  readonly kind: InstructionKind;
+  readonly first: readonly string[];
+  readonly then?: readonly string[];
+  readonly window?: number;
+}
+
+const CJK_RULES: readonly PhraseRule[] = [
   { kind: "ignore_instructions", first: ["忽略", "无视", "忘记", "忘掉", "不要理会", "无需理会", "忽視", "無視"], then: ["指令", "指示", "命令", "规则"], window: 10 },
   { kind: "ignore_instructions", first: ["指示", "命令", "指令", "ルール", "プロンプト", "設定"], then: ["無視", "忘れ"], window: 8 },
   { kind: "addressed_to_ai", first: ["如果你是ai", "如果您是ai", "如果你是人工智能", "如果你是一个ai", "如果你是语言模型", "如果你是大模型", "致ai", "ai助手：", "ai助手:", "亲爱的ai", "给ai的", "正在阅读此邮件的ai"] },
@@ -176,6 +183,13 @@ interface Rule {
   readonly kind: InstructionKind;
   readonly slots: readonly Slot[];
 }
+
+/** The phrases folded as the text is ("が" loses its voicing mark, "AI" its capitals). */
+const CJK_FOLDED: readonly PhraseRule[] = CJK_RULES.map((rule) => ({
+  ...rule,
+  first: rule.first.map((p) => fold(p).text),
+  then: rule.then?.map((p) => fold(p).text),
+}));
 
 const COMPILED: readonly Rule[] = Object.entries(RULES).flatMap(([kind, rules]) =>
   rules.map((rule) => ({ kind: kind as InstructionKind, slots: compile(rule) })),
@@ -278,7 +292,7 @@ export function findInstructions(text: string): InstructionMatch[] {
     const end = firstMatch(words, i, BY_FIRST_WORD.get(word)) ?? firstMatch(words, i, BY_FIRST_WORD.get(`${word.slice(0, 2)}*`));
     if (end) add(end.kind, words[i]!.start, words[end.last]!.end);
   }
-  for (const rule of CJK_RULES) findPhrases(folded, rule, add);
+  for (const rule of CJK_FOLDED) findPhrases(folded, rule, add);
   for (const marker of ROLE_MARKERS) {
     for (let k = folded.indexOf(marker); k >= 0 && found.length < MAX_MATCHES; k = folded.indexOf(marker, k + marker.length)) {
       add("role_marker", k, k + marker.length);
@@ -320,7 +334,7 @@ function wordMatches(word: string, pattern: string): boolean {
   return pattern.endsWith("*") ? word.startsWith(pattern.slice(0, -1)) : word === pattern;
 }
 
-function findPhrases(folded: string, rule: (typeof CJK_RULES)[number], add: (kind: InstructionKind, start: number, end: number) => void): void {
+function findPhrases(folded: string, rule: PhraseRule, add: (kind: InstructionKind, start: number, end: number) => void): void {
   for (const first of rule.first) {
     for (let k = folded.indexOf(first); k >= 0; k = folded.indexOf(first, k + first.length)) {
       if (!rule.then) {

@@ -20,7 +20,7 @@
 // - sender_unauthenticated, reply_to_diverges: taken from sender authentication when it was evaluated.
 import type { Doc } from "./document.js";
 import { DomainReferences, displayHost, domainsIn, isPlainAscii, registrableDomain, toAscii } from "./domains.js";
-import type { HtmlDoc, HiddenRun } from "./html.js";
+import type { HiddenRun, HtmlDoc, LinkEnd } from "./html.js";
 import { findInstructions, type InstructionKind } from "./instructions.js";
 import { InvisibleText, type InvisibleFinding } from "./invisible.js";
 import {
@@ -185,7 +185,9 @@ class Warnings {
   private readonly seen = new Set<string>();
 
   add(w: SafetyWarning): void {
-    const key = `${w.code}|${w.detail}|${w.hidden}|${w.domain ?? w.evidence.toLowerCase()}`;
+    // Invisible characters once per kind and part: the first occurrence is evidence enough.
+    const what = w.code === "invisible_characters" ? w.part : (w.domain ?? w.evidence.toLowerCase());
+    const key = `${w.code}|${w.detail}|${w.hidden}|${what}`;
     const count = this.perCode.get(w.code) ?? 0;
     if (this.seen.has(key) || count >= MAX_WARNINGS_PER_CODE || this.items.length >= MAX_WARNINGS) return;
     this.seen.add(key);
@@ -471,7 +473,7 @@ function withSafeDomains(text: string, lookalikes: ReadonlySet<string>): string 
 
 /** The HTML as a reader sees it, each link followed by its real target. */
 function safeHtmlText(html: HtmlDoc, lookalikes: ReadonlySet<string>): string {
-  const ends = new Map<number, (typeof html.linkEnds)[number][]>();
+  const ends = new Map<number, LinkEnd[]>();
   for (const end of html.linkEnds) {
     if (end.line < 0) continue;
     const onLine = ends.get(end.line);
@@ -479,8 +481,18 @@ function safeHtmlText(html: HtmlDoc, lookalikes: ReadonlySet<string>): string {
     else ends.set(end.line, [end]);
   }
   const out = new BoundedText();
+  const alone = (marks: readonly LinkEnd[]) => {
+    for (const mark of marks) {
+      if (!mark.alone) continue;
+      const anchor = html.anchors[mark.anchor]!;
+      const target = shownTarget(anchor.href);
+      out.line(`${withSafeDomains(anchor.text, lookalikes)}${target ? ` [${target}]` : ""}`);
+    }
+  };
   html.lines.forEach((line, index) => {
-    const marks = (ends.get(index) ?? []).sort((a, b) => a.column - b.column);
+    const all = (ends.get(index) ?? []).sort((a, b) => a.column - b.column);
+    alone(all);
+    const marks = all.filter((m) => !m.alone);
     let text = "";
     let at = 0;
     for (const mark of marks) {
@@ -491,10 +503,13 @@ function safeHtmlText(html: HtmlDoc, lookalikes: ReadonlySet<string>): string {
       const target = shownTarget(anchor.href);
       const label = mark.imageOnly ? `${text && !text.endsWith(" ") ? " " : ""}${withSafeDomains(anchor.text, lookalikes)}` : "";
       text += target ? `${label} [${target}]` : label;
+      // An image's text was never in the line: keep it apart from the word after it.
+      if (/^[\p{L}\p{N}]/u.test(line.text.slice(column, column + 1))) text += " ";
     }
     text += withSafeDomains(line.text.slice(at), lookalikes);
     out.line(text);
   });
+  alone(ends.get(html.lines.length) ?? []);
   return out.done();
 }
 
