@@ -58,6 +58,8 @@ const WHITESPACE = /[\s\u00a0\u2000-\u200a\u202f\u205f\u3000]+/g;
 const DEFAULT_FONT_PX = 16;
 /** Text smaller than this (in px) is not meant to be read. */
 const TINY_FONT_PX = 3;
+/** Classes and ids whose style sheet colours are remembered. */
+const MAX_SHEET_SELECTORS = 1_000;
 const BIG_FONT_PX = 20;
 /** A mail client's page is white unless the message says otherwise. */
 const DEFAULT_BACKGROUND: Rgb = { r: 255, g: 255, b: 255 };
@@ -308,6 +310,8 @@ class Renderer {
   private awaiting: { record: AnchorRecord; end: boolean }[] = [];
   /** Classes and ids a top-level style sheet rule hides. */
   private readonly hiddenSelectors = new Set<string>();
+  /** Text and background colours top-level style sheet rules give a class or an id (a button's `.btn{…}`). */
+  private readonly sheetColours = new Map<string, { color?: string; background?: string }>();
   private anchor: AnchorRecord | null = null;
   private readonly hidden: HiddenRun[] = [];
   /** The run hidden text is added to until visible text interrupts it. */
@@ -459,10 +463,20 @@ class Renderer {
   /** Top-level rules of a <style> sheet that hide a class or an id (a preheader's `.preheader{display:none}`). */
   styleSheet(css: string): void {
     for (const rule of topLevelRules(css)) {
-      if (!hidesElement(declarations(rule.body))) continue;
+      const style = declarations(rule.body);
+      const hides = hidesElement(style) !== null;
+      const color = style.get("color");
+      const background = style.get("background-color") ?? style.get("background");
+      if (!hides && color === undefined && background === undefined) continue;
       for (const selector of rule.selector.split(",")) {
         const m = /^\s*[a-z0-9]*([.#][\w-]+)\s*$/i.exec(selector);
-        if (m) this.hiddenSelectors.add(m[1]!.toLowerCase());
+        if (!m) continue;
+        const key = m[1]!.toLowerCase();
+        if (hides) this.hiddenSelectors.add(key);
+        if ((color !== undefined || background !== undefined) && this.sheetColours.size < MAX_SHEET_SELECTORS) {
+          const seen = this.sheetColours.get(key) ?? {};
+          this.sheetColours.set(key, { color: color ?? seen.color, background: background ?? seen.background });
+        }
       }
     }
   }
@@ -542,9 +556,13 @@ class Renderer {
       if (bySheet) hiddenBy = "style_sheet";
     }
     const fontPx = fontSize(style, attributes.get("size"), name, parent.fontPx);
-    const declaredColour = colour(style.get("color") ?? (name === "font" ? attributes.get("color") : undefined));
+    // Inline style first, then the style sheet's rules for the element's classes and id, then the old attributes.
+    const sheet = this.sheetColours.size > 0 ? this.sheetColoursOf(classes, id) : {};
+    const declaredColour = colour(style.get("color") ?? sheet.color ?? (name === "font" ? attributes.get("color") : undefined));
     const color = declaredColour === null ? parent.color : declaredColour.a < MIN_ALPHA ? "transparent" : declaredColour;
-    const declaredBackground = colour(style.get("background-color") ?? style.get("background") ?? attributes.get("bgcolor"));
+    const declaredBackground = colour(
+      style.get("background-color") ?? style.get("background") ?? sheet.background ?? attributes.get("bgcolor"),
+    );
     // A transparent background shows the one behind it.
     const background = declaredBackground === null || declaredBackground.a < MIN_ALPHA ? parent.background : declaredBackground;
     let emphasis: 0 | 1 | 2 = parent.emphasis;
@@ -571,6 +589,15 @@ class Renderer {
       pre: parent.pre || name === "pre",
       anchor: parent.anchor || name === "a",
     };
+  }
+
+  private sheetColoursOf(classes: readonly string[], id: string): { color?: string; background?: string } {
+    let found: { color?: string; background?: string } = {};
+    for (const key of [...classes.map((c) => `.${c}`), ...(id ? [`#${id}`] : [])]) {
+      const rule = this.sheetColours.get(key);
+      if (rule) found = { color: rule.color ?? found.color, background: rule.background ?? found.background };
+    }
+    return found;
   }
 
   private image(attributes: ReadonlyMap<string, string>, frame: Frame): void {

@@ -105,6 +105,12 @@ describe("hidden HTML text", () => {
     expect(codesOf({ html: around(`<div style="font-size:0px"><div style="font-size:16px">482913</div></div>`) })).toEqual(["482913"]);
   });
 
+  test("white text on a background the style sheet gives its class shows, with its link", () => {
+    const html = `<style>.btn{background-color:#2f6fed}</style><p>Your login code:</p><a class="btn" style="color:#fff" href="https://x.example/l">482913</a>`;
+    expect(codesOf({ html })).toEqual(["482913"]);
+    expect(extractMessage({ html }).links.map((l) => l.url)).toEqual(["https://x.example/l"]);
+  });
+
   test("white text on a dark background shows", () => {
     expect(codesOf({ html: around(`<div style="background-color:#111111"><p style="color:#ffffff">482913</p></div>`) })).toEqual(["482913"]);
   });

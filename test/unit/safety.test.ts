@@ -87,6 +87,7 @@ describe("hidden text", () => {
     ["same_colour", `<span style="color:transparent">${secret}</span>`],
     ["same_colour", `<span style="color:rgba(20,20,20,0)">${secret}</span>`],
     ["same_colour", `<table><tr><td bgcolor="#0b5fff"><font color="#0B5FFF">${secret}</font></td></tr></table>`],
+    ["same_colour", `<style>.quiet{color:#fff}</style><p class="quiet">${secret}</p>`],
     ["conditional_comment", `<!--[if mso]><p>${secret}</p><![endif]-->`],
     ["template", `<template><p>${secret}</p></template>`],
   ])("%s is reported, with where it is", (detail, hidden) => {
@@ -106,6 +107,7 @@ describe("hidden text", () => {
     ["a comment", around(`<!-- ${secret} -->`)],
     ["an Outlook button that repeats a link", around(`<!--[if mso]><v:roundrect><center>Thank you for banking</center></v:roundrect><![endif]-->`)],
     ["white text on a dark background", `<body><div style="background:#111"><p style="color:#fff">${secret}</p></div></body>`],
+    ["white text on a background the style sheet gives", `<style>a.btn{background-color:#2f6fed}</style><p>Hi</p><a class="btn" style="color:#fff" href="https://x.example/">${secret}</a>`],
     ["light grey footer text", around(`<p style="color:#bbbbbb;font-size:11px">${secret}</p>`)],
     ["a short ticket reference in white", around(`<span style="color:#ffffff">[8LP7XW-8GD9]</span>`)],
   ])("%s is not reported", (_name, html) => {
