@@ -9,7 +9,10 @@
 // - `typo`: one letter swapped for one that reads alike, or a doubled letter added or dropped ("paypall",
 //   "arnazon" is a confusable) — against the known brands and the sender's domain only;
 // - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz");
-// - `brand_token`: a brand's name as one word of a hyphenated name ("paypal-secure-login.com").
+// - `brand_token`: a brand's name (or a look-alike of it) as one word of a hyphenated name ("paypal-secure.com",
+//   "netfiix-support.com"); for brands whose names other businesses also use in theirs ("salesforce-consulting"),
+//   only beside a word of signing in or paying ("salesforce-login", "intuit-invoices");
+// - `typo` also covers a name under a misspelt ".com" ("acmecorp.co", "acmecorp.cm" for acmecorp.com).
 //
 // The registrable domain is read from the public suffix list (tldts, private suffixes included, so two users'
 // `github.io` sites are two domains). Every scan here is one forward pass or a regular expression that can only
@@ -88,7 +91,6 @@ const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
 });
 const BRAND_BY_SKELETON = new Map(BRANDS.map((b) => [b.skeleton, b]));
 const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
-const BRAND_WORD_BY_SKELETON = new Map(BRAND_WORDS.map((b) => [b.skeleton, b]));
 
 export interface DomainParts {
   /** The host name as given, lower-case, in Unicode. */
@@ -235,13 +237,15 @@ export class DomainReferences {
       this.from = { label: from.label, domain: toAscii(from.registrable) };
       this.bySkeleton.set(from.label, this.from.domain);
     }
+    const seen = new Set<string>();
     for (const domain of messageDomains) {
       if (this.plain.length >= MAX_REFERENCES) break;
       const parts = domainParts(domain);
-      if (!parts.registrable || !isPlainLabel(parts.label) || this.bySkeleton.has(parts.label)) continue;
+      if (!parts.registrable || !isPlainLabel(parts.label) || seen.has(parts.registrable)) continue;
+      seen.add(parts.registrable);
       const reference = { label: parts.label, domain: toAscii(parts.registrable) };
       this.plain.push(reference);
-      this.bySkeleton.set(parts.label, reference.domain);
+      if (!this.bySkeleton.has(parts.label)) this.bySkeleton.set(parts.label, reference.domain);
     }
   }
 
@@ -277,11 +281,26 @@ export class DomainReferences {
     }
     const tokens = parts.label.split("-");
     if (tokens.length >= 2) {
+      const lure = tokens.some((t) => LURE_WORDS.has(t));
       for (const token of tokens) {
-        const brand = BRAND_WORD_BY_SKELETON.get(skeleton(token));
+        const brand = brandOfToken(token, lure);
         if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
       }
     }
+    const suffix = suffixOf(parts);
+    if (MISSPELT_COM.has(suffix)) {
+      const imitated = this.sameLabelDotCom(parts.label, sender);
+      if (imitated) return this.unlessOwn({ kind: "typo", domain, imitates: imitated });
+    }
+    return null;
+  }
+
+  /** A ".com" domain of the same name among the brands, the sender's domain and (for the sender) the message's. */
+  private sameLabelDotCom(label: string, sender: boolean): string | null {
+    const dotCom = `${label}.com`;
+    if (BRANDS.some((b) => b.domain === dotCom)) return dotCom;
+    if (!sender && this.from?.domain === dotCom) return dotCom;
+    if (sender && this.plain.some((p) => p.domain === dotCom)) return dotCom;
     return null;
   }
 
@@ -301,10 +320,51 @@ export class DomainReferences {
   }
 }
 
+/** Whether a registrable domain (ASCII) is one of the known brands'. */
+export function isKnownBrand(registrable: string): boolean {
+  return KNOWN_BRAND_SET.has(registrable);
+}
+
+const KNOWN_BRAND_SET = new Set(KNOWN_BRANDS);
+
 /** A label written only in the letters, digits and hyphens that it reads as: no look-alike letters in it. */
 function isPlainLabel(label: string): boolean {
   return /^[a-z0-9-]+$/.test(label) && skeleton(label) === label;
 }
+
+/** Words of signing in, paying and account trouble that phishing names put beside a brand's name. */
+const LURE_WORDS = new Set([
+  "login", "logon", "signin", "signon", "sign", "secure", "security", "verify", "verification", "account", "accounts",
+  "support", "update", "billing", "invoice", "invoices", "payment", "payments", "pay", "auth", "alert", "alerts", "service",
+  "services", "help", "helpdesk", "password", "reset", "wallet", "id", "confirm", "recovery", "unlock", "session", "portal",
+  "online", "access", "refund", "claim", "notice", "team",
+]);
+
+/** Suffixes that read as ".com" with a letter dropped or doubled ("co", "cm", "con", "corn"). */
+const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
+
+/**
+ * The brand a word of a hyphenated name stands for: its name, or one look-alike edit from it; a brand that other
+ * businesses name themselves after only beside a lure word.
+ */
+function brandOfToken(token: string, lure: boolean): Brand | null {
+  if (token.length < MIN_BRAND_WORD) return null;
+  const readsAs = skeleton(token);
+  const exact = BRAND_BY_SKELETON.get(readsAs);
+  // A brand named like an everyday word ("office", "booking") is that word, unless it is written to look like it.
+  const plainWord = readsAs === token && COMMON_WORD_BRANDS.has(token);
+  if (exact && exact.label.length >= MIN_BRAND_WORD && !plainWord && (lure || BRAND_WORDS.includes(exact))) return exact;
+  for (const brand of lure ? BRANDS : BRAND_WORDS) {
+    if (brand.label.length >= MIN_TYPO_LABEL && oneLookalikeEdit(readsAs, brand.skeleton)) return brand;
+  }
+  return null;
+}
+
+/** Brands whose names are everyday words, which other names use for their meaning. */
+const COMMON_WORD_BRANDS = new Set(["office", "target", "booking", "slack", "notion", "discord", "chase", "kraken", "proton", "norton"]);
+
+/** Brand names shorter than this are words of too many other names ("ups", "dhl", "chase" aside). */
+const MIN_BRAND_WORD = 5;
 
 /** References taken from one message at most: its links and the names in its text. */
 const MAX_REFERENCES = 200;

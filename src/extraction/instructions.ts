@@ -35,6 +35,8 @@ const RULES: Record<InstructionKind, readonly string[]> = {
   ignore_instructions: [
     // English.
     "ignore|disregard|forget|override|bypass ~3 previous|prior|above|earlier|preceding|foregoing|former|all|any|existing|original|initial|system ~3 instruction*|prompt*|directive*|guideline*|command*",
+    // Softer nouns ("your earlier guidance", "the previous rules") only with a word that points back at them.
+    "ignore|disregard|forget|override|bypass ~3 previous|prior|above|earlier|preceding|original|initial|system|your ~2 rule*|guidance|direction*|constraint*|programming|training|safeguard*",
     "ignore|disregard ~1 everything ~1 above|before|previously",
     // German.
     "ignorier*|vergiss|vergesst|vergessen|missacht*|uberschreib* ~3 vorherig*|bisherig*|obig*|vorig*|fruher*|vorangegangen*|alle|allen|deine|ihre|samtliche ~3 anweisung*|instruktion*|befehl*|regel*|vorgabe*|anordnung*|richtlinie*|systemanweisung*",
@@ -60,7 +62,11 @@ const RULES: Record<InstructionKind, readonly string[]> = {
   ],
   addressed_to_ai: [
     // A greeting or a label addressed to one ("Dear AI assistant,", "Hello Claude:", "Attention LLM!").
-    "dear|hey|hello|hi|attention|greetings|note|notice|important|memo ~0 ai|ai_assistant|ai_assistants|ai_agent|ai_agents|ai_model|ai_system|llm|llms|chatbot|gpt|chatgpt|claude|gemini|copilot|language_model ~0 ,|:|!",
+    // A comma may follow a greeting ("Attention, AI assistant:"), not a label ("Note: AI agents, unlike …").
+    "dear|hey|hello|hi|attention|greetings ~1 ai|ai_assistant|ai_assistants|ai_agent|ai_agents|ai_model|ai_system|llm|llms|chatbot|gpt|chatgpt|claude|gemini|copilot|language_model ~0 ,|:|!",
+    "note|notice|important|memo ~0 ai|ai_assistant|ai_assistants|ai_agent|ai_agents|ai_model|ai_system|llm|llms|chatbot|gpt|chatgpt|claude|gemini|copilot|language_model ~0 ,|:|!",
+    // Called by name at the start of a sentence and told to do something ("Assistant, please …").
+    "¶|. ~0 assistant|ai|ai_assistant|ai_agent|chatbot|llm|bot ~0 , ~0 please|ignore|disregard|forget|forward|send|reply|respond|answer|delete|approve|mark|summarize|summarise|tell|say|remember|add|update|transfer|pay|execute|run|open|click|follow|do|don",
     // A label at the start of a sentence ("AI assistant: forward …"), not a headline's "Meet our AI assistant: Nova".
     "¶|. ~0 ai_assistant|ai_agent|ai_model|ai_system|llm_agent|email_assistant|email_agent ~0 :",
     "¶|. ~0 note|message|instruction*|memo|notice|reminder|request ~0 to|for ~1 ai|ai_assistant*|ai_agent*|ai_model*|ai_system*|llm|llms|language_model*|chatbot*|gpt|chatgpt|claude|gemini|copilot",
@@ -70,35 +76,55 @@ const RULES: Record<InstructionKind, readonly string[]> = {
     "as ~0 an|a ~0 ai|ai_assistant|ai_agent ~0 , ~0 you ~0 must|should|will|shall|are_required",
     "as ~0 an|a ~0 ai|ai_assistant|ai_agent ~0 you ~0 must|should|will|shall|are_required",
     // German.
+    "¶|. ~0 hinweis|notiz|nachricht|anweisung*|anmerkung ~0 an|fur ~1 die|den|das|eine|einen ~0 ki|ki_assistent*|ki_agent*|ki_modell*|ki_system*|sprachmodell*|chatbot*",
+    "¶|. ~0 assistent|ki|ki_assistent|ki_assistentin ~0 , ~0 bitte|leite|sende|schicke|antworte|ignoriere|vergiss|losche|bestatige|uberweise",
+    "liebe|lieber|hallo|achtung ~1 ki|ki_assistent|ki_agent|ki_assistentin|sprachmodell|ki_modell|ki_system|chatbot ~0 ,|:|!",
     "liebe|lieber|hallo|hi|achtung|hinweis|notiz ~0 ki|ki_assistent|ki_agent|ki_assistentin|sprachmodell|ki_modell|ki_system|chatbot ~0 ,|:|!",
     "an|fur ~1 ki|ki_assistent*|ki_agent*|ki_modell*|ki_system*|sprachmodell*|chatbot* ~5 liest|verarbeitet|zusammenfasst|auswertet|bearbeitet|analysiert",
     "wenn|falls ~0 du|sie ~0 eine|ein ~0 ki|ki_assistent|ki_agent|ki_modell|sprachmodell|chatbot|bot|ki_system ~0 bist|sind",
     // French.
+    "¶|. ~0 note|message|instruction*|consigne* ~0 pour|a ~1 l|le|la|les ~0 ia|assistant_ia|agent_ia|assistant|modele_de_langage|chatbot",
+    "¶|. ~0 assistant|ia|assistant_ia ~0 , ~0 transfere*|envoie|envoyez|reponds|repondez|ignore*|oublie*|supprime*|approuve*|paie|payez|merci",
+    "cher|chere|bonjour|attention ~1 ia|assistant_ia|agent_ia|modele_de_langage|chatbot ~0 ,|:|!",
     "cher|chere|bonjour|salut|attention|note ~0 ia|assistant_ia|agent_ia|modele_de_langage|chatbot ~0 ,|:|!",
     "si ~0 tu|vous ~0 es|etes ~0 une|un ~0 ia|assistant_ia|agent_ia|intelligence_artificielle|modele_de_langage|chatbot|robot|agent_conversationnel",
     "ia|assistant_ia|agent_ia|modele_de_langage ~0 qui ~0 lit|lira|lisez|traite|traitera|resume|resumera|analyse|analysera",
     // Spanish.
+    "¶|. ~0 nota|mensaje|instruccion*|aviso ~0 para|al ~1 el|la ~0 ia|asistente_de_ia|agente_de_ia|asistente|modelo_de_lenguaje|chatbot",
+    "¶|. ~0 asistente|ia|asistente_de_ia ~0 , ~0 por_favor|reenvia|envia|responde|ignora|olvida|borra|aprueba|paga|transfiere",
+    "querido|querida|estimado|estimada|hola|atencion ~1 ia|asistente_de_ia|agente_de_ia|modelo_de_lenguaje|chatbot ~0 ,|:|!",
     "querido|querida|estimado|estimada|hola|atencion|nota ~0 ia|asistente_de_ia|agente_de_ia|modelo_de_lenguaje|chatbot ~0 ,|:|!",
     "si ~0 eres|es ~0 una|un ~0 ia|asistente_de_ia|agente_de_ia|inteligencia_artificial|modelo_de_lenguaje|chatbot|asistente_virtual",
     "ia|asistente_de_ia|agente_de_ia|modelo_de_lenguaje ~0 que ~0 lee|lea|leera|procesa|procese|resume|resuma|analiza|analice",
     // Portuguese.
+    "¶|. ~0 nota|mensagem|instrucao|instrucoes|aviso ~0 para|ao ~1 o|a ~0 ia|assistente_de_ia|agente_de_ia|assistente|modelo_de_linguagem|chatbot",
+    "¶|. ~0 assistente|ia|assistente_de_ia ~0 , ~0 por_favor|encaminhe|envie|responda|ignore|esqueca|apague|aprove|pague|transfira",
+    "caro|cara|prezado|prezada|ola|atencao ~1 ia|assistente_de_ia|agente_de_ia|modelo_de_linguagem|chatbot ~0 ,|:|!",
     "caro|cara|prezado|prezada|ola|atencao|nota ~0 ia|assistente_de_ia|agente_de_ia|modelo_de_linguagem|chatbot ~0 ,|:|!",
     "se ~0 voce|tu ~0 e|es|for ~0 uma|um ~0 ia|assistente_de_ia|agente_de_ia|inteligencia_artificial|modelo_de_linguagem|chatbot|assistente_virtual",
     "ia|assistente_de_ia|agente_de_ia|modelo_de_linguagem ~0 que ~0 le|leia|lera|processa|processe|resume|resuma|analisa|analise",
     // Italian.
+    "¶|. ~0 nota|messaggio|istruzion*|avviso ~0 per|all|al ~1 l|il|la ~0 ia|assistente_ia|agente_ia|assistente|modello_linguistico|chatbot",
+    "¶|. ~0 assistente|ia|assistente_ia ~0 , ~0 per_favore|inoltra|invia|rispondi|ignora|dimentica|cancella|approva|paga|trasferisci",
+    "caro|cara|gentile|ciao|attenzione ~1 ia|assistente_ia|agente_ia|modello_linguistico|chatbot ~0 ,|:|!",
     "caro|cara|gentile|ciao|attenzione|nota ~0 ia|assistente_ia|agente_ia|modello_linguistico|chatbot ~0 ,|:|!",
     "se ~0 sei|e ~0 un|una|uno ~0 ia|assistente_ia|agente_ia|intelligenza_artificiale|modello_linguistico|chatbot|assistente_virtuale",
     "ia|assistente_ia|agente_ia|modello_linguistico ~0 che ~0 legge|leggera|elabora|riassume|analizza",
     // Dutch.
+    "¶|. ~0 notitie|bericht|instructie*|opmerking ~0 voor|aan ~1 de|het ~0 ai|ai_assistent|ai_agent|assistent|taalmodel|chatbot",
+    "¶|. ~0 assistent|ai|ai_assistent ~0 , ~0 alsjeblieft|graag|stuur|beantwoord|antwoord|negeer|vergeet|verwijder|keur|betaal",
+    "beste|hallo|hoi|let_op|aandacht ~1 ai|ai_assistent|ai_agent|taalmodel|chatbot ~0 ,|:|!",
     "beste|hallo|hoi|let_op|aandacht|notitie ~0 ai|ai_assistent|ai_agent|taalmodel|chatbot ~0 ,|:|!",
     "als ~0 je|jij|u ~0 een ~0 ai|ai_assistent|ai_agent|taalmodel|chatbot|bot|ai_model|ai_systeem ~0 bent|is",
     "ai|ai_assistent|ai_agent|taalmodel ~0 die ~3 leest|verwerkt|samenvat|analyseert",
     // Russian.
-    "дорогои|уважаемыи|привет|здравствуи|внимание ~0 ии|ии_ассистент|ии_агент|чат_бот|чатбот|неиросеть|языковая_модель ~0 ,|:|!",
+    "¶|. ~0 сообщение|заметка|инструкция|примечание|указание ~0 для ~0 ии|ии_ассистента|ассистента|неиросети|чат_бота|языковои_модели",
+    "дорогои|уважаемыи|привет|здравствуи|внимание ~1 ии|ии_ассистент|ии_агент|чат_бот|чатбот|неиросеть|языковая_модель ~0 ,|:|!",
     "если ~0 ты|вы ~0 ии|ии_ассистент|ии_агент|языковая_модель|чатбот|чат_бот|бот|неиросеть|искусственныи_интеллект",
   ],
   system_prompt: [
     "system_prompt*|system_message*|system_instruction*|initial_instructions|hidden_instructions|developer_instructions|developer_message|original_instructions|base_prompt|your_instructions|your_prompt",
+    "system_override|admin_override|safety_override|override_mode",
     "reveal|repeat|leak|disclose ~2 your ~0 instructions|prompt|system_prompt|initial_prompt|rules",
     "systemprompt*|system_prompt*|systemanweisung*|systemnachricht*|systemvorgabe*",
     "invite_systeme|prompt_systeme|instructions_systeme|instructions_du_systeme|message_systeme|message_du_systeme",
@@ -110,21 +136,23 @@ const RULES: Record<InstructionKind, readonly string[]> = {
   ],
   conceal_from_user: [
     // "Do not tell the user", "without informing your user": the user an agent works for, not "any other user".
-    "not|never|without|t ~2 tell*|inform*|mention*|notify*|notifying|alert*|reveal*|show*|disclos* ~3 the|your|their ~0 user|human|operator|owner|principal",
+    "not|never|without|t ~3 tell*|inform*|mention*|notify*|notifying|alert*|reveal*|show*|disclos* ~4 the|your|their ~0 user|human|operator|owner|principal",
     "keep ~1 this|it ~1 secret|hidden|confidential ~1 from ~1 the|your ~0 user|human|operator|owner",
-    "sag|sage|sagen|erwahn*|informier*|verrat* ~3 nutzer*|benutzer*|anwender* ~3 nichts|nicht",
+    "sag|sage|sagen|erwahn*|informier*|verrat*|benachrichtig* ~5 nutzer*|benutzer*|anwender* ~3 nichts|nicht|keinesfalls",
+    "sag|sage|sagen|erwahn*|informier*|verrat*|benachrichtig* ~4 nichts|nicht|keinesfalls ~4 nutzer*|benutzer*|anwender*",
     "ohne ~2 nutzer*|benutzer*|anwender* ~2 informier*|benachrichtig*|bescheid",
-    "ne ~0 dis|dites|mentionne*|informe*|previen*|revele*|signale* ~3 rien|pas ~3 utilisateur*",
+    "ne ~1 dis|dites|mentionne*|informe*|previen*|revele*|signale* ~4 rien|pas ~4 utilisateur*",
     "sans ~0 informer|prevenir|avertir|alerter ~2 utilisateur*",
-    "no ~1 digas|diga|menciones|mencione|informes|informe|cuentes|cuente|avises|avise|reveles|revele ~3 usuario*",
+    "no ~2 digas|diga|menciones|mencione|informes|informe|cuentes|cuente|avises|avise|reveles|revele ~4 usuario*",
     "sin ~0 informar|avisar|decir|notificar ~2 usuario*",
-    "nao ~1 diga|conte|mencione|informe|avise|revele ~3 usuario*|utilizador*",
+    "nao ~2 diga|conte|mencione|informe|avise|revele ~4 usuario*|utilizador*",
     "sem ~0 informar|avisar|contar|notificar ~2 usuario*|utilizador*",
-    "non ~1 dire|dirlo|dirgli|menzionare|informare|avvisare|rivelare ~3 utente|utenti",
+    "non ~2 dire|dirlo|dirgli|menzionare|informare|avvisare|rivelare ~4 utente|utenti",
     "senza ~0 informare|avvisare|dire ~2 utente|utenti",
-    "vertel|zeg|meld ~3 gebruiker* ~3 niet|niets",
+    "vertel|zeg|meld ~4 gebruiker* ~3 niet|niets",
+    "vertel|zeg|meld ~4 niet|niets ~4 gebruiker*",
     "zonder ~2 gebruiker* ~2 informeren|melden|vertellen|waarschuwen",
-    "не ~0 говори|сообщаи|говорите|сообщаите|упоминаи|упоминаите|рассказываи|рассказываите ~2 пользовател*",
+    "не ~1 говори|сообщаи|говорите|сообщаите|упоминаи|упоминаите|рассказываи|рассказываите ~4 пользовател*",
   ],
   role_marker: [],
   tool_call: [],

@@ -11,15 +11,16 @@
 // - invisible_characters: see invisible.ts (a preheader's zero-width padding and emoji joiners are not reported).
 // - link_text_mismatch: a visible link whose text names a domain other than its target's organisation (registrable
 //   domain). Not reported: the same organisation (click.acme.com for acme.com, www.), a brand's own short domain,
-//   link-protection wrappers (unwrapped first), senders' click trackers that do not show the target, and text that
-//   names no domain ("Click here", "node.js").
+//   link-protection wrappers (unwrapped first), senders' click trackers that do not show the target (and an
+//   authenticated sender's own tracking domain, unless the text names a known brand), and text that names no
+//   domain ("Click here", "node.js", "invoice.zip").
 // - lookalike_domain: see domains.ts; checked for the From domain, every link's target and every domain named in
 //   visible text.
 // - instruction_like: see instructions.ts; searched in the subject, the visible text, the hidden text, the text
 //   part, and chat-role tags in the markup.
 // - sender_unauthenticated, reply_to_diverges: taken from sender authentication when it was evaluated.
 import type { Doc } from "./document.js";
-import { DomainReferences, displayHost, domainsIn, isPlainAscii, registrableDomain, toAscii } from "./domains.js";
+import { DomainReferences, displayHost, domainsIn, isKnownBrand, isPlainAscii, registrableDomain, toAscii } from "./domains.js";
 import type { HiddenRun, HtmlDoc, LinkEnd } from "./html.js";
 import { findInstructions, type InstructionKind } from "./instructions.js";
 import { InvisibleText, type InvisibleFinding } from "./invisible.js";
@@ -115,7 +116,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
 
   // Links whose text names another domain than the one they lead to.
   for (const target of targets) {
-    const mismatch = textDomainMismatch(target);
+    const mismatch = textDomainMismatch(target, authenticatedFrom);
     if (mismatch) {
       const evidence = `${target.text} → ${shownUrl(target.final)}`;
       warnings.add({ ...finding("link_text_mismatch", "text_names_other_domain", evidence, "link", null, false), ...mismatch });
@@ -303,7 +304,7 @@ function namedDomains(html: HtmlDoc | null, text: TextPart | null): NamedDomain[
  * Whether a link's text names a domain of another organisation than its target's, and which: the first domain
  * or URL in the text, compared by registrable domain.
  */
-function textDomainMismatch(target: LinkTarget): { domain: string; imitates: string } | null {
+function textDomainMismatch(target: LinkTarget, authenticatedFrom: string | null): { domain: string; imitates: string } | null {
   if (!target.text || !target.text.includes(".")) return null;
   const named = namedInLinkText(target.text);
   if (!named) return null;
@@ -312,8 +313,10 @@ function textDomainMismatch(target: LinkTarget): { domain: string; imitates: str
   // Null for an IP address: text naming a domain over a link to an address is a mismatch.
   const finalDomain = registrableDomain(target.final.hostname);
   if (finalDomain !== null && mainDomain(textDomain) === mainDomain(finalDomain)) return null;
-  // A sender's click tracker (which hides where it goes): nothing to compare.
+  // A sender's click tracker (which hides where it goes): nothing to compare. So is an authenticated sender's own
+  // (a newsletter's "nytimes.com" through email.mg.thedispatch.com), unless the text names a brand.
   if (isOpaqueTracker(finalDomain ?? "") || isOpaqueTracker(registrableDomain(target.url.hostname) ?? "")) return null;
+  if (finalDomain !== null && finalDomain === authenticatedFrom && !isKnownBrand(textDomain)) return null;
   return { domain: target.final.hostname, imitates: toAscii(named) };
 }
 
