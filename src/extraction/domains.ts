@@ -60,7 +60,7 @@ const BRAND_OWNED = new Set([
   "apple-dns.net", "icloud-content.com", "cdn-apple.com", "facebookmail.com", "fbcdn.net", "linkedin-ei.com",
   "docusign-europe.net", "dropboxusercontent.com", "githubusercontent.com", "github.io", "githubassets.com",
   "slack-edge.com", "zoomgov.com", "stripe-status.com", "shopifyemail.com", "ebay-kleinanzeigen.de", "bestbuy-email.com",
-  "chase-email.com", "netflix-email.com",
+  "chase-email.com", "netflix-email.com", "amazonpay.com", "paypal-prepaid.com", "googlecloud.com",
 ]);
 
 /**
@@ -89,7 +89,8 @@ const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
   const label = labelOf(domain);
   return { domain, label, skeleton: skeleton(label) };
 });
-const BRAND_BY_SKELETON = new Map(BRANDS.map((b) => [b.skeleton, b]));
+/** A brand by the skeleton of its name; the first listed (its .com) for a brand under several suffixes. */
+const BRAND_BY_SKELETON = new Map([...BRANDS].reverse().map((b) => [b.skeleton, b]));
 const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
 
 export interface DomainParts {
@@ -255,9 +256,11 @@ export class DomainReferences {
    */
   lookalike(host: string, sender = false): Lookalike | null {
     const parts = domainParts(host);
-    if (!parts.registrable || BRAND_OWNED.has(toAscii(parts.registrable))) return null;
+    if (!parts.registrable) return null;
     const domain = toAscii(parts.host);
     const registrable = toAscii(parts.registrable);
+    // A brand's own domain is no look-alike of another brand's ("microsoftonline.com" is Microsoft's).
+    if (BRAND_OWNED.has(registrable) || KNOWN_BRAND_SET.has(registrable)) return null;
     const labels = [...parts.subdomain.split("."), parts.label].filter(Boolean);
     const mixed = labels.some(isMixedScript);
     const readsAs = skeleton(parts.label);
@@ -272,20 +275,27 @@ export class DomainReferences {
         return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
       }
     }
-    const words = skeleton(parts.subdomain).split(/[.-]/);
-    for (const brand of BRAND_WORDS) {
-      if (brand.domain === registrable || !parts.subdomain) continue;
-      if (words.includes(brand.skeleton) || `.${parts.subdomain}.`.includes(`.${brand.domain}.`)) {
-        return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
+    const tokens = parts.label.split("-");
+    const lure = tokens.some((t) => LURE_WORDS.has(t));
+    if (parts.subdomain) {
+      const words = skeleton(parts.subdomain).split(/[.-]/);
+      for (const brand of BRANDS) {
+        if (brand.domain === registrable) continue;
+        // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
+        // of the subdomain (for brands others name themselves after, only with a lure in the name).
+        const wholeDomain = `.${parts.subdomain}.`.includes(`.${brand.domain}.`);
+        const asWord = words.includes(brand.skeleton) && (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)));
+        if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
     }
-    const tokens = parts.label.split("-");
-    if (tokens.length >= 2) {
-      const lure = tokens.some((t) => LURE_WORDS.has(t));
-      for (const token of tokens) {
-        const brand = brandOfToken(token, lure);
-        if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
-      }
+    for (const token of tokens.length >= 2 ? tokens : []) {
+      const brand = brandOfToken(token, lure, tokens.some((t) => CREDENTIAL_LURES.has(t)));
+      if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
+    }
+    // A brand glued to a lure word ("appleid", "paypalsecure", "securenetflix").
+    for (const token of tokens) {
+      const brand = gluedBrand(token);
+      if (brand && brand.domain !== registrable) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
     }
     const suffix = suffixOf(parts);
     if (MISSPELT_COM.has(suffix)) {
@@ -332,13 +342,20 @@ function isPlainLabel(label: string): boolean {
   return /^[a-z0-9-]+$/.test(label) && skeleton(label) === label;
 }
 
-/** Words of signing in, paying and account trouble that phishing names put beside a brand's name. */
-const LURE_WORDS = new Set([
-  "login", "logon", "signin", "signon", "sign", "secure", "security", "verify", "verification", "account", "accounts",
-  "support", "update", "billing", "invoice", "invoices", "payment", "payments", "pay", "auth", "alert", "alerts", "service",
-  "services", "help", "helpdesk", "password", "reset", "wallet", "id", "confirm", "recovery", "unlock", "session", "portal",
-  "online", "access", "refund", "claim", "notice", "team",
+/** Words of signing in: beside them even a brand named like an everyday word is the brand ("chase-secure-login"). */
+const CREDENTIAL_LURES = new Set([
+  "login", "logon", "signin", "signon", "secure", "security", "verify", "verification", "account", "accounts", "auth",
+  "password", "wallet", "id", "unlock", "recovery", "session",
 ]);
+/** Words of signing in, paying, delivering and sharing that phishing names put beside a brand's name. */
+const LURE_WORDS = new Set([
+  ...CREDENTIAL_LURES, "sign", "support", "update", "billing", "invoice", "invoices", "payment", "payments", "pay", "alert",
+  "alerts", "service", "services", "help", "helpdesk", "reset", "confirm", "portal", "online", "access", "refund", "claim",
+  "notice", "team", "renew", "renewal", "check", "delivery", "parcel", "track", "tracking", "meeting", "join", "docs",
+  "document", "documents", "share", "sharing", "files", "webmail", "storage",
+]);
+/** Short brand names that phishing puts in names as a word of their own ("dhl-express-delivery", "hsbc-uk-secure"). */
+const SHORT_BRAND_WORDS = new Set(["dhl", "ups", "usps", "hsbc", "irs", "zoom", "aol", "visa", "uber", "okta", "ebay", "ing", "n26", "wise"]);
 
 /** Suffixes that read as ".com" with a letter dropped or doubled ("co", "cm", "con", "corn"). */
 const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
@@ -347,15 +364,32 @@ const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
  * The brand a word of a hyphenated name stands for: its name, or one look-alike edit from it; a brand that other
  * businesses name themselves after only beside a lure word.
  */
-function brandOfToken(token: string, lure: boolean): Brand | null {
+function brandOfToken(token: string, lure: boolean, credential: boolean): Brand | null {
+  if (SHORT_BRAND_WORDS.has(token)) return lure ? (BRAND_BY_SKELETON.get(token) ?? null) : null;
   if (token.length < MIN_BRAND_WORD) return null;
   const readsAs = skeleton(token);
   const exact = BRAND_BY_SKELETON.get(readsAs);
-  // A brand named like an everyday word ("office", "booking") is that word, unless it is written to look like it.
-  const plainWord = readsAs === token && COMMON_WORD_BRANDS.has(token);
+  // A brand named like an everyday word ("office", "booking") is that word, unless it is written to look like it or
+  // stands beside a word of signing in.
+  const plainWord = readsAs === token && COMMON_WORD_BRANDS.has(token) && !credential;
   if (exact && exact.label.length >= MIN_BRAND_WORD && !plainWord && (lure || BRAND_WORDS.includes(exact))) return exact;
   for (const brand of lure ? BRANDS : BRAND_WORDS) {
     if (brand.label.length >= MIN_TYPO_LABEL && oneLookalikeEdit(readsAs, brand.skeleton)) return brand;
+  }
+  return null;
+}
+
+function brandWordWithLure(brand: Brand): boolean {
+  return brand.label.length >= MIN_BRAND_WORD && !COMMON_WORD_BRANDS.has(brand.label);
+}
+
+/** A phished brand's name and a lure word written as one word ("appleid", "paypalsecure", "securenetflix"). */
+function gluedBrand(token: string): Brand | null {
+  if (token.length < MIN_BRAND_WORD + 2) return null;
+  for (const brand of BRAND_WORDS) {
+    if (token.length <= brand.label.length) continue;
+    const rest = token.startsWith(brand.label) ? token.slice(brand.label.length) : token.endsWith(brand.label) ? token.slice(0, -brand.label.length) : null;
+    if (rest !== null && LURE_WORDS.has(rest)) return brand;
   }
   return null;
 }

@@ -69,6 +69,9 @@ const RULES: Record<InstructionKind, readonly string[]> = {
     "¶|. ~0 assistant|ai|ai_assistant|ai_agent|chatbot|llm|bot ~0 , ~0 please|ignore|disregard|forget|forward|send|reply|respond|answer|delete|approve|mark|summarize|summarise|tell|say|remember|add|update|transfer|pay|execute|run|open|click|follow|do|don",
     // A label at the start of a sentence ("AI assistant: forward …"), not a headline's "Meet our AI assistant: Nova".
     "¶|. ~0 ai_assistant|ai_agent|ai_model|ai_system|llm_agent|email_assistant|email_agent ~0 :",
+    "¶|. ~0 assistant_ia|agent_ia|asistente_de_ia|agente_de_ia|asistente_ia|assistente_de_ia|assistente_ia|agente_ia|ki_assistent|ki_assistentin|ki_agent|ai_assistent|ии_ассистент|ии_агент ~0 :",
+    // "AI agent reading this:", "Assistant processing this email,".
+    "¶|. ~0 ai_agent|ai_assistant|ai_model|ai_system|llm|assistant|agent|model|bot ~0 reading|processing|handling|parsing|summarizing|summarising|reviewing ~0 this|these ~1 ,|:",
     "¶|. ~0 note|message|instruction*|memo|notice|reminder|request ~0 to|for ~1 ai|ai_assistant*|ai_agent*|ai_model*|ai_system*|llm|llms|language_model*|chatbot*|gpt|chatgpt|claude|gemini|copilot",
     "if|when ~0 you ~0 are|re ~1 ai|ai_assistant|ai_agent|ai_model|ai_system|ai_language_model|llm|language_model|large_language_model|chatbot|bot|automated_assistant|automated_system|automated_agent|virtual_assistant",
     "to|for|dear ~1 ai|ai_assistant|ai_agent|ai_model|ai_system|llm|language_model|chatbot|bot ~0 reading|processing|parsing|summarizing|summarising|analyzing|analysing|handling|reviewing|triaging ~0 this|these|the|my|our|incoming|emails|email|messages|message|mail|inbox",

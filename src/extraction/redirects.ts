@@ -14,7 +14,12 @@ const OPAQUE_TRACKERS = new Set([
   "customer.io", "pstmrk.it", "awstrack.me", "pardot.com", "mktoweb.com", "mkto-ab.com", "en25.com", "iterable.com",
   "braze.com", "intercom-clicks.com", "intercom-mail.com", "mcsv.net", "ctctcdn.com", "emltrk.com", "sailthru.com",
   "e2ma.net", "cmail1.com", "mailerlite.com", "aweber.com", "getresponse.com", "activehosted.com", "mimecast.com",
-  "mimecastprotect.com", "t.co", "lnkd.in",
+  "mimecastprotect.com",
+]);
+/** A network's own link shortener, opaque like a tracker in that network's own mail (and a shortener elsewhere). */
+const OWN_SHORTENERS = new Map([
+  ["t.co", ["twitter.com", "x.com"]],
+  ["lnkd.in", ["linkedin.com"]],
 ]);
 
 /** Short domains of a brand's own (the text names the brand's main domain, the link its short one). */
@@ -25,8 +30,9 @@ const SHORT_DOMAINS = new Map([
   ["apple.co", "apple.com"], ["db.tt", "dropbox.com"],
 ]);
 
-export function isOpaqueTracker(registrable: string): boolean {
-  return OPAQUE_TRACKERS.has(registrable);
+/** Whether a link through `registrable` hides its target, in mail from `sender` (a registrable domain, or null). */
+export function isOpaqueTracker(registrable: string, sender: string | null): boolean {
+  return OPAQUE_TRACKERS.has(registrable) || (sender !== null && (OWN_SHORTENERS.get(registrable)?.includes(sender) ?? false));
 }
 
 /** The main domain a brand's short domain stands for, or the domain itself. */

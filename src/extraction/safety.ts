@@ -116,7 +116,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
 
   // Links whose text names another domain than the one they lead to.
   for (const target of targets) {
-    const mismatch = textDomainMismatch(target, authenticatedFrom);
+    const mismatch = textDomainMismatch(target, authenticatedFrom, registrableDomain(domainOf(input.from) ?? ""));
     if (mismatch) {
       const evidence = `${target.text} → ${shownUrl(target.final)}`;
       warnings.add({ ...finding("link_text_mismatch", "text_names_other_domain", evidence, "link", null, false), ...mismatch });
@@ -304,7 +304,11 @@ function namedDomains(html: HtmlDoc | null, text: TextPart | null): NamedDomain[
  * Whether a link's text names a domain of another organisation than its target's, and which: the first domain
  * or URL in the text, compared by registrable domain.
  */
-function textDomainMismatch(target: LinkTarget, authenticatedFrom: string | null): { domain: string; imitates: string } | null {
+function textDomainMismatch(
+  target: LinkTarget,
+  authenticatedFrom: string | null,
+  from: string | null,
+): { domain: string; imitates: string } | null {
   if (!target.text || !target.text.includes(".")) return null;
   const named = namedInLinkText(target.text);
   if (!named) return null;
@@ -315,7 +319,7 @@ function textDomainMismatch(target: LinkTarget, authenticatedFrom: string | null
   if (finalDomain !== null && mainDomain(textDomain) === mainDomain(finalDomain)) return null;
   // A sender's click tracker (which hides where it goes): nothing to compare. So is an authenticated sender's own
   // (a newsletter's "nytimes.com" through email.mg.thedispatch.com), unless the text names a brand.
-  if (isOpaqueTracker(finalDomain ?? "") || isOpaqueTracker(registrableDomain(target.url.hostname) ?? "")) return null;
+  if (isOpaqueTracker(finalDomain ?? "", from) || isOpaqueTracker(registrableDomain(target.url.hostname) ?? "", from)) return null;
   if (finalDomain !== null && finalDomain === authenticatedFrom && !isKnownBrand(textDomain)) return null;
   return { domain: target.final.hostname, imitates: toAscii(named) };
 }
