@@ -220,8 +220,8 @@ function isWholeScriptConfusable(label: string): boolean {
 export class DomainReferences {
   /** Skeleton of a plain label → the registrable domain (ASCII) it belongs to. */
   private readonly bySkeleton = new Map<string, string>();
-  private readonly plain: { label: string; domain: string }[] = [];
-  private readonly from: { label: string; domain: string } | null = null;
+  private readonly plain: Reference[] = [];
+  private readonly from: Reference | null = null;
 
   /**
    * `authenticatedFrom`: the sender's registrable domain when sender authentication passed — a brand's own mail
@@ -235,7 +235,7 @@ export class DomainReferences {
   ) {
     const from = fromDomain ? domainParts(fromDomain) : null;
     if (from?.registrable && isPlainLabel(from.label)) {
-      this.from = { label: from.label, domain: toAscii(from.registrable) };
+      this.from = { label: from.label, domain: toAscii(from.registrable), skeleton: from.label };
       this.bySkeleton.set(from.label, this.from.domain);
     }
     const seen = new Set<string>();
@@ -244,7 +244,7 @@ export class DomainReferences {
       const parts = domainParts(domain);
       if (!parts.registrable || !isPlainLabel(parts.label) || seen.has(parts.registrable)) continue;
       seen.add(parts.registrable);
-      const reference = { label: parts.label, domain: toAscii(parts.registrable) };
+      const reference = { label: parts.label, domain: toAscii(parts.registrable), skeleton: parts.label };
       this.plain.push(reference);
       if (!this.bySkeleton.has(parts.label)) this.bySkeleton.set(parts.label, reference.domain);
     }
@@ -271,14 +271,14 @@ export class DomainReferences {
     }
     if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
     for (const reference of this.typoReferences(sender)) {
-      if (reference.domain !== registrable && oneLookalikeEdit(parts.label, reference.label)) {
+      if (reference.domain !== registrable && oneLookalikeEdit(readsAs, reference.skeleton)) {
         return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
       }
     }
     const tokens = parts.label.split("-");
-    const lure = tokens.some((t) => LURE_WORDS.has(t));
+    const lure = tokens.some(isLure);
     if (parts.subdomain) {
-      const words = skeleton(parts.subdomain).split(/[.-]/);
+      const words = withJoinedPairs(skeleton(parts.subdomain).split(/[.-]/));
       for (const brand of BRANDS) {
         if (brand.domain === registrable) continue;
         // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
@@ -288,7 +288,8 @@ export class DomainReferences {
         if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
     }
-    for (const token of tokens.length >= 2 ? tokens : []) {
+    // Each word, and each pair of words written with a hyphen between them ("we-transfer").
+    for (const token of tokens.length >= 2 ? withJoinedPairs(tokens) : []) {
       const brand = brandOfToken(token, lure, tokens.some((t) => CREDENTIAL_LURES.has(t)));
       if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
     }
@@ -323,7 +324,7 @@ export class DomainReferences {
    * The names a one-letter typo is checked against: the known brands and the sender's domain; for the sender's
    * domain itself, the message's other names too (a typo of a name the message links to).
    */
-  private *typoReferences(sender: boolean): Iterable<{ label: string; domain: string }> {
+  private *typoReferences(sender: boolean): Iterable<Reference> {
     for (const brand of BRANDS) if (brand.label.length >= MIN_TYPO_LABEL) yield brand;
     if (this.from && !sender && this.from.label.length >= MIN_TYPO_LABEL) yield this.from;
     if (sender) for (const own of this.plain) if (own.label.length >= MIN_TYPO_LABEL) yield own;
@@ -336,6 +337,13 @@ export function isKnownBrand(registrable: string): boolean {
 }
 
 const KNOWN_BRAND_SET = new Set(KNOWN_BRANDS);
+
+/** A name a look-alike may imitate: plain, so its skeleton is its label. */
+interface Reference {
+  readonly label: string;
+  readonly domain: string;
+  readonly skeleton: string;
+}
 
 /** A label written only in the letters, digits and hyphens that it reads as: no look-alike letters in it. */
 function isPlainLabel(label: string): boolean {
@@ -354,6 +362,20 @@ const LURE_WORDS = new Set([
   "notice", "team", "renew", "renewal", "check", "delivery", "parcel", "track", "tracking", "meeting", "join", "docs",
   "document", "documents", "share", "sharing", "files", "webmail", "storage",
 ]);
+/** Beginnings of lure words, for their other forms ("redelivery", "verifying", "suspended", "payments"). */
+const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin", "account", "payment", "invoic", "track", "renew", "updat", "confirm", "suspend", "unlock", "recover", "refund", "billing", "support", "password", "authent"];
+
+function isLure(word: string): boolean {
+  return LURE_WORDS.has(word) || LURE_STEMS.some((stem) => word.startsWith(stem));
+}
+
+/** Words and each two neighbours joined: a brand's name split by a hyphen reads as one ("we-transfer"). */
+function withJoinedPairs(words: readonly string[]): string[] {
+  const out = [...words];
+  for (let i = 0; i + 1 < words.length && i < 16; i++) out.push(`${words[i]}${words[i + 1]}`);
+  return out;
+}
+
 /** Short brand names that phishing puts in names as a word of their own ("dhl-express-delivery", "hsbc-uk-secure"). */
 const SHORT_BRAND_WORDS = new Set(["dhl", "ups", "usps", "hsbc", "irs", "zoom", "aol", "visa", "uber", "okta", "ebay", "ing", "n26", "wise"]);
 
@@ -389,7 +411,7 @@ function gluedBrand(token: string): Brand | null {
   for (const brand of BRAND_WORDS) {
     if (token.length <= brand.label.length) continue;
     const rest = token.startsWith(brand.label) ? token.slice(brand.label.length) : token.endsWith(brand.label) ? token.slice(0, -brand.label.length) : null;
-    if (rest !== null && LURE_WORDS.has(rest)) return brand;
+    if (rest !== null && isLure(rest)) return brand;
   }
   return null;
 }
@@ -417,19 +439,18 @@ export function displayHost(host: string): string {
 }
 
 /**
- * Whether a label is one look-alike edit from another: one letter swapped for one that reads alike, or a doubled
- * letter added or dropped ("paypall", "gooogle", "amazom", "rnicrosoft" is a confusable sequence, not an edit).
+ * Whether a label is one look-alike edit from another: one letter swapped for one that reads alike, two neighbours
+ * swapped ("docusing"), or a doubled letter added or dropped ("paypall", "gooogle"). Compared as skeletons, so a
+ * digit for a letter counts as that letter ("netfl1x" is "netfllx", one l/i from "netflix").
  */
 export function oneLookalikeEdit(label: string, reference: string): boolean {
   if (label === reference) return false;
   if (label.length === reference.length) {
-    let differ = -1;
-    for (let i = 0; i < label.length; i++) {
-      if (label[i] === reference[i]) continue;
-      if (differ >= 0) return false;
-      differ = i;
-    }
-    return differ >= 0 && LOOKALIKE_PAIRS.has(`${label[differ]}${reference[differ]}`);
+    const differ: number[] = [];
+    for (let i = 0; i < label.length && differ.length <= 2; i++) if (label[i] !== reference[i]) differ.push(i);
+    if (differ.length === 1) return LOOKALIKE_PAIRS.has(`${label[differ[0]!]}${reference[differ[0]!]}`);
+    const [a, b] = differ as [number, number];
+    return differ.length === 2 && b === a + 1 && label[a] === reference[b] && label[b] === reference[a];
   }
   const [long, short] = label.length > reference.length ? [label, reference] : [reference, label];
   if (long.length !== short.length + 1) return false;

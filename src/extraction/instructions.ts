@@ -125,22 +125,26 @@ const RULES: Record<InstructionKind, readonly string[]> = {
     "дорогои|уважаемыи|привет|здравствуи|внимание ~1 ии|ии_ассистент|ии_агент|чат_бот|чатбот|неиросеть|языковая_модель ~0 ,|:|!",
     "если ~0 ты|вы ~0 ии|ии_ассистент|ии_агент|языковая_модель|чатбот|чат_бот|бот|неиросеть|искусственныи_интеллект",
   ],
+  // The reader's own prompt ("your system prompt", "print the system prompt"), not the feature a developer
+  // newsletter describes ("you can now set a system prompt per project").
   system_prompt: [
-    "system_prompt*|system_message*|system_instruction*|initial_instructions|hidden_instructions|developer_instructions|developer_message|original_instructions|base_prompt|your_instructions|your_prompt",
+    "your|ur ~1 system_prompt*|system_message*|system_instruction*|initial_instructions|hidden_instructions|developer_instructions|developer_message|original_instructions|base_prompt|initial_prompt|prompt",
+    "reveal|repeat|leak|disclose|print|output|show|dump|recite ~3 system_prompt*|system_message*|system_instruction*|initial_instructions|hidden_instructions|initial_prompt",
+    "reveal|repeat|leak|disclose ~2 your ~0 instructions|prompt|rules",
     "system_override|admin_override|safety_override|override_mode",
-    "reveal|repeat|leak|disclose ~2 your ~0 instructions|prompt|system_prompt|initial_prompt|rules",
-    "systemprompt*|system_prompt*|systemanweisung*|systemnachricht*|systemvorgabe*",
-    "invite_systeme|prompt_systeme|instructions_systeme|instructions_du_systeme|message_systeme|message_du_systeme",
-    "prompt_del_sistema|instrucciones_del_sistema|mensaje_del_sistema|indicaciones_del_sistema",
-    "prompt_do_sistema|instrucoes_do_sistema|mensagem_do_sistema",
-    "prompt_di_sistema|istruzioni_di_sistema|messaggio_di_sistema|prompt_del_sistema",
-    "systeemprompt|systeem_prompt|systeeminstructies|systeembericht",
-    "системныи_промпт|системные_инструкции|системная_подсказка|системное_сообщение|системныи_запрос",
+    "dein|deinen|deine|ihr|ihren|ihre ~0 systemprompt*|system_prompt*|systemanweisung*|systemnachricht*|systemvorgabe*",
+    "ton|votre|tes|vos ~0 invite_systeme|prompt_systeme|instructions_systeme|instructions_du_systeme|message_systeme|message_du_systeme",
+    "tu|su|tus|sus ~0 prompt_del_sistema|instrucciones_del_sistema|mensaje_del_sistema|indicaciones_del_sistema",
+    "seu|teu|suas|tuas|o_seu|o_teu ~0 prompt_do_sistema|instrucoes_do_sistema|mensagem_do_sistema",
+    "tuo|suo|il_tuo|il_suo|tue|sue ~0 prompt_di_sistema|istruzioni_di_sistema|messaggio_di_sistema|prompt_del_sistema",
+    "je|jouw|uw ~0 systeemprompt|systeem_prompt|systeeminstructies|systeembericht",
+    "твои|свои|ваш|ваши|твоя|свою ~0 системныи_промпт|системные_инструкции|системная_подсказка|системное_сообщение|системныи_запрос",
   ],
   conceal_from_user: [
     // "Do not tell the user", "without informing your user": the user an agent works for, not "any other user".
     "not|never|without|t ~3 tell*|inform*|mention*|notify*|notifying|alert*|reveal*|show*|disclos* ~4 the|your|their ~0 user|human|operator|owner|principal",
     "keep ~1 this|it ~1 secret|hidden|confidential ~1 from ~1 the|your ~0 user|human|operator|owner",
+    "keep|hide ~2 this|it|that ~0 from ~1 the|your ~0 user|human|operator|owner",
     "sag|sage|sagen|erwahn*|informier*|verrat*|benachrichtig* ~5 nutzer*|benutzer*|anwender* ~3 nichts|nicht|keinesfalls",
     "sag|sage|sagen|erwahn*|informier*|verrat*|benachrichtig* ~4 nichts|nicht|keinesfalls ~4 nutzer*|benutzer*|anwender*",
     "ohne ~2 nutzer*|benutzer*|anwender* ~2 informier*|benachrichtig*|bescheid",
@@ -178,7 +182,7 @@ const CJK_RULES: readonly PhraseRule[] = [
   { kind: "addressed_to_ai", first: ["如果你是ai", "如果您是ai", "如果你是人工智能", "如果你是一个ai", "如果你是语言模型", "如果你是大模型", "致ai", "ai助手：", "ai助手:", "亲爱的ai", "给ai的", "正在阅读此邮件的ai"] },
   { kind: "addressed_to_ai", first: ["aiアシスタントへ", "aiへ", "あなたがaiなら", "あなたがaiの場合", "aiエージェントへ", "このメールを読んでいるai", "親愛なるai", "aiアシスタントの方へ"] },
   // Not 系统提示 or システムメッセージ alone: they are also every system notification's "system notice".
-  { kind: "system_prompt", first: ["系统提示词", "系统指令", "システムプロンプト", "システム指示"] },
+  { kind: "system_prompt", first: ["你的系统提示词", "您的系统提示词", "你的系统指令", "把系统提示词", "系统提示词发", "あなたのシステムプロンプト", "システムプロンプトを教え", "システムプロンプトを表示", "システムプロンプトを出力"] },
   { kind: "conceal_from_user", first: ["不要告诉用户", "别告诉用户", "不要通知用户", "不要让用户知道", "不告知用户", "ユーザーに伝えない", "ユーザーには伝えない", "ユーザーに言わない", "ユーザーに知らせない", "ユーザーに教えない", "ユーザーに通知しない", "ユーザーには言わない"] },
 ];
 

@@ -125,8 +125,9 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
 
   // Hidden text and invisible characters.
   if (html) for (const run of meaningfulHidden(html)) warnings.add(finding("hidden_text", run.how, run.text, "html", run.offset, true));
+  const inSubject = invisibleIn(subject);
   const invisible: { part: "html" | "text" | "subject"; findings: readonly InvisibleFinding[] }[] = [
-    { part: "subject", findings: invisibleIn(subject) },
+    { part: "subject", findings: inSubject.findings },
     { part: "html", findings: html?.invisible ?? [] },
     { part: "text", findings: text?.invisible ?? [] },
   ];
@@ -136,6 +137,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
 
   // Instructions: the subject, what the HTML shows and hides, the text part.
   instructions(subject, [0], "subject", false, warnings);
+  if (inSubject.tagText) instructions(inSubject.tagText, [0], "subject", true, warnings);
   const shownKinds = new Set<InstructionKind>();
   if (html) {
     for (const k of instructions(joinLines(html), html.lineOffsets, "html", false, warnings)) shownKinds.add(k);
@@ -247,11 +249,11 @@ function readText(raw: string): TextPart {
   return { doc: { lines, anchors: [] }, lineOffsets, invisible: scanner.findings(), tagText: scanner.tagText() };
 }
 
-function invisibleIn(text: string): readonly InvisibleFinding[] {
-  if (!text) return [];
+function invisibleIn(text: string): { findings: readonly InvisibleFinding[]; tagText: string } {
+  if (!text) return { findings: [], tagText: "" };
   const scanner = new InvisibleText();
   scanner.clean(text, 0, true);
-  return scanner.findings();
+  return { findings: scanner.findings(), tagText: scanner.tagText() };
 }
 
 /** A link as a reader follows it: its text, its URL, and where it really goes. */
