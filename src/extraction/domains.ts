@@ -221,6 +221,8 @@ export class DomainReferences {
   /** Skeleton of a plain label → the registrable domain (ASCII) it belongs to. */
   private readonly bySkeleton = new Map<string, string>();
   private readonly plain: Reference[] = [];
+  /** What each host read as, by host. */
+  private readonly read = new Map<string, Lookalike | null>();
   private readonly from: Reference | null = null;
 
   /**
@@ -255,6 +257,16 @@ export class DomainReferences {
    * also compared letter by letter with the message's other names.
    */
   lookalike(host: string, sender = false): Lookalike | null {
+    // A message links the same few hosts many times: each is read once.
+    const key = `${sender ? "from:" : ""}${host}`;
+    const known = this.read.get(key);
+    if (known !== undefined) return known;
+    const found = this.readLookalike(host, sender);
+    this.read.set(key, found);
+    return found;
+  }
+
+  private readLookalike(host: string, sender: boolean): Lookalike | null {
     const parts = domainParts(host);
     if (!parts.registrable) return null;
     const domain = toAscii(parts.host);
