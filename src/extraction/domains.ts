@@ -230,11 +230,11 @@ export class DomainReferences {
    * links its own hyphenated and sub-domains ("paypal-communication.com" in mail from paypal.com), which are not
    * imitations then.
    */
-  constructor(
-    fromDomain: string | null,
-    messageDomains: Iterable<string>,
-    private readonly authenticatedFrom: string | null = null,
-  ) {
+  private readonly authenticatedFrom: string | null;
+
+  constructor(fromDomain: string | null, messageDomains: Iterable<string>, authenticatedFrom: string | null = null) {
+    // Assigned here, not as a parameter property: the parser worker loads this file with Node's type stripping.
+    this.authenticatedFrom = authenticatedFrom;
     const from = fromDomain ? domainParts(fromDomain) : null;
     if (from?.registrable && isPlainLabel(from.label)) {
       this.from = { label: from.label, domain: toAscii(from.registrable), skeleton: from.label };
