@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowestFilesReporter, { SlowFirstSequencer } from "./support/slowest-files.js";
 
 // One PostgreSQL and one Temporal server per test run (global setup); tests isolate themselves by tenant.
 export default defineConfig({
@@ -11,5 +12,7 @@ export default defineConfig({
     pool: "forks",
     // Two cores: more parallel files only queue on the shared database and Temporal server.
     maxWorkers: 2,
+    reporters: ["default", new SlowestFilesReporter()],
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { startTestApp, type TestApp } from "../support/harness.js";
-import { ensureSchemathesis } from "../support/schemathesis.js";
+import { ensureSchemathesis } from "../support/tools.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
 const HOOKS = fileURLToPath(new URL("../fixtures/schemathesis-hooks.py", import.meta.url));

@@ -1,5 +1,6 @@
 // Starts the real PostgreSQL and Temporal dev server once per test run, applies migrations, bundles the
-// workflows once, and hands their addresses to every test file.
+// workflows once, and hands their addresses to every test file. The tools some files need (helm, hadolint,
+// schemathesis) start installing in the background meanwhile, so a fresh clone's installs overlap the tests.
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -13,6 +14,7 @@ import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
 import { startTemporalDevServer } from "../../src/runtime/temporal-dev-server.js";
 import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
 import { startClamd, type ProvidedClamd } from "./clamd.js";
+import { prefetchTools } from "./tools.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -27,6 +29,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Test processes trust the webhook receivers' test CA. Node reads NODE_EXTRA_CA_CERTS only at process start,
   // and the test forks start after this setup, inheriting its environment.
   process.env.NODE_EXTRA_CA_CERTS = fileURLToPath(new URL("../fixtures/webhook-tls/ca.pem", import.meta.url));
+  // The files of this run (vitest has collected their paths before it sets up).
+  const toolsPrefetched = prefetchTools(project.vitest.state.getPaths());
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-test-"));
   // The embedded PostgreSQL runs as an unprivileged user when the tests run as root: it must reach its data dir.
   await chmod(dataDir, 0o755);
@@ -55,6 +59,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("clamd", typeof clamd === "string" ? { failure: clamd } : { tcpAddress: clamd.tcpAddress, unixAddress: clamd.unixAddress, version: clamd.version });
 
   return async () => {
+    await toolsPrefetched;
     await temporal?.stop();
     await pg?.stop();
     if (typeof clamd !== "string") await clamd.stop();
