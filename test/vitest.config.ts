@@ -11,7 +11,7 @@ export default defineConfig({
     hookTimeout: 180_000,
     pool: "forks",
     // Two cores, but most end-to-end files spend much of their time waiting (on timers, child processes, the
-    // servers): a third file in flight fills that time. Measured: see the README's testing section.
+    // servers): a third file in flight fills that time.
     maxWorkers: 3,
     reporters: ["default", new SlowestFilesReporter()],
     sequence: { sequencer: SlowFirstSequencer },

@@ -117,7 +117,8 @@ test("the smtp role's listener and processing thread store mail over TLS to both
   expect(stored.subject).toBe("over tls");
 });
 
-test("without a client certificate the role does not start, and says it could not reach Temporal", async () => {
+// These two wait out the Temporal client's connection attempts (about ten seconds each): side by side.
+test.concurrent("without a client certificate the role does not start, and says it could not reach Temporal", async () => {
   const env = await externalEnv();
   delete (env as Record<string, string | undefined>).TEMPORAL_TLS_CERT;
   delete (env as Record<string, string | undefined>).TEMPORAL_TLS_KEY;
@@ -126,7 +127,7 @@ test("without a client certificate the role does not start, and says it could no
   expect(stderr).toMatch(/cannot connect to Temporal at 127\.0\.0\.1:\d+ over TLS: TLS handshake failed: .*certificate/);
 });
 
-test("a TEMPORAL_TLS_CA that did not sign the server's certificate fails with a certificate error", async () => {
+test.concurrent("a TEMPORAL_TLS_CA that did not sign the server's certificate fails with a certificate error", async () => {
   const { code, stderr } = await serveRoleFailure("api", await externalEnv({ TEMPORAL_TLS_CA: otherCa.ca }));
   expect(code).toBe(1);
   expect(stderr).toMatch(/cannot connect to Temporal at 127\.0\.0\.1:\d+ over TLS: TLS handshake failed: .*certificate/);

@@ -32,8 +32,8 @@ beforeAll(async () => {
     SMTP_ROUTES: `*=127.0.0.1:${sink.port}`,
     TOOLS_DIR: process.env.TOOLS_DIR ?? "",
   });
-  worker = await app.startWorker();
-  schemathesis = await ensureSchemathesis(app.config.toolsDir);
+  // The install (begun by the global setup on a fresh clone) finishes while the worker starts.
+  [worker, schemathesis] = await Promise.all([app.startWorker(), ensureSchemathesis(app.config.toolsDir)]);
   workDir = await mkdtemp(join(tmpdir(), "schemathesis-"));
 }, 600_000);
 

@@ -33,6 +33,12 @@ export const KNOWN_SLOW = [
   "test/e2e/faults.test.ts",
   "test/e2e/schemathesis.test.ts",
   "test/deploy/helm-chart.test.ts",
+  "test/e2e/attachment-scan.test.ts",
+  "test/e2e/temporal-outage.test.ts",
+  "test/e2e/roles-scale-out.test.ts",
+  "test/e2e/drain.test.ts",
+  "test/e2e/start.test.ts",
+  "test/e2e/external-tls.test.ts",
 ];
 
 export class SlowFirstSequencer extends BaseSequencer {
