@@ -83,7 +83,7 @@ export function prefetchTools(testFiles: readonly string[]): Promise<void> {
  * complete. One install at a time per tool across processes: the installer holds `<toolsDir>/.<name>.lock` (its pid
  * inside), and others wait until it is gone, then use the tool or, if that install failed, try themselves.
  */
-async function ensureTool(toolsDir: string, name: string, binary: string, install: (staging: string) => Promise<void>): Promise<string> {
+export async function ensureTool(toolsDir: string, name: string, binary: string, install: (staging: string) => Promise<void>): Promise<string> {
   const dir = join(toolsDir, name);
   const lock = join(toolsDir, `.${name}.lock`);
   await mkdir(toolsDir, { recursive: true });
