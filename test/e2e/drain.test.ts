@@ -8,30 +8,34 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
 import { serveRole, type RoleName, type RoleProcess } from "../support/role-process.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
+let database: FileDatabase;
 let app: TestApp;
 let sink: SmtpSink;
 const processes: RoleProcess[] = [];
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
-  app = await startTestApp();
+  // Worker roles reconcile the whole database: this file's own keeps them off other files' submissions.
+  [sink, database] = await Promise.all([startSmtpSink(), createFileDatabase()]);
+  app = await startTestApp({ DATABASE_URL: database.url });
 });
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill("SIGKILL")));
   await app?.stop();
   await sink?.stop();
+  await database?.drop();
 });
 
-/** A role on the run's PostgreSQL and Temporal, on its own task queue unless told otherwise. */
+/** A role on this file's database and the run's Temporal, on its own task queue unless told otherwise. */
 async function role(name: RoleName, env: Record<string, string> = {}): Promise<RoleProcess> {
   const started = await serveRole(name, {
-    DATABASE_URL: inject("databaseUrl"),
+    DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     TEMPORAL_TASK_QUEUE: uniqueName("drain"),
     MANAGED_DOMAIN: app.config.managedDomain,

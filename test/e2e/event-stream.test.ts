@@ -13,10 +13,12 @@ import { EventService } from "../../gen/mailbox/v1/event_service_pb.js";
 import { revokeKey, updateKey } from "../../src/admin/api-keys.js";
 import { updateOrganization } from "../../src/admin/organizations.js";
 import { WebhookDelivery } from "../../src/db/entities/index.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { openSse, type SseStream } from "../support/sse-client.js";
 import { serveSmtp, type SmtpProcess } from "../support/smtp-process.js";
 
+let database: FileDatabase;
 let app: TestApp;
 /** A second API process on the same database. */
 let other: TestApp;
@@ -25,7 +27,15 @@ let smtpDir: string;
 const streams: SseStream[] = [];
 
 beforeAll(async () => {
-  const env = { STREAM_MAX_PER_KEY: "2", STREAM_KEEPALIVE_S: "1", API_HEADERS_TIMEOUT_MS: "1000", API_REQUEST_TIMEOUT_MS: "1000" };
+  // The smtp process's sweeper adopts pending raw mail of its whole database: this file's own.
+  database = await createFileDatabase();
+  const env = {
+    DATABASE_URL: database.url,
+    STREAM_MAX_PER_KEY: "2",
+    STREAM_KEEPALIVE_S: "1",
+    API_HEADERS_TIMEOUT_MS: "1000",
+    API_REQUEST_TIMEOUT_MS: "1000",
+  };
   [app, other] = await Promise.all([startTestApp(env), startTestApp(env)]);
   smtpDir = await mkdtemp(join(tmpdir(), "mailbox-stream-smtp-"));
   smtp = await serveSmtp(app, smtpDir);
@@ -35,6 +45,7 @@ afterAll(async () => {
   await smtp?.kill();
   await other?.stop();
   await app?.stop();
+  await database?.drop();
   if (smtpDir) await rm(smtpDir, { recursive: true, force: true });
 });
 

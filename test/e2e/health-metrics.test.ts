@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { InboxService } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import { startCountingProxy } from "../support/counting-proxy.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
 import { sendRaw } from "../support/smtp-client.js";
@@ -222,13 +223,19 @@ test("/readyz answers 503 while PostgreSQL is unreachable and 200 once it is bac
 
 describe("on STATUS_PORT of the roles without an API port", () => {
   const children: RoleProcess[] = [];
+  // The roles' reconcilers and sweeper scan their whole database: these get one of their own.
+  let database: FileDatabase;
+  beforeAll(async () => {
+    database = await createFileDatabase();
+  });
   afterAll(async () => {
     await Promise.all(children.map((child) => child.kill("SIGTERM")));
+    await database?.drop();
   });
 
-  /** `mailbox serve --role worker` on the run's PostgreSQL and Temporal; resolves with its status URL. */
+  /** `mailbox serve --role worker` on this file's database and the run's Temporal; resolves with its status URL. */
   async function serveWorker(env: Record<string, string>): Promise<string> {
-    const worker = await serveRole("worker", { ...(await roleEnv()), ...env });
+    const worker = await serveRole("worker", { ...(await roleEnv()), DATABASE_URL: database.url, ...env });
     children.push(worker);
     return worker.status!;
   }
@@ -255,7 +262,7 @@ describe("on STATUS_PORT of the roles without an API port", () => {
   });
 
   test("the smtp role's readiness includes its listener, and its metrics count its sessions", async () => {
-    const app = await startTestApp();
+    const app = await startTestApp({ DATABASE_URL: database.url });
     try {
       const smtp = await serveSmtp(app, await mkdtemp(join(tmpdir(), "mailbox-status-")), { STATUS_PORT: "0" });
       children.push(smtp);

@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { startTestApp, type TestApp } from "../support/harness.js";
-import { ensureSchemathesis } from "../support/schemathesis.js";
+import { ensureSchemathesis } from "../support/tools.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
 const HOOKS = fileURLToPath(new URL("../fixtures/schemathesis-hooks.py", import.meta.url));
@@ -41,8 +41,8 @@ beforeAll(async () => {
     SMTP_ROUTES: `*=127.0.0.1:${sink.port}`,
     TOOLS_DIR: process.env.TOOLS_DIR ?? "",
   });
-  worker = await app.startWorker();
-  schemathesis = await ensureSchemathesis(app.config.toolsDir);
+  // The install (begun by the global setup on a fresh clone) finishes while the worker starts.
+  [worker, schemathesis] = await Promise.all([app.startWorker(), ensureSchemathesis(app.config.toolsDir)]);
   workDir = await mkdtemp(join(tmpdir(), "schemathesis-"));
   await writeFile(join(workDir, "schemathesis.toml"), CONFIG);
 }, 600_000);

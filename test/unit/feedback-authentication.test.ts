@@ -11,7 +11,7 @@ import {
 } from "../../src/outbound/feedback-authentication.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { feedbackReport, publishDkimKey, publishSpf } from "../support/feedback-report.js";
-import { uniqueName } from "../support/harness.js";
+import { uniqueName } from "../support/names.js";
 
 const identities = (domains: string[], addresses: string[] = []): ReportIdentities => ({ domains, addresses, summary: "" });
 
