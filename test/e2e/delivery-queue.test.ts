@@ -118,7 +118,7 @@ test("a claim whose lease ran out is taken over within seconds by a worker of it
   const foreign = await strand(uniqueName("another-deployment"));
   const began = Date.now();
   await delivered(tenant, ours.submissionId);
-  // Within a few lease checks (every 3 s), not the reconciler's minutes.
+  // Within a few lease checks (every 2 s), not the reconciler's minutes.
   expect(Date.now() - began).toBeLessThan(15_000);
   expect(sink.copiesFor(ours.to)).toHaveLength(1);
   expect(await workflowOf(app, ours.submissionId)).toMatchObject({ type: "delivery" });

@@ -82,11 +82,11 @@ const CLAIM_RETRY_MS = 1_000;
 /**
  * A claim's lease: renewed every TAKEOVER_INTERVAL_MS while its worker holds it, so it runs out only when the worker
  * is gone (or cannot reach the database for this long). With the interval it bounds how long a dead worker's
- * submissions wait: ~20 s.
+ * submissions wait: ~15 s.
  */
-export const CLAIM_LEASE_MS = 15_000;
+export const CLAIM_LEASE_MS = 12_000;
 /** How often a worker renews its leases and looks for leases that ran out. */
-const TAKEOVER_INTERVAL_MS = 3_000;
+const TAKEOVER_INTERVAL_MS = 2_000;
 /** Claims taken over per look at most; the next look takes the rest. */
 const TAKEOVER_BATCH = 100;
 
