@@ -7,6 +7,8 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { WorkflowNotFoundError } from "@temporalio/client";
+import { SUBMISSIONS_ANNOUNCED } from "../../src/outbound/delivery/queue.js";
 import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
@@ -187,6 +189,70 @@ test("a worker whose delivery outlasts SHUTDOWN_TIMEOUT_MS hands it back and exi
   const state = await delivered(s.submissionId);
   expect(state.recipients[0]).toMatchObject({ status: "delivered" });
   // The peer may have taken the first copy (its reply was lost with the cancelled attempt): one duplicate at most.
+  const copies = sink.copiesFor(s.to);
+  expect(copies.length).toBeGreaterThanOrEqual(1);
+  expect(copies.length).toBeLessThanOrEqual(2);
+}, 150_000);
+
+/** A submission of `taskQueue` announced to its workers as acceptance announces it: their delivery queue attempts it. */
+async function announceDelivery(taskQueue: string) {
+  const tenant = await app.createTenant();
+  const to = `${uniqueName("drain")}@sink.test`;
+  const s = await insertSubmission(app.db, {
+    organizationId: tenant.organizationId,
+    from: { email: `${uniqueName("agent")}@${app.config.managedDomain}` },
+    to: [{ email: to }],
+    withMessage: true,
+    taskQueue,
+  });
+  await app.db.sql.query("select pg_notify($1, $2)", [SUBMISSIONS_ANNOUNCED, `${taskQueue}\t${s.submissionId}`]);
+  // The peer has the whole message; its reply is held.
+  await eventually(async () => (sink.copiesFor(to).length === 1 ? true : undefined), 30_000);
+  return { ...s, to };
+}
+
+const hasWorkflow = (submissionId: string) =>
+  app.temporal.workflow
+    .getHandle(deliveryWorkflowId(submissionId))
+    .describe()
+    .then(
+      () => true,
+      (e: unknown) => {
+        if (e instanceof WorkflowNotFoundError) return false;
+        throw e;
+      },
+    );
+
+test("the worker role finishes a first attempt of its delivery queue waiting on its peer after SIGTERM, and exits 0", async () => {
+  const taskQueue = uniqueName("drain-worker");
+  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "60000" });
+  sink.holdData(1, 3_000);
+  const s = await announceDelivery(taskQueue);
+
+  expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
+  const state = await delivered(s.submissionId);
+  expect(state.recipients[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  expect(sink.copiesFor(s.to)).toHaveLength(1);
+  // Delivered at the first attempt: no workflow was needed.
+  expect(await hasWorkflow(s.submissionId)).toBe(false);
+}, 150_000);
+
+test("a first attempt that outlasts SHUTDOWN_TIMEOUT_MS is cut, recorded as deferred and handed to its workflow; the next worker delivers it", async () => {
+  const taskQueue = uniqueName("drain-worker");
+  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "4000" });
+  sink.holdData(1, 120_000);
+  const s = await announceDelivery(taskQueue);
+
+  expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
+  const between = await submissionState(app.db, s.submissionId);
+  expect(between.recipients[0]).toMatchObject({ status: "deferred", attempts: 1, failureCode: expect.stringMatching(/^transport_/) });
+  expect(await hasWorkflow(s.submissionId)).toBe(true);
+
+  sink.releaseData();
+  await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue });
+  const state = await delivered(s.submissionId);
+  expect(state.recipients[0]).toMatchObject({ status: "delivered", attempts: 2 });
+  // The peer took the first copy (its reply was lost with the cut attempt): one duplicate at most.
   const copies = sink.copiesFor(s.to);
   expect(copies.length).toBeGreaterThanOrEqual(1);
   expect(copies.length).toBeLessThanOrEqual(2);
