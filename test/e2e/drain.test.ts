@@ -179,8 +179,8 @@ const workflowStatus = (submissionId: string) =>
     );
 
 const ATTEMPTS = [
-  ["a first attempt of its delivery queue", "queue"],
-  ["a first attempt of a workflow", "workflow"],
+  ["its delivery queue's first attempt", "queue"],
+  ["a workflow's first attempt", "workflow"],
 ] as const;
 
 test.each(ATTEMPTS)("the worker role finishes %s waiting on its peer after SIGTERM, and exits 0", async (_name, via) => {
@@ -197,7 +197,7 @@ test.each(ATTEMPTS)("the worker role finishes %s waiting on its peer after SIGTE
   expect(await workflowStatus(s.submissionId)).toBe(via === "queue" ? null : "COMPLETED");
 }, 150_000);
 
-test.each(ATTEMPTS)("a worker whose %s outlasts SHUTDOWN_TIMEOUT_MS hands it back and exits 0; the next worker delivers it", async (_name, via) => {
+test.each(ATTEMPTS)("when %s outlasts SHUTDOWN_TIMEOUT_MS, the worker hands it back and exits 0; the next worker delivers it", async (_name, via) => {
   const taskQueue = uniqueName("drain-worker");
   const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "4000" });
   sink.holdData(1, 120_000);
