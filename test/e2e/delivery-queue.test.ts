@@ -1,7 +1,8 @@
 // The delivery queue end to end, through the API and a real worker: a send is announced, claimed and delivered
 // at its first attempt by the worker itself, with no workflow; a recipient deferred there is handed to its
 // workflow, which retries after the backoff; a claim whose lease ran out (its worker died) is taken over within
-// seconds, and only by workers of its own task queue; deliveries to one next hop share a kept SMTP connection,
+// seconds, and only by workers of its own task queue; a worker that starts takes up what was accepted while none
+// listened; deliveries to one next hop share a kept SMTP connection,
 // which is closed once idle; past capacity the API answers 503 delivery_backlog with Retry-After instead of
 // accepting work it cannot start, and accepts again once the backlog is gone.
 import { WorkflowNotFoundError } from "@temporalio/client";
@@ -85,9 +86,11 @@ test("a recipient deferred at the first attempt is handed to the submission's wo
   expect(deferred.recipients).toMatchObject([{ status: "deferred", attempts: 1, failureCode: "smtp_4.2.0" }]);
   const workflow = await eventually(() => workflowOf(app, id), 30_000);
   expect(workflow.type).toBe("delivery");
-  // The handover ended the claim's lease: nobody takes it over.
-  const [lease] = await app.db.sql.query<{ claim_expires_at: Date | null }>("select claim_expires_at from submissions where id = $1", [id]);
-  expect(lease!.claim_expires_at).toBeNull();
+  // The handover ends the claim's lease once the workflow has started: nobody takes it over.
+  await eventually(async () => {
+    const [lease] = await app.db.sql.query<{ claim_expires_at: Date | null }>("select claim_expires_at from submissions where id = $1", [id]);
+    return lease!.claim_expires_at === null ? true : undefined;
+  }, 10_000);
 
   sink.recover(to);
   const state = await eventually(async () => {
@@ -127,6 +130,22 @@ test("a claim whose lease ran out is taken over within seconds by a worker of it
   expect(await workflowOf(app, foreign.submissionId)).toBeUndefined();
   expect(sink.copiesFor(foreign.to)).toHaveLength(0);
   await app.db.sql.query("update submissions set claim_expires_at = null where id = $1", [foreign.submissionId]);
+});
+
+test("a worker that starts takes up at once what was accepted while no worker of its queue listened", async () => {
+  const { app, sink, tenant } = await appWithSink({});
+  const to = `${uniqueName("unheard")}@sink.test`;
+  // Committed and announced to nobody: pending, younger than the reconciler's 30 s.
+  const s = await insertSubmission(app.db, {
+    organizationId: tenant.organizationId,
+    from: { email: `${uniqueName("agent")}@${app.config.managedDomain}` },
+    to: [{ email: to }],
+    withMessage: true,
+    taskQueue: app.config.temporalTaskQueue,
+  });
+  await app.startWorker();
+  await delivered(tenant, s.submissionId);
+  expect(sink.copiesFor(to)).toHaveLength(1);
 });
 
 test("a kept connection is closed once it has been idle for DELIVERY_CONNECTION_IDLE_MS", async () => {

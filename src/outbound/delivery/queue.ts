@@ -27,8 +27,9 @@
 //   alone was not enough: offered twice as fast as delivered, the newest waited twice as long (bench:outbound).
 //
 // Announcements carry the task queue and each submission records it, so a worker claims and takes over only work
-// of its own queue (deployments and tests sharing one database keep to their own). A lost announcement (no worker
-// listening, a dropped connection) leaves the submission pending: the delivery reconciler starts it
+// of its own queue (deployments and tests sharing one database keep to their own). A worker that starts, or listens
+// again after losing its connection, takes up what waits pending for its queue (announced while it did not
+// listen); what still slips through (a failed notification) the delivery reconciler starts
 // (src/outbound/delivery/reconciler.ts).
 import { randomBytes } from "node:crypto";
 import type { Database } from "../../db/database.js";
@@ -38,7 +39,7 @@ import type { Logger } from "../../logger.js";
 import type { DeliveryQueue } from "../ports.js";
 import { FIRST_ATTEMPT_BUDGET_MS, type Deliverer } from "./deliverer.js";
 import type { QueuedSubmission } from "./operations.js";
-import { claimSubmissions, releaseClaims, renewClaims, takeOverExpiredClaims, type ClaimedSubmission } from "./store.js";
+import { claimSubmissions, pendingSubmissionIds, releaseClaims, renewClaims, takeOverExpiredClaims, type ClaimedSubmission } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
 export const DELIVERY_BACKLOG_REPORTED = "delivery_backlog_reported";
@@ -256,8 +257,11 @@ class Dispatcher implements DeliveryDispatcher {
         if (tab < 0 || payload.slice(0, tab) !== this.deps.taskQueue) return;
         this.enqueue(payload.slice(tab + 1).split(","));
       },
-      listening,
-      lost: () => this.deps.log.warn("delivery queue: not listening for announcements; the delivery reconciler starts what is missed"),
+      listening: () => {
+        listening();
+        void this.takeUpPending();
+      },
+      lost: () => this.deps.log.warn("delivery queue: not listening for announcements; what is missed is taken up when it listens again"),
     });
     this.reporter = setInterval(() => {
       this.report().catch((e: unknown) => this.deps.log.warn("delivery queue: backlog report failed", { error: e }));
@@ -268,6 +272,19 @@ class Dispatcher implements DeliveryDispatcher {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([listens, new Promise<void>((resolve) => (timer = setTimeout(resolve, LISTEN_WAIT_MS)))]);
     clearTimeout(timer);
+  }
+
+  /**
+   * What was announced while this worker did not listen (it was starting, or its connection was lost) waits
+   * pending: taken up as soon as it listens (again), rather than by the reconciler half a minute or more later.
+   * Read after LISTEN, so a submission committed meanwhile is either read here or announced to it.
+   */
+  private async takeUpPending(): Promise<void> {
+    try {
+      this.enqueue(await pendingSubmissionIds(this.deps.db.sql, this.deps.taskQueue, MAX_WAITING));
+    } catch (e) {
+      this.deps.log.warn("delivery queue: pending submissions not read; the delivery reconciler starts them", { error: e });
+    }
   }
 
   async stop(): Promise<void> {

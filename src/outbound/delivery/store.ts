@@ -169,6 +169,15 @@ export async function claimSubmissions(sql: SqlPool, submissionIds: readonly str
   }));
 }
 
+/** Submissions of the task queue still pending, oldest first: announced while no worker listened. */
+export async function pendingSubmissionIds(sql: SqlPool, taskQueue: string, limit: number): Promise<string[]> {
+  const rows = await sql.query<{ id: string }>(
+    `select id from submissions where status = 'pending' and task_queue = $1 order by created_at limit $2`,
+    [taskQueue, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** Extends the leases of these claims (a worker still holds them); a cleared lease stays cleared. */
 export async function renewClaims(sql: SqlPool, submissionIds: readonly string[], leaseMs: number): Promise<void> {
   if (submissionIds.length === 0) return;
