@@ -4,9 +4,9 @@ import { Migration } from '@mikro-orm/migrations';
 // take over and reconcile it; rows accepted before keep null, which every deployment's reconciler may start (as
 // before). claim_expires_at is the delivery queue's lease: set while a worker holds the submission without a
 // workflow, so the survivors of a killed worker take it over once it runs out. The partial index holds only those.
-export class Migration20261126100000_delivery_claims extends Migration {
+export class Migration20261126130000_delivery_claims extends Migration {
 
-  override name = 'Migration20261126100000_delivery_claims';
+  override name = 'Migration20261126130000_delivery_claims';
 
   override up(): void | Promise<void> {
     this.addSql(`alter table "submissions" add column "task_queue" varchar(255) null, add column "claim_expires_at" timestamptz(3) null;`);
