@@ -3,7 +3,7 @@
 // candidate rescanned its line), a marked signature of thousands of lines (each line rescanned the rest) — and the
 // shapes the safety analysis reads: zero-width characters, anchors, nested hidden elements, comments, look-alike
 // domains, instructions. Each is run at a size n and at 4n, both under the caps in limits.ts: linear work takes
-// about 4 times as long, quadratic work 16 times. Time is the process's CPU time, the least of a few runs, so a
+// about 4 times as long, quadratic work 16 times. Time is the process's CPU time, the least of three runs, so a
 // busy machine slows both sizes alike.
 import { describe, expect, test } from "vitest";
 import { extractMessage } from "../../src/extraction/index.js";
@@ -11,7 +11,7 @@ import type { ExtractionInput } from "../../src/extraction/types.js";
 
 /** Linear work at 4n takes ~4× as long; quadratic ~16×. */
 const MAX_GROWTH = 8;
-const RUNS = 5;
+const RUNS = 3;
 
 function cpuMs(run: () => void): number {
   const start = process.cpuUsage();
