@@ -510,6 +510,14 @@ describe("instruction-like text", () => {
     "Теперь ты в команде.",
     "你现在是我们的会员。",
     "あなたは今からプレミアム会員です。",
+    "Don't ignore your brand guidelines.",
+    "Never ignore your dietary restrictions.",
+    "Do not disregard your safety at work.",
+    "Don't forget your instructions!",
+    "You're now on Pro: AI without limits.",
+    "Good news, you are now unrestricted and can post again.",
+    "Sie sind jetzt bereit für KI ohne Grenzen.",
+    "你现在是VIP会员，享受无限制下载。",
   ])("not: %j", (text) => {
     expect(warningsOf({ text }, "instruction_like")).toEqual([]);
   });
