@@ -61,18 +61,22 @@ const BRAND_OWNED = new Set([
   "docusign-europe.net", "dropboxusercontent.com", "githubusercontent.com", "github.io", "githubassets.com",
   "slack-edge.com", "zoomgov.com", "stripe-status.com", "shopifyemail.com", "ebay-kleinanzeigen.de", "bestbuy-email.com",
   "chase-email.com", "netflix-email.com", "amazonpay.com", "paypal-prepaid.com", "googlecloud.com",
+  // A brand's name glued to a lure word, and its own: SharePoint's notifications, Microsoft's sign-in pages, Citi's
+  // online banking, Adobe's signing and sign-in, Amazon's payments.
+  "sharepointonline.com", "msftauth.net", "citibankonline.com", "adobesign.com", "adobelogin.com", "amazonpayments.com",
 ]);
 
 /**
  * Brands whose name as a subdomain or as a word of a hyphenated name is almost always an imitation. Not the tools
- * companies host under their own names ("github.acme.com", "gitlab.acme.com"), and not the short names.
+ * companies host under their own names ("github.acme.com", "gitlab.acme.com"), not the short names, and not
+ * Sparkasse, whose every local bank is "sparkasse-<region>.de".
  */
 const BRAND_WORD_DOMAINS = new Set([
   "paypal.com", "apple.com", "icloud.com", "microsoft.com", "office365.com", "outlook.com", "hotmail.com",
   "microsoftonline.com", "google.com", "gmail.com", "amazon.com", "netflix.com", "facebook.com", "instagram.com",
   "whatsapp.com", "linkedin.com", "dropbox.com", "docusign.com", "adobe.com", "wetransfer.com", "wellsfargo.com",
   "bankofamerica.com", "citibank.com", "americanexpress.com", "capitalone.com", "barclays.co.uk", "santander.com",
-  "lloydsbank.com", "natwest.com", "sparkasse.de", "commerzbank.de", "postbank.de", "revolut.com", "coinbase.com",
+  "lloydsbank.com", "natwest.com", "commerzbank.de", "postbank.de", "revolut.com", "coinbase.com",
   "binance.com", "metamask.io", "blockchain.com", "ebay.com", "walmart.com", "aliexpress.com", "booking.com",
   "airbnb.com", "fedex.com", "royalmail.com", "steamcommunity.com", "steampowered.com", "roblox.com", "yahoo.com",
   "protonmail.com", "mastercard.com", "norton.com", "mcafee.com",
@@ -289,7 +293,10 @@ export class DomainReferences {
     // The same name read through look-alike letters, under any suffix.
     if (readsAs !== parts.label) {
       const imitated = BRAND_BY_SKELETON.get(readsAs)?.domain ?? this.bySkeleton.get(readsAs);
-      if (imitated && imitated !== registrable) return { kind: mixed ? "mixed_script" : "confusable", domain, imitates: imitated };
+      // The same name under another suffix reads as itself ("icloud.com.cn": "cl" only reads as "d").
+      if (imitated && imitated !== registrable && labelOf(imitated) !== parts.label) {
+        return { kind: mixed ? "mixed_script" : "confusable", domain, imitates: imitated };
+      }
     }
     if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
     for (const reference of this.typoReferences(sender)) {
@@ -412,6 +419,8 @@ const LURE_WORDS = new Set([
   "alerts", "service", "services", "help", "helpdesk", "reset", "confirm", "portal", "online", "access", "refund", "claim",
   "notice", "team", "renew", "renewal", "check", "delivery", "parcel", "track", "tracking", "meeting", "join", "docs",
   "document", "documents", "share", "sharing", "files", "webmail", "storage",
+  // German, for the German banks among the brands ("sparkasse-sicherheit.de").
+  "sicherheit", "sicher", "konto", "kundenservice", "verifizierung", "freischaltung", "pushtan", "anmeldung", "onlinebanking",
 ]);
 /** Beginnings of lure words, for their other forms ("redelivery", "verifying", "suspended", "payments"). */
 const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin", "account", "payment", "invoic", "track", "renew", "updat", "confirm", "suspend", "unlock", "recover", "refund", "billing", "support", "password", "authent"];

@@ -288,6 +288,7 @@ describe("look-alike domains", () => {
     ["brand_token", "https://o365-login.com/", "microsoft.com"],
     ["brand_token", "https://amexlogin.net/", "americanexpress.com"],
     ["brand_in_subdomain", "https://amex.card-services.net/", "americanexpress.com"],
+    ["brand_token", "https://sparkasse-sicherheit.de/", "sparkasse.de"],
   ])("%s: %s imitates %s", (detail, href, imitates) => {
     const [w] = warningsOf({ html: `<a href="${href}">Open</a>` }, "lookalike_domain");
     expect(w).toMatchObject({ detail, part: "link", imitates });
@@ -370,6 +371,9 @@ describe("look-alike domains", () => {
     ["a brand's other name without a lure", "https://amex-travel.net/"],
     ["a short brand's other name in a longer word", "https://aws-summit.com/"],
     ["a short brand's name with a letter dropped", "https://amzn.com/"],
+    ["a local savings bank", "https://www.sparkasse-koelnbonn.de/de/home.html"],
+    ["a brand under another country's suffix, read through a letter pair", "https://www.icloud.com.cn/"],
+    ["a brand's own name glued to a lure word", "https://contoso.sharepointonline.com/"],
   ])("%s is not reported", (_name, href) => {
     expect(warningsOf({ html: `<a href="${href}">Open</a>` }, "lookalike_domain")).toEqual([]);
   });
