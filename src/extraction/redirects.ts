@@ -43,17 +43,23 @@ export function mainDomain(registrable: string): string {
   return SHORT_DOMAINS.get(registrable) ?? registrable;
 }
 
+/** Where a link goes: its target, and whether only the target's host is known (a wrapper that shows no more). */
+export interface Unwrapped {
+  readonly url: URL;
+  readonly hostOnly: boolean;
+}
+
 /**
  * The target a link-protection URL wraps, or the URL itself. A wrapper inside a wrapper (Proofpoint over Safe
  * Links) is unwrapped too, up to MAX_WRAPPERS levels.
  */
-export function unwrapRedirect(url: URL): URL {
-  let current = url;
+export function unwrapRedirect(url: URL): Unwrapped {
+  let current: Unwrapped = { url, hostOnly: false };
   for (let level = 0; level < MAX_WRAPPERS; level++) {
-    const inner = wrappedTarget(current);
-    const next = inner ? parseHttpUrl(inner) : null;
+    const inner = wrappedTarget(current.url);
+    const next = inner ? parseHttpUrl(inner.href) : null;
     if (!next) break;
-    current = next;
+    current = { url: next, hostOnly: inner!.hostOnly };
   }
   return current;
 }
@@ -67,16 +73,26 @@ const MAX_WRAPPERS = 3;
  */
 interface Wrapper {
   readonly host: (host: string) => boolean;
-  readonly target: (url: URL) => string | null;
+  readonly target: (url: URL) => Target | null;
+}
+
+/** What a wrapper says of its target: the URL, or (`hostOnly`) a URL of the target's host. */
+interface Target {
+  readonly href: string;
+  readonly hostOnly: boolean;
+}
+
+function whole(href: string | null): Target | null {
+  return href ? { href, hostOnly: false } : null;
 }
 
 const WRAPPERS: readonly Wrapper[] = [
   // Microsoft Defender Safe Links: https://eur01.safelinks.protection.outlook.com/?url=<target>&data=…
-  { host: (h) => h.endsWith(".safelinks.protection.outlook.com"), target: (u) => u.searchParams.get("url") },
+  { host: (h) => h.endsWith(".safelinks.protection.outlook.com"), target: (u) => whole(u.searchParams.get("url")) },
   // Proofpoint URL Defense v3: https://urldefense.com/v3/__<target>__;<replaced characters>!!…
-  { host: (h) => h === "urldefense.com" || h === "urldefense.us", target: proofpointV3 },
+  { host: (h) => h === "urldefense.com" || h === "urldefense.us", target: (u) => whole(proofpointV3(u)) },
   // Proofpoint URL Defense v2 (https://urldefense.proofpoint.com/v2/url?u=https-3A__host_path&d=…) and v1 (?u=<target>).
-  { host: (h) => h === "urldefense.proofpoint.com", target: proofpointV1V2 },
+  { host: (h) => h === "urldefense.proofpoint.com", target: (u) => whole(proofpointV1V2(u)) },
   // Mimecast URL Protect: https://protect-eu.mimecast.com/s/<id>?domain=<target's domain>, and since 2024
   // https://url.uk.m.mimecastprotect.com/s/<id>?domain=…; the domain is there only when the gateway is set to show
   // it, and a link without it stays opaque.
@@ -85,32 +101,32 @@ const WRAPPERS: readonly Wrapper[] = [
     target: (u) => domainOnly(u.pathname.startsWith("/s/") ? u.searchParams.get("domain") : null),
   },
   // Barracuda Link Protection: https://linkprotect.cudasvc.com/url?a=<target>&c=E,1,…
-  { host: (h) => h === "linkprotect.cudasvc.com" || h.endsWith(".linkprotect.cudasvc.com"), target: (u) => u.searchParams.get("a") },
+  { host: (h) => h === "linkprotect.cudasvc.com" || h.endsWith(".linkprotect.cudasvc.com"), target: (u) => whole(u.searchParams.get("a")) },
   // Sophos Email: https://eu-central-1.protection.sophos.com?d=<domain>&u=<target in base64>&…
   {
     host: (h) => h.endsWith(".protection.sophos.com"),
-    target: (u) => fromBase64Url(u.searchParams.get("u")) ?? domainOnly(u.searchParams.get("d")),
+    target: (u) => whole(fromBase64Url(u.searchParams.get("u"))) ?? domainOnly(u.searchParams.get("d")),
   },
   // Trend Micro Email Security: https://<x>.ctp.trendmicro.com/wis/clicktime/v1/query?url=<target>&umid=…
-  { host: (h) => h.endsWith("ctp.trendmicro.com"), target: (u) => u.searchParams.get("url") },
+  { host: (h) => h.endsWith("ctp.trendmicro.com"), target: (u) => whole(u.searchParams.get("url")) },
   // Trellix (FireEye) Email Security: https://protect2.fireeye.com/v1/url?k=…&u=<target>
-  { host: (h) => h === "protect2.fireeye.com", target: (u) => u.searchParams.get("u") },
+  { host: (h) => h === "protect2.fireeye.com", target: (u) => whole(u.searchParams.get("u")) },
   // Cisco Secure Email: https://secure-web.cisco.com/<token>/<target, percent-encoded>
-  { host: (h) => h === "secure-web.cisco.com", target: ciscoSecureWeb },
+  { host: (h) => h === "secure-web.cisco.com", target: (u) => whole(ciscoSecureWeb(u)) },
   // Symantec (Broadcom) Email Security.cloud: https://clicktime.symantec.com/<token>?u=<target>
-  { host: (h) => h === "clicktime.symantec.com", target: (u) => u.searchParams.get("u") },
+  { host: (h) => h === "clicktime.symantec.com", target: (u) => whole(u.searchParams.get("u")) },
   // Google's and Facebook's redirectors.
   {
     host: (h) => h === "www.google.com" || h === "google.com",
-    target: (u) => (u.pathname === "/url" ? (u.searchParams.get("q") ?? u.searchParams.get("url")) : null),
+    target: (u) => whole(u.pathname === "/url" ? (u.searchParams.get("q") ?? u.searchParams.get("url")) : null),
   },
   {
     host: (h) => h === "l.facebook.com" || h === "lm.facebook.com",
-    target: (u) => (u.pathname === "/l.php" ? u.searchParams.get("u") : null),
+    target: (u) => whole(u.pathname === "/l.php" ? u.searchParams.get("u") : null),
   },
 ];
 
-function wrappedTarget(url: URL): string | null {
+function wrappedTarget(url: URL): Target | null {
   const host = url.hostname;
   for (const wrapper of WRAPPERS) if (wrapper.host(host)) return wrapper.target(url);
   return null;
@@ -139,9 +155,9 @@ function ciscoSecureWeb(url: URL): string | null {
 }
 
 /** A wrapper that only says the target's domain: a URL of that domain, when it is a domain name. */
-function domainOnly(domain: string | null): string | null {
+function domainOnly(domain: string | null): Target | null {
   const name = domain?.trim().toLowerCase() ?? "";
-  return /^[a-z0-9.-]{1,253}$/.test(name) && name.includes(".") ? `https://${name}/` : null;
+  return /^[a-z0-9.-]{1,253}$/.test(name) && name.includes(".") ? { href: `https://${name}/`, hostOnly: true } : null;
 }
 
 /** A URL written in base64 (standard or URL-safe alphabet), or null when it is not one. */

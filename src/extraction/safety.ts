@@ -268,7 +268,7 @@ function linkTargets(html: HtmlDoc | null, text: Doc | null): LinkTarget[] {
   const out: LinkTarget[] = [];
   const add = (href: string, label: string) => {
     const url = parseHttpUrl(href);
-    if (url) out.push({ text: label, url, final: unwrapRedirect(url) });
+    if (url) out.push({ text: label, url, final: unwrapRedirect(url).url });
   };
   for (const anchor of html?.anchors ?? []) add(anchor.href, anchor.text);
   for (const line of text?.lines ?? []) {
@@ -455,7 +455,11 @@ function shownUrl(url: URL): string {
 /** An href as safe text shows it: an http(s) URL's real target, a mailto's address, another scheme's name. */
 function shownTarget(href: string): string | null {
   const url = parseHttpUrl(href);
-  if (url) return shownUrl(unwrapRedirect(url));
+  if (url) {
+    // A wrapper that names only its target's host: that host, and a mark for the path it does not show.
+    const target = unwrapRedirect(url);
+    return target.hostOnly ? `${target.url.protocol}//${target.url.host}/…` : shownUrl(target.url);
+  }
   const scheme = /^\s*([a-z][a-z0-9+.-]{0,20}):/i.exec(href);
   if (!scheme) return null;
   const name = scheme[1]!.toLowerCase();

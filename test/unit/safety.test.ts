@@ -42,11 +42,11 @@ describe("safe text", () => {
     expect(read({ html: `<a href="${href}">HR portal</a>` }).safeText).toBe("HR portal [https://portal.acme.example/hr]");
   });
 
-  test("shows where a gateway's wrapper goes, or the domain it names when that is all it shows", () => {
+  test("shows where a gateway's wrapper goes, or the host it names (and a mark for the rest) when that is all it shows", () => {
     const barracuda = "https://linkprotect.cudasvc.com/url?a=https%3A%2F%2Fportal.acme.example%2Fhr&c=E,1,abc&typo=1";
     expect(read({ html: `<a href="${barracuda}">HR portal</a>` }).safeText).toBe("HR portal [https://portal.acme.example/hr]");
     const mimecast = "https://url.uk.m.mimecastprotect.com/s/AbC12xYz?domain=portal.acme.example";
-    expect(read({ html: `<a href="${mimecast}">HR portal</a>` }).safeText).toBe("HR portal [https://portal.acme.example/]");
+    expect(read({ html: `<a href="${mimecast}">HR portal</a>` }).safeText).toBe("HR portal [https://portal.acme.example/…]");
     const safeLinks = "https://eur01.safelinks.protection.outlook.com/?url=https%3A%2F%2Fportal.acme.example%2Fhr&data=1";
     const nested = `https://urldefense.proofpoint.com/v1/url?u=${encodeURIComponent(safeLinks)}&k=1`;
     expect(read({ html: `<a href="${nested}">HR portal</a>` }).safeText).toBe("HR portal [https://portal.acme.example/hr]");
