@@ -347,18 +347,23 @@ export class DomainReferences {
 
   /**
    * The domain of the message whose name is a word of this hyphenated one beside a word of signing in, or glued to
-   * one: a look-alike built on a name the message itself shows. Not a name that is itself a lure word.
+   * one: a look-alike built on a name the message itself shows. Not a name that is itself a lure word. Each word is
+   * cut at each place once and both halves looked up, so the work is the word's length, not the message's names.
    */
   private messageNameWithLure(tokens: readonly string[], registrable: string): string | null {
+    const named = (name: string): string | null => {
+      const domain = name.length >= MIN_BRAND_WORD && !isLure(name) ? this.bySkeleton.get(name) : undefined;
+      return domain !== undefined && domain !== registrable ? domain : null;
+    };
     const credential = tokens.some(isCredentialLure);
     for (const token of tokens) {
-      if (token.length < MIN_BRAND_WORD) continue;
-      const named = credential && !isLure(token) ? this.bySkeleton.get(token) : undefined;
-      if (named && named !== registrable) return named;
-      if (token.length < MIN_BRAND_WORD + 2) continue;
-      for (const reference of [...(this.from ? [this.from] : []), ...this.plain]) {
-        if (reference.domain === registrable || reference.label.length < MIN_BRAND_WORD || isLure(reference.label)) continue;
-        if (gluedTo(token, reference.label, isCredentialLure)) return reference.domain;
+      const whole = credential ? named(token) : null;
+      if (whole) return whole;
+      for (let cut = 2; cut <= token.length - 2; cut++) {
+        const head = token.slice(0, cut);
+        const tail = token.slice(cut);
+        const glued = (isCredentialLure(tail) ? named(head) : null) ?? (isCredentialLure(head) ? named(tail) : null);
+        if (glued) return glued;
       }
     }
     return null;
