@@ -5,13 +5,18 @@
 // - `mixed_script`: a label mixing scripts that are never mixed in a real name (Latin with Cyrillic or Greek …);
 //   Japanese, Chinese and Korean mixes with Latin are allowed, as browsers allow them (UTS #39 "highly restrictive");
 // - `confusable`: letters of another script or digits that read as the imitated name ("раураl", "paypa1",
-//   "rnicrosoft");
-// - `typo`: one letter swapped for one that reads alike, or a doubled letter added or dropped ("paypall",
-//   "arnazon" is a confusable) — against the known brands and the sender's domain only;
-// - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz");
-// - `brand_token`: a brand's name (or a look-alike of it) as one word of a hyphenated name ("paypal-secure.com",
-//   "netfiix-support.com"); for brands whose names other businesses also use in theirs ("salesforce-consulting"),
-//   only beside a word of signing in or paying ("salesforce-login", "intuit-invoices");
+//   "rnicrosoft"), and a capital I written for an l ("appIe.com");
+// - `typo`: one letter swapped for one that reads alike, two neighbours swapped, a doubled letter added or dropped
+//   ("paypall", "docusing"; "arnazon" is a confusable), or a letter dropped from inside a name of six letters or
+//   more ("amazn", "micosoft") — against the known brands, the sender's domain and (for the sender) the message's
+//   names; for five-letter brands, only a letter that reads alike, under the brand's own suffix ("appie.com");
+// - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz"), or its
+//   name (or other name: "amex") as a word of the subdomain;
+// - `brand_token`: a brand's name (or a look-alike of it, or its other name) as one word of a hyphenated name
+//   ("paypal-secure.com", "netfiix-support.com", "amex-card-services.net") or glued to a lure ("appleid"); for
+//   brands whose names other businesses also use in theirs ("salesforce-consulting"), only beside a word of signing
+//   in or paying ("salesforce-login", "intuit-invoices"); and a name the message itself shows with a word of
+//   signing in beside it or glued to it ("nationwide-secure-logon.com" in mail naming nationwide.co.uk);
 // - `typo` also covers a name under a misspelt ".com" ("acmecorp.co", "acmecorp.cm" for acmecorp.com).
 //
 // The registrable domain is read from the public suffix list (tldts, private suffixes included, so two users'
@@ -138,9 +143,8 @@ export function toUnicode(domain: string): string {
 
 /**
  * Domain names in text ("paypal.com", "www.pаypal.com", "xn--pypal-4ve.com"), lower-case and as written, with their
- * index. Only names under
- * a public suffix (or the reserved .example and .test), so "node.js" and "index.html" are not names; addresses'
- * domains ("a@b.com") are not listed.
+ * index. Only names under a public suffix (or the reserved .example and .test), so "node.js" and "index.html" are
+ * not names; addresses' domains ("a@b.com") are not listed.
  */
 export function domainsIn(text: string, limit: number): { domain: string; written: string; index: number }[] {
   const out: { domain: string; written: string; index: number }[] = [];
@@ -336,8 +340,8 @@ export class DomainReferences {
     }
     // Another name of this message with a word of signing in beside it or glued to it ("nationwide-secure-logon.com"
     // in a message that names nationwide.co.uk).
-    const imitated = this.messageNameWithLure(tokens, registrable);
-    if (imitated) return this.unlessOwn({ kind: "brand_token", domain, imitates: imitated });
+    const builtOn = this.messageNameWithLure(tokens, registrable);
+    if (builtOn) return this.unlessOwn({ kind: "brand_token", domain, imitates: builtOn });
     if (MISSPELT_COM.has(suffix)) {
       const imitated = this.sameLabelDotCom(parts.label, sender);
       if (imitated) return this.unlessOwn({ kind: "typo", domain, imitates: imitated });
@@ -449,7 +453,7 @@ const BRAND_ALIASES = new Map([
   ["amex", "americanexpress.com"], ["bofa", "bankofamerica.com"], ["citi", "citibank.com"], ["msft", "microsoft.com"],
   ["o365", "microsoft.com"], ["m365", "microsoft.com"], ["ms365", "microsoft.com"], ["onedrive", "microsoft.com"],
   ["sharepoint", "microsoft.com"], ["xbox", "microsoft.com"], ["itunes", "apple.com"], ["gdrive", "google.com"],
-  ["aws", "amazon.com"], ["wellsfargo", "wellsfargo.com"], ["capone", "capitalone.com"], ["natwestbank", "natwest.com"],
+  ["aws", "amazon.com"],
 ]);
 
 /** Words and each two neighbours joined: a brand's name split by a hyphen reads as one ("we-transfer"). */
@@ -562,7 +566,7 @@ export function oneLookalikeEdit(label: string, reference: string): boolean {
  * Not the first or last letter, which leave other words ("cloud" of "icloud", "strip" of "stripe"), and not the
  * words and names of their own that a dropped letter makes.
  */
-export function droppedLetter(label: string, name: string): boolean {
+function droppedLetter(label: string, name: string): boolean {
   if (name.length < MIN_TYPO_LABEL || label.length !== name.length - 1 || REAL_NAMES_A_LETTER_SHORT.has(label)) return false;
   if (label[0] !== name[0] || label.at(-1) !== name.at(-1)) return false;
   let i = 1;
