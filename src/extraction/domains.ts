@@ -5,13 +5,18 @@
 // - `mixed_script`: a label mixing scripts that are never mixed in a real name (Latin with Cyrillic or Greek …);
 //   Japanese, Chinese and Korean mixes with Latin are allowed, as browsers allow them (UTS #39 "highly restrictive");
 // - `confusable`: letters of another script or digits that read as the imitated name ("раураl", "paypa1",
-//   "rnicrosoft");
-// - `typo`: one letter swapped for one that reads alike, or a doubled letter added or dropped ("paypall",
-//   "arnazon" is a confusable) — against the known brands and the sender's domain only;
-// - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz");
-// - `brand_token`: a brand's name (or a look-alike of it) as one word of a hyphenated name ("paypal-secure.com",
-//   "netfiix-support.com"); for brands whose names other businesses also use in theirs ("salesforce-consulting"),
-//   only beside a word of signing in or paying ("salesforce-login", "intuit-invoices");
+//   "rnicrosoft"), and a capital I written for an l ("appIe.com");
+// - `typo`: one letter swapped for one that reads alike, two neighbours swapped, a doubled letter added or dropped
+//   ("paypall", "docusing"; "arnazon" is a confusable), or a letter dropped from inside a name of six letters or
+//   more ("amazn", "micosoft") — against the known brands, the sender's domain and (for the sender) the message's
+//   names; for five-letter brands, only a letter that reads alike, under the brand's own suffix ("appie.com");
+// - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz"), or its
+//   name (or other name: "amex") as a word of the subdomain;
+// - `brand_token`: a brand's name (or a look-alike of it, or its other name) as one word of a hyphenated name
+//   ("paypal-secure.com", "netfiix-support.com", "amex-card-services.net") or glued to a lure ("appleid"); for
+//   brands whose names other businesses also use in theirs ("salesforce-consulting"), only beside a word of signing
+//   in or paying ("salesforce-login", "intuit-invoices"); and a name the message itself shows with a word of
+//   signing in beside it or glued to it ("nationwide-secure-logon.com" in mail naming nationwide.co.uk);
 // - `typo` also covers a name under a misspelt ".com" ("acmecorp.co", "acmecorp.cm" for acmecorp.com).
 //
 // The registrable domain is read from the public suffix list (tldts, private suffixes included, so two users'
@@ -61,18 +66,22 @@ const BRAND_OWNED = new Set([
   "docusign-europe.net", "dropboxusercontent.com", "githubusercontent.com", "github.io", "githubassets.com",
   "slack-edge.com", "zoomgov.com", "stripe-status.com", "shopifyemail.com", "ebay-kleinanzeigen.de", "bestbuy-email.com",
   "chase-email.com", "netflix-email.com", "amazonpay.com", "paypal-prepaid.com", "googlecloud.com",
+  // A brand's name glued to a lure word, and its own: SharePoint's notifications, Microsoft's sign-in pages, Citi's
+  // online banking, Adobe's signing and sign-in, Amazon's payments.
+  "sharepointonline.com", "msftauth.net", "citibankonline.com", "adobesign.com", "adobelogin.com", "amazonpayments.com",
 ]);
 
 /**
  * Brands whose name as a subdomain or as a word of a hyphenated name is almost always an imitation. Not the tools
- * companies host under their own names ("github.acme.com", "gitlab.acme.com"), and not the short names.
+ * companies host under their own names ("github.acme.com", "gitlab.acme.com"), not the short names, and not
+ * Sparkasse, whose every local bank is "sparkasse-<region>.de".
  */
 const BRAND_WORD_DOMAINS = new Set([
   "paypal.com", "apple.com", "icloud.com", "microsoft.com", "office365.com", "outlook.com", "hotmail.com",
   "microsoftonline.com", "google.com", "gmail.com", "amazon.com", "netflix.com", "facebook.com", "instagram.com",
   "whatsapp.com", "linkedin.com", "dropbox.com", "docusign.com", "adobe.com", "wetransfer.com", "wellsfargo.com",
   "bankofamerica.com", "citibank.com", "americanexpress.com", "capitalone.com", "barclays.co.uk", "santander.com",
-  "lloydsbank.com", "natwest.com", "sparkasse.de", "commerzbank.de", "postbank.de", "revolut.com", "coinbase.com",
+  "lloydsbank.com", "natwest.com", "commerzbank.de", "postbank.de", "revolut.com", "coinbase.com",
   "binance.com", "metamask.io", "blockchain.com", "ebay.com", "walmart.com", "aliexpress.com", "booking.com",
   "airbnb.com", "fedex.com", "royalmail.com", "steamcommunity.com", "steampowered.com", "roblox.com", "yahoo.com",
   "protonmail.com", "mastercard.com", "norton.com", "mcafee.com",
@@ -91,6 +100,7 @@ const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
 });
 /** A brand by the skeleton of its name; the first listed (its .com) for a brand under several suffixes. */
 const BRAND_BY_SKELETON = new Map([...BRANDS].reverse().map((b) => [b.skeleton, b]));
+const BRAND_BY_DOMAIN = new Map(BRANDS.map((b) => [b.domain, b]));
 const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
 
 export interface DomainParts {
@@ -132,17 +142,17 @@ export function toUnicode(domain: string): string {
 }
 
 /**
- * Domain names in text ("paypal.com", "www.pаypal.com", "xn--pypal-4ve.com"), with their index. Only names under
- * a public suffix (or the reserved .example and .test), so "node.js" and "index.html" are not names; addresses'
- * domains ("a@b.com") are not listed.
+ * Domain names in text ("paypal.com", "www.pаypal.com", "xn--pypal-4ve.com"), lower-case and as written, with their
+ * index. Only names under a public suffix (or the reserved .example and .test), so "node.js" and "index.html" are
+ * not names; addresses' domains ("a@b.com") are not listed.
  */
-export function domainsIn(text: string, limit: number): { domain: string; index: number }[] {
-  const out: { domain: string; index: number }[] = [];
+export function domainsIn(text: string, limit: number): { domain: string; written: string; index: number }[] {
+  const out: { domain: string; written: string; index: number }[] = [];
   if (!text.includes(".")) return out;
   for (const m of text.matchAll(DOMAIN_TOKEN)) {
     if (out.length >= limit) break;
     const domain = m[0].toLowerCase();
-    if (isDomainName(domain)) out.push({ domain, index: m.index });
+    if (isDomainName(domain)) out.push({ domain, written: m[0], index: m.index });
   }
   return out;
 }
@@ -254,38 +264,53 @@ export class DomainReferences {
 
   /**
    * What a host name imitates, or null when it reads as itself. `sender`: the host is the From domain, which is
-   * also compared letter by letter with the message's other names.
+   * also compared letter by letter with the message's other names. `written`: the name as the message writes it,
+   * capitals kept, when it may differ from `host` ("appIe.com").
    */
-  lookalike(host: string, sender = false): Lookalike | null {
+  lookalike(host: string, sender = false, written: string = host): Lookalike | null {
     // A message links the same few hosts many times: each is read once.
-    const key = `${sender ? "from:" : ""}${host}`;
+    const asL = capitalIAsL(written);
+    const key = `${sender ? "from:" : ""}${asL === null ? host : written}`;
     const known = this.read.get(key);
     if (known !== undefined) return known;
-    const found = this.readLookalike(host, sender);
+    const found = this.readLookalike(host, sender, asL);
     this.read.set(key, found);
     return found;
   }
 
-  private readLookalike(host: string, sender: boolean): Lookalike | null {
+  private readLookalike(host: string, sender: boolean, asL: string | null): Lookalike | null {
     const parts = domainParts(host);
     if (!parts.registrable) return null;
     const domain = toAscii(parts.host);
     const registrable = toAscii(parts.registrable);
     // A brand's own domain is no look-alike of another brand's ("microsoftonline.com" is Microsoft's).
     if (BRAND_OWNED.has(registrable) || KNOWN_BRAND_SET.has(registrable)) return null;
+    // A capital I written where a small l belongs reads as that l ("appIe.com" is apple.com to a reader).
+    if (asL !== null) {
+      const readsAs = skeleton(domainParts(asL).label);
+      const imitated = BRAND_BY_SKELETON.get(readsAs)?.domain ?? this.bySkeleton.get(readsAs);
+      if (imitated && imitated !== registrable) return { kind: "confusable", domain, imitates: imitated };
+    }
     const labels = [...parts.subdomain.split("."), parts.label].filter(Boolean);
     const mixed = labels.some(isMixedScript);
     const readsAs = skeleton(parts.label);
     // The same name read through look-alike letters, under any suffix.
     if (readsAs !== parts.label) {
       const imitated = BRAND_BY_SKELETON.get(readsAs)?.domain ?? this.bySkeleton.get(readsAs);
-      if (imitated && imitated !== registrable) return { kind: mixed ? "mixed_script" : "confusable", domain, imitates: imitated };
+      // The same name under another suffix reads as itself ("icloud.com.cn": "cl" only reads as "d").
+      if (imitated && imitated !== registrable && labelOf(imitated) !== parts.label) {
+        return { kind: mixed ? "mixed_script" : "confusable", domain, imitates: imitated };
+      }
     }
     if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
     for (const reference of this.typoReferences(sender)) {
-      if (reference.domain !== registrable && oneLookalikeEdit(readsAs, reference.skeleton)) {
+      if (reference.domain !== registrable && (oneLookalikeEdit(readsAs, reference.skeleton) || droppedLetter(readsAs, reference.skeleton))) {
         return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
       }
+    }
+    const suffix = suffixOf(parts);
+    for (const brand of FIVE_LETTER_BRANDS) {
+      if (fiveLetterTypo(readsAs, brand, suffix)) return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
     }
     const tokens = parts.label.split("-");
     const lure = tokens.some(isLure);
@@ -299,6 +324,9 @@ export class DomainReferences {
         const asWord = words.includes(brand.skeleton) && (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)));
         if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
+      // A brand's other name beside a lure ("amex.card-services.net").
+      const alias = lure ? words.map((w) => BRAND_ALIASES.get(w)).find((a) => a !== undefined && a !== registrable) : undefined;
+      if (alias) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: alias });
     }
     // Each word, and each pair of words written with a hyphen between them ("we-transfer").
     for (const token of tokens.length >= 2 ? withJoinedPairs(tokens) : []) {
@@ -308,12 +336,39 @@ export class DomainReferences {
     // A brand glued to a lure word ("appleid", "paypalsecure", "securenetflix").
     for (const token of tokens) {
       const brand = gluedBrand(token);
-      if (brand && brand.domain !== registrable) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
+      if (brand && brand !== registrable) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand });
     }
-    const suffix = suffixOf(parts);
+    // Another name of this message with a word of signing in beside it or glued to it ("nationwide-secure-logon.com"
+    // in a message that names nationwide.co.uk).
+    const builtOn = this.messageNameWithLure(tokens, registrable);
+    if (builtOn) return this.unlessOwn({ kind: "brand_token", domain, imitates: builtOn });
     if (MISSPELT_COM.has(suffix)) {
       const imitated = this.sameLabelDotCom(parts.label, sender);
       if (imitated) return this.unlessOwn({ kind: "typo", domain, imitates: imitated });
+    }
+    return null;
+  }
+
+  /**
+   * The domain of the message whose name is a word of this hyphenated one beside a word of signing in, or glued to
+   * one: a look-alike built on a name the message itself shows. Not a name that is itself a lure word. Each word is
+   * cut at each place once and both halves looked up, so the work is the word's length, not the message's names.
+   */
+  private messageNameWithLure(tokens: readonly string[], registrable: string): string | null {
+    const named = (name: string): string | null => {
+      const domain = name.length >= MIN_BRAND_WORD && !isLure(name) ? this.bySkeleton.get(name) : undefined;
+      return domain !== undefined && domain !== registrable ? domain : null;
+    };
+    const credential = tokens.some(isCredentialLure);
+    for (const token of tokens) {
+      const whole = credential ? named(token) : null;
+      if (whole) return whole;
+      for (let cut = 2; cut <= token.length - 2; cut++) {
+        const head = token.slice(0, cut);
+        const tail = token.slice(cut);
+        const glued = (isCredentialLure(tail) ? named(head) : null) ?? (isCredentialLure(head) ? named(tail) : null);
+        if (glued) return glued;
+      }
     }
     return null;
   }
@@ -373,6 +428,8 @@ const LURE_WORDS = new Set([
   "alerts", "service", "services", "help", "helpdesk", "reset", "confirm", "portal", "online", "access", "refund", "claim",
   "notice", "team", "renew", "renewal", "check", "delivery", "parcel", "track", "tracking", "meeting", "join", "docs",
   "document", "documents", "share", "sharing", "files", "webmail", "storage",
+  // German, for the German banks among the brands ("sparkasse-sicherheit.de").
+  "sicherheit", "sicher", "konto", "kundenservice", "verifizierung", "freischaltung", "pushtan", "anmeldung", "onlinebanking",
 ]);
 /** Beginnings of lure words, for their other forms ("redelivery", "verifying", "suspended", "payments"). */
 const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin", "account", "payment", "invoic", "track", "renew", "updat", "confirm", "suspend", "unlock", "recover", "refund", "billing", "support", "password", "authent"];
@@ -380,6 +437,24 @@ const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin",
 function isLure(word: string): boolean {
   return LURE_WORDS.has(word) || LURE_STEMS.some((stem) => word.startsWith(stem));
 }
+
+/** Beginnings of words of signing in ("verifying", "securelogin", "accountupdate"). */
+const CREDENTIAL_STEMS = ["verif", "secur", "login", "logon", "signin", "account", "password", "authent", "unlock", "recover"];
+
+function isCredentialLure(word: string): boolean {
+  return CREDENTIAL_LURES.has(word) || CREDENTIAL_STEMS.some((stem) => word.startsWith(stem));
+}
+
+/**
+ * Other names of the brands, which phishing puts in names beside a lure word ("amex-card-services.net",
+ * "bofa-secure-alerts.com", "o365-login.com"); like the short brand names, only beside a lure.
+ */
+const BRAND_ALIASES = new Map([
+  ["amex", "americanexpress.com"], ["bofa", "bankofamerica.com"], ["citi", "citibank.com"], ["msft", "microsoft.com"],
+  ["o365", "microsoft.com"], ["m365", "microsoft.com"], ["ms365", "microsoft.com"], ["onedrive", "microsoft.com"],
+  ["sharepoint", "microsoft.com"], ["xbox", "microsoft.com"], ["itunes", "apple.com"], ["gdrive", "google.com"],
+  ["aws", "amazon.com"],
+]);
 
 /** Words and each two neighbours joined: a brand's name split by a hyphen reads as one ("we-transfer"). */
 function withJoinedPairs(words: readonly string[]): string[] {
@@ -400,6 +475,8 @@ const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
  */
 function brandOfToken(token: string, lure: boolean, credential: boolean): Brand | null {
   if (SHORT_BRAND_WORDS.has(token)) return lure ? (BRAND_BY_SKELETON.get(token) ?? null) : null;
+  const alias = BRAND_ALIASES.get(token);
+  if (alias) return lure ? (BRAND_BY_DOMAIN.get(alias) ?? null) : null;
   if (token.length < MIN_BRAND_WORD) return null;
   const readsAs = skeleton(token);
   const exact = BRAND_BY_SKELETON.get(readsAs);
@@ -409,6 +486,8 @@ function brandOfToken(token: string, lure: boolean, credential: boolean): Brand 
   if (exact && exact.label.length >= MIN_BRAND_WORD && !plainWord && (lure || BRAND_WORDS.includes(exact))) return exact;
   for (const brand of lure ? BRANDS : BRAND_WORDS) {
     if (brand.label.length >= MIN_TYPO_LABEL && oneLookalikeEdit(readsAs, brand.skeleton)) return brand;
+    // The looser typos only beside a lure ("micosoft-support", "appie-id-verify").
+    if (lure && (droppedLetter(readsAs, brand.skeleton) || fiveLetterTypo(readsAs, brand, null))) return brand;
   }
   return null;
 }
@@ -417,15 +496,22 @@ function brandWordWithLure(brand: Brand): boolean {
   return brand.label.length >= MIN_BRAND_WORD && !COMMON_WORD_BRANDS.has(brand.label);
 }
 
-/** A phished brand's name and a lure word written as one word ("appleid", "paypalsecure", "securenetflix"). */
-function gluedBrand(token: string): Brand | null {
+/**
+ * The domain of a phished brand whose name (or other name of four letters or more) and a lure word are written as
+ * one word ("appleid", "paypalsecure", "securenetflix", "amexlogin").
+ */
+function gluedBrand(token: string): string | null {
   if (token.length < MIN_BRAND_WORD + 2) return null;
-  for (const brand of BRAND_WORDS) {
-    if (token.length <= brand.label.length) continue;
-    const rest = token.startsWith(brand.label) ? token.slice(brand.label.length) : token.endsWith(brand.label) ? token.slice(0, -brand.label.length) : null;
-    if (rest !== null && isLure(rest)) return brand;
-  }
+  for (const brand of BRAND_WORDS) if (gluedTo(token, brand.label, isLure)) return brand.domain;
+  for (const [alias, domain] of BRAND_ALIASES) if (alias.length >= 4 && gluedTo(token, alias, isLure)) return domain;
   return null;
+}
+
+/** Whether a word is a name with a lure word glued before or after it. */
+function gluedTo(token: string, name: string, lure: (word: string) => boolean): boolean {
+  if (token.length <= name.length) return false;
+  const rest = token.startsWith(name) ? token.slice(name.length) : token.endsWith(name) ? token.slice(0, -name.length) : null;
+  return rest !== null && lure(rest);
 }
 
 /** Brands whose names are everyday words, which other names use for their meaning. */
@@ -438,6 +524,8 @@ const MIN_BRAND_WORD = 5;
 const MAX_REFERENCES = 200;
 /** Shorter names are one letter away from too many real ones. */
 const MIN_TYPO_LABEL = 6;
+/** Brands of five letters, whose typos are read only under their own suffix. */
+const FIVE_LETTER_BRANDS = BRANDS.filter((b) => b.label.length === MIN_TYPO_LABEL - 1);
 
 /**
  * How a host name is shown to a model: in ASCII (xn--) when its Unicode form could pass for another name (mixed
@@ -471,6 +559,42 @@ export function oneLookalikeEdit(label: string, reference: string): boolean {
   // The extra letter doubles its neighbour, and the rest is the same.
   const doubled = long[i] === long[i - 1] || long[i] === long[i + 1];
   return doubled && long.slice(i + 1) === short.slice(i);
+}
+
+/**
+ * Whether a label is a name of six letters or more with one letter dropped from inside it ("amazn", "micosoft").
+ * Not the first or last letter, which leave other words ("cloud" of "icloud", "strip" of "stripe"), and not the
+ * words and names of their own that a dropped letter makes.
+ */
+function droppedLetter(label: string, name: string): boolean {
+  if (name.length < MIN_TYPO_LABEL || label.length !== name.length - 1 || REAL_NAMES_A_LETTER_SHORT.has(label)) return false;
+  if (label[0] !== name[0] || label.at(-1) !== name.at(-1)) return false;
+  let i = 1;
+  while (i < label.length && label[i] === name[i]) i++;
+  return label.slice(i) === name.slice(i + 1);
+}
+
+/**
+ * A five-letter brand's name with a letter swapped for one that reads alike ("appie", "gmaii"), under the brand's
+ * own suffix (`suffix`; null for a word of a hyphenated name beside a lure): five-letter names under other
+ * suffixes are often other businesses' ("appie.nl").
+ */
+function fiveLetterTypo(label: string, brand: Brand, suffix: string | null): boolean {
+  const sameSuffix = suffix === null || brand.domain === `${brand.label}.${suffix}`;
+  return sameSuffix && brand.label.length === MIN_TYPO_LABEL - 1 && label.length === brand.label.length && oneLookalikeEdit(label, brand.skeleton);
+}
+
+/** Words and names of their own that are a brand's name with a letter dropped from inside. */
+const REAL_NAMES_A_LETTER_SHORT = new Set([
+  "papal", "inuit", "revolt", "stipe", "cosco", "titter", "booing", "goole", "betbuy", "deutschebank",
+]);
+
+/**
+ * A host name as written, with each capital I that follows a small letter read as a small l ("appIe.com" →
+ * "apple.com"), or null when it has none: names are case-insensitive, so that capital only serves to deceive.
+ */
+function capitalIAsL(written: string): string | null {
+  return /[a-z]I/.test(written) ? written.replace(/(?<=[a-z])I/g, "l").toLowerCase() : null;
 }
 
 function labelOf(domain: string): string {

@@ -89,7 +89,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   const lookalikes = new Set<string>();
   const fromDomain = domainOf(input.from);
   if (fromDomain) {
-    const found = references.lookalike(fromDomain, true);
+    const found = references.lookalike(fromDomain, true, domainOf(input.from, true) ?? fromDomain);
     if (found) {
       lookalikes.add(found.domain);
       warnings.add({ ...finding("lookalike_domain", found.kind, input.from ?? "", "from", null, false), domain: found.domain, imitates: found.imitates });
@@ -108,7 +108,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   for (const name of named) {
     const ascii = toAscii(name.domain);
     if (lookalikes.has(ascii)) continue;
-    const found = references.lookalike(name.domain);
+    const found = references.lookalike(name.domain, false, name.written);
     if (!found) continue;
     lookalikes.add(found.domain);
     warnings.add({ ...finding("lookalike_domain", found.kind, name.context, name.part, name.offset, false), domain: found.domain, imitates: found.imitates });
@@ -268,7 +268,7 @@ function linkTargets(html: HtmlDoc | null, text: Doc | null): LinkTarget[] {
   const out: LinkTarget[] = [];
   const add = (href: string, label: string) => {
     const url = parseHttpUrl(href);
-    if (url) out.push({ text: label, url, final: unwrapRedirect(url) });
+    if (url) out.push({ text: label, url, final: unwrapRedirect(url).url });
   };
   for (const anchor of html?.anchors ?? []) add(anchor.href, anchor.text);
   for (const line of text?.lines ?? []) {
@@ -280,6 +280,8 @@ function linkTargets(html: HtmlDoc | null, text: Doc | null): LinkTarget[] {
 
 interface NamedDomain {
   readonly domain: string;
+  /** As the text writes it, capitals kept. */
+  readonly written: string;
   readonly part: "html" | "text";
   readonly offset: number;
   /** The line it is named on, for the evidence. */
@@ -294,9 +296,9 @@ function namedDomains(html: HtmlDoc | null, text: TextPart | null): NamedDomain[
   if (!doc) return out;
   for (let i = 0; i < doc.lines.length && out.length < MAX_DOMAIN_CANDIDATES; i++) {
     const line = doc.lines[i]!.text;
-    for (const { domain, index } of domainsIn(line, MAX_DOMAIN_CANDIDATES - out.length)) {
+    for (const { domain, written, index } of domainsIn(line, MAX_DOMAIN_CANDIDATES - out.length)) {
       const context = line.slice(Math.max(0, index - 40), index + domain.length + 40);
-      out.push({ domain, part: html ? "html" : "text", offset: offsets[i] ?? 0, context });
+      out.push({ domain, written, part: html ? "html" : "text", offset: offsets[i] ?? 0, context });
     }
   }
   return out;
@@ -320,8 +322,9 @@ function textDomainMismatch(
   const finalDomain = registrableDomain(target.final.hostname);
   if (finalDomain !== null && mainDomain(textDomain) === mainDomain(finalDomain)) return null;
   // A sender's click tracker (which hides where it goes): nothing to compare. So is an authenticated sender's own
-  // (a newsletter's "nytimes.com" through email.mg.thedispatch.com), unless the text names a brand.
-  if (isOpaqueTracker(finalDomain ?? "", from) || isOpaqueTracker(registrableDomain(target.url.hostname) ?? "", from)) return null;
+  // (a newsletter's "nytimes.com" through email.mg.thedispatch.com), unless the text names a brand. A wrapper that
+  // showed its target (Mimecast's "?domain=") was unwrapped: the target is compared.
+  if (isOpaqueTracker(finalDomain ?? "", from)) return null;
   if (finalDomain !== null && finalDomain === authenticatedFrom && !isKnownBrand(textDomain)) return null;
   return { domain: target.final.hostname, imitates: toAscii(named) };
 }
@@ -432,11 +435,13 @@ function pieceAt(starts: readonly number[], position: number): number {
   return lo;
 }
 
-function domainOf(address: string | null | undefined): string | null {
+/** An address's domain, lower-case, or as written (`asWritten`). */
+function domainOf(address: string | null | undefined, asWritten = false): string | null {
   const at = address?.lastIndexOf("@") ?? -1;
   if (!address || at < 0) return null;
-  const domain = address.slice(at + 1).trim().replace(/>$/, "").toLowerCase();
-  return domain.includes(".") ? domain : null;
+  const domain = address.slice(at + 1).trim().replace(/>$/, "");
+  if (!domain.includes(".")) return null;
+  return asWritten ? domain : domain.toLowerCase();
 }
 
 /** A URL as safe text shows it: its scheme and host whole (xn-- for IDNs), its path as far as it fits. */
@@ -450,7 +455,11 @@ function shownUrl(url: URL): string {
 /** An href as safe text shows it: an http(s) URL's real target, a mailto's address, another scheme's name. */
 function shownTarget(href: string): string | null {
   const url = parseHttpUrl(href);
-  if (url) return shownUrl(unwrapRedirect(url));
+  if (url) {
+    // A wrapper that names only its target's host: that host, and a mark for the path it does not show.
+    const target = unwrapRedirect(url);
+    return target.hostOnly ? `${target.url.protocol}//${target.url.host}/…` : shownUrl(target.url);
+  }
   const scheme = /^\s*([a-z][a-z0-9+.-]{0,20}):/i.exec(href);
   if (!scheme) return null;
   const name = scheme[1]!.toLowerCase();

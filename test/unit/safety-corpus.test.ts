@@ -40,23 +40,27 @@ describe("the safety corpus", () => {
   });
 });
 
-/** Floors at the figures the held-out set gave when it was first read (npm run eval:safety, held-out). */
+/**
+ * Floors at the figures the held-out set (the fifth, test/fixtures/safety/held-out) gave when it was first read
+ * (npm run eval:safety, held-out), not revised on since: under the 90% target for invisible characters,
+ * look-alikes and instructions, and for benign mail, as its commit says.
+ */
 const HELD_OUT_FLOORS: Record<string, { precision: number; recall: number }> = {
-  hidden_text: { precision: 100, recall: 100 },
-  invisible_characters: { precision: 100, recall: 100 },
-  link_text_mismatch: { precision: 100, recall: 88.8 },
-  lookalike_domain: { precision: 100, recall: 73.6 },
-  instruction_like: { precision: 100, recall: 94.1 },
+  hidden_text: { precision: 91.6, recall: 100 },
+  invisible_characters: { precision: 100, recall: 77.7 },
+  link_text_mismatch: { precision: 90.9, recall: 90.9 },
+  lookalike_domain: { precision: 93.3, recall: 58.3 },
+  instruction_like: { precision: 91.6, recall: 52.3 },
   sender_unauthenticated: { precision: 100, recall: 100 },
 };
-const HELD_OUT_BENIGN_LOW = 100;
+const HELD_OUT_BENIGN_LOW = 84.6;
 
 describe("the held-out set", () => {
   const figures = evaluateSafety(heldOut);
   const at = (ratio: Ratio) => percent(ratio) ?? 100;
 
   test("has tricks of every class and benign mail, written after the rules", () => {
-    expect(heldOut.length).toBeGreaterThanOrEqual(70);
+    expect(heldOut.length).toBeGreaterThanOrEqual(80);
     expect(heldOut.filter((f) => f.benign).length).toBeGreaterThanOrEqual(20);
     for (const code of TRICK_CODES) expect(heldOut.filter((f) => f.expected.has(code)).length, code).toBeGreaterThanOrEqual(8);
   });
