@@ -67,8 +67,20 @@ describe("threads", () => {
       inboundSecurity: {
         trust: "untrusted",
         smtp: { remoteIp: "192.0.2.7", helo: "mx.example.net", tls: { encrypted: true, protocol: "TLSv1.3", cipher: "TLS_AES_256_GCM_SHA384" } },
-        authentication: { spf: "not_evaluated", dkim: "not_evaluated", dmarc: "not_evaluated" },
+        // Stored as a message stored before sender authentication and sender rules existed.
+        authentication: {
+          spf: "not_evaluated",
+          dkim: "not_evaluated",
+          dmarc: "not_evaluated",
+          arc: "not_evaluated",
+          fromDomain: null,
+          senderAuthenticated: false,
+          dkimDomains: [],
+          dmarcPolicy: null,
+        },
         attachments: "clean",
+        replyToDiverges: false,
+        senderRule: "none",
       },
       // Stored without going through inbound processing, which extracts.
       extracted: null,
