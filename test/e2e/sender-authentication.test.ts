@@ -12,43 +12,17 @@ import { ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
 import { Message, StoredEvent } from "../../src/db/entities/index.js";
 import type { SmtpRole } from "../../src/roles/smtp.js";
 import { uniqueDomain } from "../support/authentication-fixtures.js";
-import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
-import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
+import { eventually, startTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { webhookEndpoint } from "../support/inbound-ports.js";
 import { readEnvelopes } from "../support/mcp-envelope.js";
 import { authenticatedDomain, protectedDomain, sendMail } from "../support/sender-mail.js";
+import { inboxOf, NOT_EVALUATED, senderTrustApp } from "../support/sender-trust-app.js";
 import { openSse, type SseStream } from "../support/sse-client.js";
 
 /** One message's checks, DNS included, in this file: short, so that a DNS that does not answer costs little. */
 const BUDGET_MS = 2000;
 
-let dns: TestDnsServer;
-let receiver: HttpsReceiver;
-let app: TestApp;
-let smtp: SmtpRole;
-
-beforeAll(async () => {
-  [dns, receiver] = await Promise.all([startDnsServer(), startHttpsReceiver()]);
-  app = await startTestApp({
-    DNS_SERVERS: dns.serverList,
-    DNS_TIMEOUT_MS: "300",
-    INBOUND_AUTHENTICATION_TIMEOUT_MS: String(BUDGET_MS),
-    WEBHOOK_ALLOW_HOSTS: receiver.host,
-  });
-  smtp = await app.startSmtp();
-});
-afterAll(async () => {
-  await app?.stop();
-  await receiver?.close();
-  await dns?.stop();
-});
-
-async function inboxOf(tenant: Tenant): Promise<{ id: string; address: string }> {
-  const res = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("trust"), displayName: "Trust" } });
-  expect(res.status).toBe(201);
-  return res.body;
-}
+const fixture = senderTrustApp({ DNS_TIMEOUT_MS: "300", INBOUND_AUTHENTICATION_TIMEOUT_MS: String(BUDGET_MS) });
 
 /** The inbound messages stored in an inbox, oldest first, once there are `count`. */
 function storedMessages(on: TestApp, inboxId: string, count = 1) {
@@ -66,25 +40,25 @@ async function readMessage(tenant: Tenant, threadId: string, messageId: string):
 }
 
 function openStream(tenant: Tenant, query: Record<string, string> = {}): Promise<SseStream> {
-  return openSse(`${app.baseUrl}/v1/events:stream?${new URLSearchParams(query)}`, { "x-api-key": tenant.key });
+  return openSse(`${fixture.app.baseUrl}/v1/events:stream?${new URLSearchParams(query)}`, { "x-api-key": tenant.key });
 }
 
 async function mcpClient(tenant: Tenant): Promise<Client> {
   const client = new Client({ name: "trust-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", app.baseUrl), { requestInit: { headers: { "x-api-key": tenant.key } } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", fixture.app.baseUrl), { requestInit: { headers: { "x-api-key": tenant.key } } }));
   return client;
 }
 
 describe("sender authentication at receipt", () => {
   test("a DMARC-passing message reads pass and authenticated on JSON, Connect, gRPC, the wait, the event stream and MCP; the webhook keeps the spec's payload", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
-    const endpoint = receiver.endpoint();
+    const endpoint = fixture.receiver.endpoint();
     await webhookEndpoint(tenant, endpoint.url);
     const stream = await openStream(tenant, { inboxId: inbox.id });
     const waiting = tenant.request("GET", `/v1/inboxes/${inbox.id}/messages:wait?senderAuthenticated=true&timeoutSeconds=25`);
-    const sender = authenticatedDomain(dns, "shop");
-    await sendMail(smtp.port, { from: `Orders <orders@${sender.domain}>`, to: inbox.address, subject: "Your order", sign: sender.sign });
+    const sender = authenticatedDomain(fixture.dns, "shop");
+    await sendMail(fixture.smtp.port, { from: `Orders <orders@${sender.domain}>`, to: inbox.address, subject: "Your order", sign: sender.sign });
 
     const verdict = {
       spf: "pass",
@@ -127,11 +101,11 @@ describe("sender authentication at receipt", () => {
   });
 
   test("a forged From of a domain that publishes p=reject reads fail and unauthenticated, with the sender_unauthenticated warning", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
-    const bank = protectedDomain(dns);
-    await sendMail(smtp.port, { from: `Billing <billing@${bank}>`, to: inbox.address, subject: "Pay now" });
-    const [stored] = await storedMessages(app, inbox.id);
+    const bank = protectedDomain(fixture.dns);
+    await sendMail(fixture.smtp.port, { from: `Billing <billing@${bank}>`, to: inbox.address, subject: "Pay now" });
+    const [stored] = await storedMessages(fixture.app, inbox.id);
     const message = await readMessage(tenant, stored!.threadId, stored!.id);
     expect(message.inboundSecurity.authentication).toEqual({
       spf: "fail",
@@ -154,18 +128,18 @@ describe("sender authentication at receipt", () => {
       imitates: null,
     });
     expect(message.extracted.risk).toBe("review");
-    const [event] = await app.db.fork().find(StoredEvent, { inboxId: inbox.id });
+    const [event] = await fixture.app.db.fork().find(StoredEvent, { inboxId: inbox.id });
     expect(event!.senderAuthenticated).toBe(false);
   });
 
   test("a DNS that does not answer gives temperror, and the message is stored within the authentication budget", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
     const silent = uniqueDomain("silent");
-    for (const name of [silent, `_dmarc.${silent}`, `s1._domainkey.${silent}`]) dns.fail(name, "timeout");
+    for (const name of [silent, `_dmarc.${silent}`, `s1._domainkey.${silent}`]) fixture.dns.fail(name, "timeout");
     const sent = Date.now();
-    await sendMail(smtp.port, { from: `News <news@${silent}>`, to: inbox.address, subject: "Unreachable DNS" });
-    const [stored] = await storedMessages(app, inbox.id);
+    await sendMail(fixture.smtp.port, { from: `News <news@${silent}>`, to: inbox.address, subject: "Unreachable DNS" });
+    const [stored] = await storedMessages(fixture.app, inbox.id);
     const storedAfterMs = stored!.createdAt.getTime() - sent;
     // The budget ends every lookup; a second of slack for the SMTP session and the parse on a busy machine.
     expect(storedAfterMs).toBeLessThan(BUDGET_MS + 3000);
@@ -175,16 +149,16 @@ describe("sender authentication at receipt", () => {
   });
 
   test("senderAuthenticated=true leaves forged mail out of waits, event streams, thread lists, thread reads and exports, on every face", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
     const stream = await openStream(tenant, { inboxId: inbox.id, senderAuthenticated: "true" });
-    const bank = protectedDomain(dns);
-    await sendMail(smtp.port, { from: `Billing <billing@${bank}>`, to: inbox.address, subject: "Forged" });
-    const [forged] = await storedMessages(app, inbox.id);
+    const bank = protectedDomain(fixture.dns);
+    await sendMail(fixture.smtp.port, { from: `Billing <billing@${bank}>`, to: inbox.address, subject: "Forged" });
+    const [forged] = await storedMessages(fixture.app, inbox.id);
     const waiting = tenant.request("GET", `/v1/inboxes/${inbox.id}/messages:wait?senderAuthenticated=true&timeoutSeconds=25`);
-    const sender = authenticatedDomain(dns, "partner");
-    await sendMail(smtp.port, { from: `Partner <hello@${sender.domain}>`, to: inbox.address, subject: "Genuine", sign: sender.sign });
-    const [, genuine] = await storedMessages(app, inbox.id, 2);
+    const sender = authenticatedDomain(fixture.dns, "partner");
+    await sendMail(fixture.smtp.port, { from: `Partner <hello@${sender.domain}>`, to: inbox.address, subject: "Genuine", sign: sender.sign });
+    const [, genuine] = await storedMessages(fixture.app, inbox.id, 2);
 
     expect((await waiting).body.message).toMatchObject({ id: genuine!.id, subject: "Genuine" });
     // Unfiltered, the wait would have answered the forged message: it came first.
@@ -221,33 +195,23 @@ describe("INBOUND_AUTHENTICATION=off", () => {
   let off: TestApp;
   let offSmtp: SmtpRole;
   beforeAll(async () => {
-    off = await startTestApp({ DNS_SERVERS: dns.serverList, INBOUND_AUTHENTICATION: "off" });
+    off = await startTestApp({ DNS_SERVERS: fixture.dns.serverList, INBOUND_AUTHENTICATION: "off" });
     offSmtp = await off.startSmtp();
   });
   afterAll(() => off?.stop());
 
   test("stores the contract's original not_evaluated, without sender warnings, asking DNS nothing about the sender", async () => {
     const tenant = await off.createTenant();
-    const res = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("off"), displayName: "Off" } });
-    const inbox = res.body as { id: string; address: string };
-    const sender = authenticatedDomain(dns, "unasked");
+    const inbox = await inboxOf(tenant, "off");
+    const sender = authenticatedDomain(fixture.dns, "unasked");
     await sendMail(offSmtp.port, { from: `Orders <orders@${sender.domain}>`, to: inbox.address, subject: "Not evaluated", sign: sender.sign });
     const [stored] = await storedMessages(off, inbox.id);
     const thread = await tenant.request("GET", `/v1/threads/${stored!.threadId}`);
     const message = thread.body.messages[0];
-    expect(message.inboundSecurity.authentication).toEqual({
-      spf: "not_evaluated",
-      dkim: "not_evaluated",
-      dmarc: "not_evaluated",
-      arc: "not_evaluated",
-      fromDomain: null,
-      senderAuthenticated: false,
-      dkimDomains: [],
-      dmarcPolicy: null,
-    });
+    expect(message.inboundSecurity.authentication).toEqual(NOT_EVALUATED);
     expect(message.extracted.warnings).toEqual([]);
     expect(message.extracted.risk).toBe("low");
     expect(stored!.senderAuthenticated).toBeNull();
-    expect(dns.queries(sender.domain) + dns.queries(`_dmarc.${sender.domain}`) + dns.queries(`s1._domainkey.${sender.domain}`)).toBe(0);
+    expect(fixture.dns.queries(sender.domain) + fixture.dns.queries(`_dmarc.${sender.domain}`) + fixture.dns.queries(`s1._domainkey.${sender.domain}`)).toBe(0);
   });
 });

@@ -1,39 +1,17 @@
 // Sender rules through the real service: set per inbox and per organization on the JSON face and over Connect, and
 // applied to mail that arrives by SMTP when it is stored. Blocked mail is stored but sends no webhook, wakes no wait
 // and no stream, and lists leave it out unless asked; senders authenticate against a DNS server of the test's own.
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { SenderRuleService } from "../../gen/mailbox/v1/sender_rule_service_pb.js";
 import { Message, StoredEvent, Thread } from "../../src/db/entities/index.js";
 import type { MessageRow } from "../../src/db/entities/message.js";
-import type { SmtpRole } from "../../src/roles/smtp.js";
-import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
-import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
-import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
+import { eventually, type Tenant } from "../support/harness.js";
 import { webhookEndpoint } from "../support/inbound-ports.js";
 import { authenticatedDomain, protectedDomain, sendMail } from "../support/sender-mail.js";
+import { inboxOf, senderTrustApp } from "../support/sender-trust-app.js";
 import { openSse } from "../support/sse-client.js";
 
-let dns: TestDnsServer;
-let receiver: HttpsReceiver;
-let app: TestApp;
-let smtp: SmtpRole;
-
-beforeAll(async () => {
-  [dns, receiver] = await Promise.all([startDnsServer(), startHttpsReceiver()]);
-  app = await startTestApp({ DNS_SERVERS: dns.serverList, WEBHOOK_ALLOW_HOSTS: receiver.host });
-  smtp = await app.startSmtp();
-});
-afterAll(async () => {
-  await app?.stop();
-  await receiver?.close();
-  await dns?.stop();
-});
-
-async function inboxOf(tenant: Tenant): Promise<{ id: string; address: string }> {
-  const res = await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("rules"), displayName: "Rules" } });
-  expect(res.status).toBe(201);
-  return res.body;
-}
+const fixture = senderTrustApp();
 
 async function putRules(tenant: Tenant, path: string, rules: object): Promise<any> {
   const res = await tenant.request("PUT", path, { body: rules });
@@ -44,7 +22,7 @@ async function putRules(tenant: Tenant, path: string, rules: object): Promise<an
 /** The inbox's stored messages by subject, once every subject is stored. */
 async function storedBySubject(inboxId: string, subjects: readonly string[]): Promise<Record<string, MessageRow>> {
   return eventually(async () => {
-    const rows = await app.db.fork().find(Message, { inboxId });
+    const rows = await fixture.app.db.fork().find(Message, { inboxId });
     const bySubject = Object.fromEntries(rows.map((m) => [m.subject, m]));
     return subjects.every((s) => bySubject[s]) ? bySubject : undefined;
   });
@@ -57,7 +35,7 @@ async function senderRuleOf(tenant: Tenant, message: { id: string; threadId: str
 
 describe("setting sender rules", () => {
   test("an inbox follows its own rules, else the organization's default, else none", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const [inbox, other] = [await inboxOf(tenant), await inboxOf(tenant)];
     const none = await tenant.request("GET", `/v1/inboxes/${inbox.id}/sender-rules`);
     expect(none.body).toEqual({ allow: [], block: [], requireAuthenticated: false, source: "none", updatedAt: null });
@@ -77,12 +55,12 @@ describe("setting sender rules", () => {
     // Removing what is not there is not an error.
     expect((await tenant.request("DELETE", `/v1/inboxes/${inbox.id}/sender-rules`)).status).toBe(204);
     // Another organization's default is not this one's.
-    const stranger = await app.createTenant();
+    const stranger = await fixture.app.createTenant();
     expect((await stranger.request("GET", "/v1/sender-rules")).body.source).toBe("none");
   });
 
   test("refuses entries that are no address or domain, and too many, with a 400 that says which", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
     const res = await tenant.request("PUT", `/v1/inboxes/${inbox.id}/sender-rules`, { body: { allow: ["ok.example", "https://evil.example/"], block: [] } });
     expect(res.status).toBe(400);
@@ -93,7 +71,7 @@ describe("setting sender rules", () => {
   });
 
   test("needs mailbox:manage to set and mailbox:read to read; a key restricted to inboxes may not set the organization's default", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
     const reader = await tenant.issueKey({ scopes: ["mailbox:read"] });
     const asReader = { "x-api-key": reader.key };
@@ -111,17 +89,17 @@ describe("setting sender rules", () => {
 
 describe("applying sender rules to mail as it is stored", () => {
   test("blocked mail is stored, sends no webhook, wakes no wait or stream, and is listed only when asked", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
-    const endpoint = receiver.endpoint();
+    const endpoint = fixture.receiver.endpoint();
     await webhookEndpoint(tenant, endpoint.url);
     await putRules(tenant, `/v1/inboxes/${inbox.id}/sender-rules`, { block: ["spam.example"] });
-    const stream = await openSse(`${app.baseUrl}/v1/events:stream?inboxId=${inbox.id}`, { "x-api-key": tenant.key });
+    const stream = await openSse(`${fixture.app.baseUrl}/v1/events:stream?inboxId=${inbox.id}`, { "x-api-key": tenant.key });
     const waiting = tenant.request("GET", `/v1/inboxes/${inbox.id}/messages:wait?timeoutSeconds=25`);
 
-    await sendMail(smtp.port, { from: "Promo <deals@mail.spam.example>", to: inbox.address, subject: "Blocked" });
+    await sendMail(fixture.smtp.port, { from: "Promo <deals@mail.spam.example>", to: inbox.address, subject: "Blocked" });
     const { Blocked: blocked } = await storedBySubject(inbox.id, ["Blocked"]);
-    await sendMail(smtp.port, { from: "Friend <friend@example.org>", to: inbox.address, subject: "Welcome" });
+    await sendMail(fixture.smtp.port, { from: "Friend <friend@example.org>", to: inbox.address, subject: "Welcome" });
     const { Welcome: welcome } = await storedBySubject(inbox.id, ["Welcome"]);
 
     // The wait and the stream answer the second message: the first, blocked, announced nothing.
@@ -131,7 +109,7 @@ describe("applying sender rules to mail as it is stored", () => {
     expect(event.data.messageId).toBe(welcome!.id);
     await endpoint.waitFor(1);
     expect(endpoint.requests.map((r) => JSON.parse(r.body).data.messageId)).toEqual([welcome!.id]);
-    expect(await app.db.fork().count(StoredEvent, { inboxId: inbox.id })).toBe(1);
+    expect(await fixture.app.db.fork().count(StoredEvent, { inboxId: inbox.id })).toBe(1);
 
     expect(blocked!.senderBlocked).toBe(true);
     expect(await senderRuleOf(tenant, blocked!)).toBe("blocked");
@@ -147,7 +125,7 @@ describe("applying sender rules to mail as it is stored", () => {
   });
 
   test("an allow list takes only its senders; a block entry wins over an allow entry", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
     await putRules(tenant, `/v1/inboxes/${inbox.id}/sender-rules`, { allow: ["partner.example", "boss@corp.example"], block: ["intern@partner.example"] });
     const mail = [
@@ -157,7 +135,7 @@ describe("applying sender rules to mail as it is stored", () => {
       ["Intern <intern@partner.example>", "blocked inside an allowed domain"],
       ["Stranger <s@stranger.example>", "not on the list"],
     ] as const;
-    for (const [from, subject] of mail) await sendMail(smtp.port, { from, to: inbox.address, subject });
+    for (const [from, subject] of mail) await sendMail(fixture.smtp.port, { from, to: inbox.address, subject });
     const stored = await storedBySubject(inbox.id, mail.map(([, s]) => s));
     const outcomes = await Promise.all(mail.map(async ([, subject]) => [subject, await senderRuleOf(tenant, stored[subject]!)]));
     expect(Object.fromEntries(outcomes)).toEqual({
@@ -170,15 +148,15 @@ describe("applying sender rules to mail as it is stored", () => {
   });
 
   test("requireAuthenticated takes an authenticated sender and blocks one that forged an allowed From", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
-    const partner = authenticatedDomain(dns, "partner");
+    const partner = authenticatedDomain(fixture.dns, "partner");
     await putRules(tenant, `/v1/inboxes/${inbox.id}/sender-rules`, { allow: [partner.domain], requireAuthenticated: true });
-    await sendMail(smtp.port, { from: `Partner <team@${partner.domain}>`, to: inbox.address, subject: "Signed", sign: partner.sign });
+    await sendMail(fixture.smtp.port, { from: `Partner <team@${partner.domain}>`, to: inbox.address, subject: "Signed", sign: partner.sign });
     // Unsigned, from another envelope domain: nothing ties it to the partner (the partner's SPF names this client too).
-    await sendMail(smtp.port, { from: `Partner <team@${partner.domain}>`, mailFrom: "bounce@forger.example", to: inbox.address, subject: "Forged" });
-    const bank = protectedDomain(dns);
-    await sendMail(smtp.port, { from: `Bank <alerts@${bank}>`, to: inbox.address, subject: "Unlisted" });
+    await sendMail(fixture.smtp.port, { from: `Partner <team@${partner.domain}>`, mailFrom: "bounce@forger.example", to: inbox.address, subject: "Forged" });
+    const bank = protectedDomain(fixture.dns);
+    await sendMail(fixture.smtp.port, { from: `Bank <alerts@${bank}>`, to: inbox.address, subject: "Unlisted" });
     const stored = await storedBySubject(inbox.id, ["Signed", "Forged", "Unlisted"]);
     expect(await senderRuleOf(tenant, stored.Signed!)).toBe("allowed");
     expect(await senderRuleOf(tenant, stored.Forged!)).toBe("blocked");
@@ -188,34 +166,34 @@ describe("applying sender rules to mail as it is stored", () => {
   });
 
   test("the organization's default applies to inboxes without rules of their own; an inbox's own rules replace it", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const [plain, own] = [await inboxOf(tenant), await inboxOf(tenant)];
     await putRules(tenant, "/v1/sender-rules", { block: ["noisy.example"] });
     await putRules(tenant, `/v1/inboxes/${own.id}/sender-rules`, { block: [] });
     // Another organization's default does not reach this one's inboxes.
-    const stranger = await app.createTenant();
+    const stranger = await fixture.app.createTenant();
     await putRules(stranger, "/v1/sender-rules", { requireAuthenticated: true });
-    for (const inbox of [plain, own]) await sendMail(smtp.port, { from: `News <news@noisy.example>`, to: inbox.address, subject: "Noise" });
+    for (const inbox of [plain, own]) await sendMail(fixture.smtp.port, { from: `News <news@noisy.example>`, to: inbox.address, subject: "Noise" });
     const [{ Noise: inPlain }, { Noise: inOwn }] = [await storedBySubject(plain.id, ["Noise"]), await storedBySubject(own.id, ["Noise"])];
     expect(await senderRuleOf(tenant, inPlain!)).toBe("blocked");
     expect(await senderRuleOf(tenant, inOwn!)).toBe("none");
   });
 
   test("blocked mail never joins a listed thread, nor other mail a thread of blocked mail", async () => {
-    const tenant = await app.createTenant();
+    const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);
-    await sendMail(smtp.port, { from: "Carol <carol@example.org>", to: inbox.address, subject: "Plan", headers: ["Message-ID: <plan-1@thread.example>"] });
+    await sendMail(fixture.smtp.port, { from: "Carol <carol@example.org>", to: inbox.address, subject: "Plan", headers: ["Message-ID: <plan-1@thread.example>"] });
     const { Plan: plan } = await storedBySubject(inbox.id, ["Plan"]);
-    const summaryBefore = await app.db.fork().findOneOrFail(Thread, plan!.threadId);
+    const summaryBefore = await fixture.app.db.fork().findOneOrFail(Thread, plan!.threadId);
     await putRules(tenant, `/v1/inboxes/${inbox.id}/sender-rules`, { block: ["mallory@example.org"] });
     // A blocked reply into Carol's thread, then an allowed reply to the blocked one.
-    await sendMail(smtp.port, {
+    await sendMail(fixture.smtp.port, {
       from: "Mallory <mallory@example.org>",
       to: inbox.address,
       subject: "Re: Plan (blocked)",
       headers: ["Message-ID: <plan-2@thread.example>", "In-Reply-To: <plan-1@thread.example>", "References: <plan-1@thread.example>"],
     });
-    await sendMail(smtp.port, {
+    await sendMail(fixture.smtp.port, {
       from: "Dave <dave@example.org>",
       to: inbox.address,
       subject: "Re: Re: Plan",
@@ -225,10 +203,10 @@ describe("applying sender rules to mail as it is stored", () => {
     const blockedReply = stored["Re: Plan (blocked)"]!;
     const allowedReply = stored["Re: Re: Plan"]!;
     expect(blockedReply.threadId).not.toBe(plan!.threadId);
-    expect((await app.db.fork().findOneOrFail(Thread, blockedReply.threadId)).blocked).toBe(true);
+    expect((await fixture.app.db.fork().findOneOrFail(Thread, blockedReply.threadId)).blocked).toBe(true);
     // Dave answered the blocked message but also names Carol's: his reply joins her thread, not the blocked one.
     expect(allowedReply.threadId).toBe(plan!.threadId);
-    const summary = await app.db.fork().findOneOrFail(Thread, plan!.threadId);
+    const summary = await fixture.app.db.fork().findOneOrFail(Thread, plan!.threadId);
     expect(summary.messageCount).toBe(summaryBefore.messageCount + 1);
     expect(summary.participants).not.toContain("mallory@example.org");
   });
