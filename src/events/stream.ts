@@ -34,6 +34,8 @@ export interface StreamRequest {
   readonly inboxId?: string | undefined;
   /** Resume after this event. */
   readonly lastEventId?: string | undefined;
+  /** Only the events of messages whose sender authenticated. */
+  readonly senderAuthenticated?: boolean | undefined;
 }
 
 /** Events read from the log at once: what a stream holds at most. */
@@ -61,7 +63,11 @@ export function createEventStreams(deps: EventStreamsDeps) {
       let filter = filterOf(principal, request);
       const release = holds.acquire(principal.keyId);
       // Watching starts before the position is read, so nothing committed after it goes unannounced.
-      const watch = hub.watch(store.organizationId, (notice) => filter === null || filter.includes(notice.inboxId));
+      const authenticatedOnly = request.senderAuthenticated === true;
+      const watch = hub.watch(
+        store.organizationId,
+        (notice) => (filter === null || filter.includes(notice.inboxId)) && (!authenticatedOnly || notice.senderAuthenticated !== false),
+      );
       try {
         let position = await startOf(store, filter, request.lastEventId);
         let lastSent = Date.now();
@@ -74,7 +80,12 @@ export function createEventStreams(deps: EventStreamsDeps) {
               throw new Gone("event_expired", "this stream fell further behind than the event log keeps events; open a new one");
             }
             const readAt = Date.now();
-            const page = await store.sqlRead<LoggedEvent>((organizationId) => eventsAfterStatement(organizationId, filter, position.seq, PAGE));
+            // A filtered read skips events: it covers at least the log as it ended before it (an organization's
+            // appends commit in position order), so the next read starts there, not at the last event it kept.
+            const end = authenticatedOnly ? await logEnd(store) : position.seq;
+            const page = await store.sqlRead<LoggedEvent>((organizationId) =>
+              eventsAfterStatement(organizationId, filter, position.seq, PAGE, authenticatedOnly),
+            );
             for (const event of page) {
               lastSent = Date.now();
               yield event;
@@ -86,7 +97,7 @@ export function createEventStreams(deps: EventStreamsDeps) {
               continue;
             }
             // The end of the log when it was read: what came after was made about then or later.
-            position = { seq: last?.seq ?? position.seq, horizon: readAt - CLOCK_SLACK_MS };
+            position = { seq: furthest(last?.seq ?? position.seq, end), horizon: readAt - CLOCK_SLACK_MS };
           }
           const wake = await watch.next(Math.max(0, lastSent + deps.keepAliveMs - Date.now()), signal);
           if (wake.closed || signal.aborted) return;
@@ -124,12 +135,20 @@ interface Position {
 /** How much earlier than its commit an event's time may be (it is taken when its transaction stores the message). */
 const CLOCK_SLACK_MS = 60_000;
 
+/** The organization's latest position. */
+async function logEnd(store: TenantStore): Promise<string> {
+  const [latest] = await store.sqlRead<{ seq: string }>((organizationId) => latestPositionStatement(organizationId));
+  return latest!.seq;
+}
+
+/** The later of two positions (int8 as text). */
+function furthest(a: string, b: string): string {
+  return BigInt(a) >= BigInt(b) ? a : b;
+}
+
 /** After the given event, which must still be in the log (410 event_expired otherwise), or after the log's end. */
 async function startOf(store: TenantStore, filter: InboxFilter, lastEventId: string | undefined): Promise<Position> {
-  if (lastEventId === undefined) {
-    const [latest] = await store.sqlRead<{ seq: string }>((organizationId) => latestPositionStatement(organizationId));
-    return { seq: latest!.seq, horizon: Date.now() - CLOCK_SLACK_MS };
-  }
+  if (lastEventId === undefined) return { seq: await logEnd(store), horizon: Date.now() - CLOCK_SLACK_MS };
   const [found] = await store.sqlRead<{ seq: string; created_at: Date }>((organizationId) => eventPositionStatement(organizationId, lastEventId, filter));
   if (!found) {
     throw new Gone("event_expired", "the event log no longer keeps this event (or never had it): resume without it, and catch up by listing threads");

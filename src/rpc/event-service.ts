@@ -12,7 +12,7 @@ export function createEventService(deps: { streams: EventStreams }): Partial<Ser
       const { principal, store } = callerOf(ctx);
       for await (const event of streams.stream(store, principal, req, ctx.signal, principalNow(ctx))) {
         // A message without an event keeps the connection alive (and the first one says the stream is open).
-        yield create(StreamEventsResponseSchema, { event: event === null ? undefined : toEvent(event.payload) });
+        yield create(StreamEventsResponseSchema, { event: event === null ? undefined : toEvent(event.payload, event.sender_authenticated) });
       }
     },
   };

@@ -439,7 +439,7 @@ describe("the OpenAPI document", () => {
         const reached = schemaAt(response.content!["application/json"]!.schema, expression.replace(/^\$response\.body#/, ""));
         expect(reached.type, `${from} → ${name}: ${expression}`).toBe("string");
       }
-      expect(link.description).toMatch(/^(GET|POST|DELETE) \/v1\/\S+ with \w+ from .+\.$/);
+      expect(link.description).toMatch(/^(GET|POST|PUT|DELETE) \/v1\/\S+ with \w+ from .+\.$/);
     }
     const linked = (from: string, to: string) => links.filter((l) => l.from === from && l.link.operationId === to).map((l) => l.link.parameters);
     expect(linked("POST /v1/inboxes 201", "getInbox")).toEqual([{ "path.inboxId": "$response.body#/id" }]);
