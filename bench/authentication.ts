@@ -10,7 +10,6 @@
 //   BENCH_COLD=300 BENCH_WARM=3000 BENCH_CONCURRENCY=32  messages per phase, and in flight in the warm phase
 //   BENCH_DNS_DELAY_MS=0                                 hold every DNS answer this long (a recursive resolver's miss)
 import { generateKeyPairSync } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { authenticate, dkimSign, dkimVerify } from "mailauth";
 import { mailauthResolver } from "../src/authentication/mailauth-resolver.js";
@@ -18,7 +17,7 @@ import { createSenderAuthenticator, type SmtpClient } from "../src/authenticatio
 import { createCachingResolver } from "../src/dns/cache.js";
 import { createResolver, type DnsResolver, type DnsServerAddress } from "../src/dns/resolver.js";
 import type { BenchZone } from "./authentication-dns.js";
-import { loadAverage, machineFacts, RESULTS_DIR, resultPath, revision, runAsScript } from "./machine.js";
+import { loadAverage, revision, runAsScript, startRun, type RecordHeader } from "./machine.js";
 import { percentile } from "./run-report.js";
 import { envNumber } from "./settings.js";
 
@@ -84,6 +83,14 @@ interface PhaseFigures {
   readonly p99Ms: number;
 }
 
+/** What a run records beside its header: each phase of each side ("ours cold", "peer warm", …) and the body hash alone. */
+export interface AuthenticationFigures {
+  readonly settings: typeof settings;
+  readonly figures: Readonly<Record<string, PhaseFigures>>;
+  readonly bodyHash: readonly { bytes: number; canonicalization: string; msPerMessage: number; mbPerSecond: number }[];
+}
+export type AuthenticationRecord = AuthenticationFigures & RecordHeader;
+
 /** Runs `evaluate` over the messages, `concurrency` at a time, and measures it. */
 async function phase(dns: DnsWorker, messages: readonly Buffer[], concurrency: number, evaluate: (m: Buffer) => Promise<unknown>): Promise<PhaseFigures> {
   const latencies: number[] = [];
@@ -118,26 +125,9 @@ function caching(address: DnsServerAddress): DnsResolver {
   return createCachingResolver(createResolver({ servers: [address], timeoutMs: 2000 }));
 }
 
-/** The record in bench/results, under the header every benchmark's record starts with (bench, revision, times, machine, load). */
-async function writeRecord(startedAt: Date, loadBefore: readonly number[], record: object): Promise<string> {
-  const header = {
-    bench: "authentication",
-    revision: revision(),
-    startedAt: startedAt.toISOString(),
-    finishedAt: new Date().toISOString(),
-    machine: machineFacts(),
-    loadBefore,
-    loadAfter: loadAverage(),
-  };
-  await mkdir(RESULTS_DIR, { recursive: true });
-  const file = resultPath("authentication", startedAt, ".json");
-  await writeFile(file, `${JSON.stringify({ ...header, ...record }, null, 2)}\n`);
-  return file;
-}
-
 async function main(): Promise<void> {
-  const startedAt = new Date();
-  const loadBefore = loadAverage();
+  const run = startRun("authentication");
+  const loadBefore = run.loadBefore;
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
   const coldDomains = (side: string) => Array.from({ length: settings.cold }, (_, i) => `${side}${i}-cold.example`);
@@ -233,7 +223,7 @@ async function main(): Promise<void> {
     ...bodyHash.map((b) => `  ${(b.bytes / 1024).toString().padStart(6)} KB ${b.canonicalization.padEnd(16)} ${n(b.msPerMessage, 3)} ms ${n(b.mbPerSecond, 1)} MB/s`),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
-  const file = await writeRecord(startedAt, loadBefore, { settings, figures, bodyHash });
+  const file = await run.write({ settings, figures, bodyHash } satisfies AuthenticationFigures);
   log(`record: ${file}`);
 }
 
