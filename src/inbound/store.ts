@@ -27,10 +27,10 @@ import { appendEvents } from "../events/log.js";
 import { messageReceivedEvents } from "../events/message-received.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
-import type { EmailParser, ParsedAddress, ParsedEmail } from "../mail/parse.js";
+import type { EmailParser, ParsedAddress, ParsedEmail, RawInput } from "../mail/parse.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
-import { readChunks, type ReceivedMessage } from "./receive.js";
+import { rawChunks, readChunks, type ReceivedMessage } from "./receive.js";
 import { parentMessageIds } from "./threading.js";
 
 export interface FeedbackReports {
@@ -56,9 +56,8 @@ export interface InboundStoreDeps {
   readonly clock: StoreClock;
 }
 
-/** A raw message as committed by the SMTP side (inbound_raw_messages). */
-export interface RawRow {
-  readonly raw: Buffer;
+/** A raw message's envelope and session as committed by the SMTP side (inbound_raw_messages): what storing needs. */
+export interface RawEnvelopeRow {
   readonly rcpt_to: string[];
   readonly inbox_ids: string[];
   readonly mail_from: string;
@@ -66,6 +65,11 @@ export interface RawRow {
   readonly helo: string;
   readonly tls_protocol: string | null;
   readonly tls_cipher: string | null;
+}
+
+/** A raw message with its bytes whole. */
+export interface RawRow extends RawEnvelopeRow {
+  readonly raw: Buffer;
 }
 
 export function rawRowOf(m: ReceivedMessage): RawRow {
@@ -81,15 +85,17 @@ export function rawRowOf(m: ReceivedMessage): RawRow {
   };
 }
 
-/** A raw message parsed and ready to be stored. */
+/** A raw message parsed and ready to be stored; its bytes are not kept. */
 export interface ParsedRaw {
   readonly rawId: string;
-  readonly raw: RawRow;
+  readonly raw: RawEnvelopeRow;
   /** Null when the message goes to the feedback address only (there is no inbox to store it in). */
   readonly email: ParsedEmail | null;
   readonly feedback: CheckedFeedback | undefined;
   /** What it adds to a batch's statements: its size once per inbox copy. */
   readonly bytes: number;
+  /** What it holds in memory until it is stored: what the parse yielded, and its copies in the store's statements. */
+  readonly held: number;
 }
 
 /**
@@ -130,27 +136,47 @@ interface Copy {
 const MAX_ATTEMPTS = 5;
 
 /**
- * The raw message read (unless known) and parsed, its feedback report checked; null when it is no longer pending
- * (done, or being processed by another process).
+ * The raw message parsed (from the bytes known, else from its row, or streamed from its chunks when it was
+ * committed in chunks), its feedback report checked; null when it is no longer pending (done, or being processed by
+ * another process).
  */
 export async function prepareRaw(deps: InboundStoreDeps, rawId: string, known: RawRow | undefined): Promise<ParsedRaw | null> {
-  const raw = known ?? (await readBack(deps.db, rawId));
-  if (!raw) return null;
+  const pending = known ? pendingOf(known) : await readPending(deps.db, rawId);
+  if (!pending) return null;
+  const { envelope, size } = pending;
+  const raw: RawInput = pending.raw ?? { chunks: () => rawChunks(deps.db.sql, rawId, size) };
   const { feedbackReports } = deps;
-  const feedback = feedbackReports && raw.rcpt_to.includes(feedbackReports.address) ? await feedbackReports.check(raw, rawId) : undefined;
-  const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
-  const email = forInboxes ? await deps.parser.parse(raw.raw) : null;
-  return { rawId, raw, email, feedback, bytes: raw.raw.byteLength * Math.max(1, raw.inbox_ids.length) };
+  const feedback =
+    feedbackReports && envelope.rcpt_to.includes(feedbackReports.address)
+      ? await feedbackReports.check({ ...envelope, raw: pending.raw ?? (await readChunks(deps.db.sql, rawId, size)) }, rawId)
+      : undefined;
+  const forInboxes = envelope.inbox_ids.length > (feedback ? 1 : 0);
+  const email = forInboxes ? await deps.parser.parse(raw) : null;
+  const copies = Math.max(1, envelope.inbox_ids.length);
+  // What the parse yielded is held until it is stored, and copied into the statements that store it, once per inbox.
+  return { rawId, raw: envelope, email, feedback, bytes: size * copies, held: email ? parsedBytes(email) * (1 + copies) : 0 };
 }
 
-async function readBack(db: Database, rawId: string): Promise<RawRow | null> {
-  const [row] = await db.sql.query<RawRow & { size: number }>(
-    `select raw, size, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
+function pendingOf({ raw, ...envelope }: RawRow): { envelope: RawEnvelopeRow; raw: Buffer; size: number } {
+  return { envelope, raw, size: raw.byteLength };
+}
+
+/** The memory a parsed message takes: its text and HTML (two bytes a character at most) and its attachments. */
+function parsedBytes(email: ParsedEmail): number {
+  return 2 * (email.text.length + (email.html?.length ?? 0)) + email.attachments.reduce((n, a) => n + a.content.byteLength, 0);
+}
+
+/** A pending raw message's envelope, and its bytes when they are in its row (else they are in chunks). */
+async function readPending(db: Database, rawId: string): Promise<{ envelope: RawEnvelopeRow; raw: Buffer | null; size: number } | null> {
+  // The bytes only when the row holds them: a message committed in chunks has an empty `raw`.
+  const [row] = await db.sql.query<RawEnvelopeRow & { size: number; raw: Buffer | null }>(
+    `select case when length(raw) = size then raw end as raw, size, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
        from inbound_raw_messages where id = $1 and status = 'pending'`,
     [rawId],
   );
-  if (!row || row.raw.length === row.size) return row ?? null;
-  return { ...row, raw: await readChunks(db.sql, rawId, row.size) };
+  if (!row) return null;
+  const { raw, size, ...envelope } = row;
+  return { envelope, raw, size };
 }
 
 /** Stores the batch (in the order given) in one transaction, then dispatches its webhooks and starts its scans. */
