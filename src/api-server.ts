@@ -29,6 +29,7 @@ import { createInProcessInvoker, createInProcessStreamInvoker } from "./rest/in-
 import { buildOpenApi } from "./rest/openapi.js";
 import { buildRouteTable } from "./rest/routes.js";
 import { CONTRACT_SERVICES, createServiceSpecs, type ServiceDeps } from "./rpc/services.js";
+import { configuredUploadDeps } from "./uploads/uploads.js";
 
 export interface ApiServerDeps extends ServiceDeps {
   readonly config: Config;
@@ -58,8 +59,8 @@ function interceptorsOf(deps: ApiServerDeps): Interceptor[] {
 export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   const interceptors = interceptorsOf(deps);
   const authenticateBeforeBody = observeGate(authenticateRequest(deps.authenticator, deps.log), deps.status.metrics.api);
-  const status = createStatusHandler(deps.status);
-  const specs = createServiceSpecs(deps);
+  const status = createStatusHandler(deps.status, "api");
+  const specs = createServiceSpecs({ ...deps, uploads: deps.uploads ?? configuredUploadDeps(deps.config, deps.log) });
   const router = createConnectRouter({
     interceptors,
     // Connect runs the gate once a request's headers are in, before it reads the body.

@@ -1,11 +1,15 @@
 // The only reader of process.env: typed, validated once at start, frozen. One small parser per section reads its
 // variables (parseSmtp, parseDelivery, …); loadConfig composes them into one Config.
+import type { UploadSettings } from "./uploads/settings.js";
 import { resolve } from "node:path";
 import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
+import { parseAddressRanges, type AddressRange } from "./net/address-ranges.js";
 import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
 
 export interface Config {
+  /** Uploads and URL attachments of outbound mail (UPLOAD_TTL, LIMIT_UPLOAD_STORAGE_BYTES, ATTACHMENT_URL_*). */
+  readonly uploads: UploadSettings;
   /** Port of the API (Connect, gRPC, gRPC-Web and JSON /v1 on one port). */
   readonly httpPort: number;
   /** Address the API and SMTP servers bind to. */
@@ -18,6 +22,8 @@ export interface Config {
   readonly api: {
     /** Concurrent TCP connections on the API port; more are closed at once. */
     readonly maxConnections: number;
+    /** Concurrent TCP connections from one peer (an IPv4 address, an IPv6 /64); more from it are closed at once. */
+    readonly maxConnectionsPerPeer: number;
     /** An HTTP/1.1 request's header section (431 beyond), an h2 request's header list. */
     readonly maxHeaderBytes: number;
     /** How long a client may take to send a request's headers (and a new connection its first bytes). */
@@ -61,8 +67,11 @@ export interface Config {
     readonly refusalDelayMs: number;
     /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
     readonly receiveMemoryBytes: number;
-    /** Expect a PROXY protocol (v1/v2) header on every connection (a TCP load balancer in front): the client IP is taken from it. */
-    readonly proxyProtocol: boolean;
+    /**
+     * The load balancers whose connections start with a PROXY protocol (v1 or v2) header, the client IP taken from it
+     * (SMTP_PROXY_PROTOCOL with SMTP_PROXY_TRUSTED); undefined: no header is read from anyone.
+     */
+    readonly proxyTrusted: readonly AddressRange[] | undefined;
   };
   /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
   readonly inbound: {
@@ -75,6 +84,10 @@ export interface Config {
     /** Accepted messages (and their bytes) waiting for processing in one process beyond which MAIL FROM gets 451 4.3.1. */
     readonly maxBacklogMessages: number;
     readonly maxBacklogBytes: number;
+    /** SPF, DKIM, DMARC and ARC of every message at receipt (INBOUND_AUTHENTICATION=on|off); off stores not_evaluated. */
+    readonly authentication: boolean;
+    /** One message's sender authentication, DNS included; what is unfinished then is temperror. */
+    readonly authenticationTimeoutMs: number;
   };
   /** External PostgreSQL; undefined starts an embedded one under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -224,6 +237,13 @@ export interface DatabaseSettings {
 
 export class ConfigError extends Error {}
 
+/**
+ * The feedback loops of the big providers: Yahoo's Complaint Feedback Loop (for Yahoo and AOL users) sends as
+ * feedback@arf.mail.yahoo.com, signed by arf.mail.yahoo.com; Microsoft's JMRP (Outlook.com, Hotmail, Live) from
+ * staff@hotmail.com.
+ */
+const DEFAULT_FEEDBACK_LOOP_SENDERS = "arf.mail.yahoo.com,staff@hotmail.com";
+
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** A lower-case domain or host name: dot-separated labels of letters, digits and inner hyphens. */
@@ -320,6 +340,7 @@ function parseHttp(r: EnvReader): Pick<Config, "httpPort" | "statusPort" | "metr
     metricsToken,
     api: {
       maxConnections: r.int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+      maxConnectionsPerPeer: r.int("API_MAX_CONNECTIONS_PER_PEER", 100, 1, 1_000_000),
       maxHeaderBytes: r.int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
       headersTimeoutMs,
       requestTimeoutMs,
@@ -356,6 +377,13 @@ function parseSmtp(r: EnvReader, managedDomain: string): Pick<Config, "smtpPort"
   const tlsCertPath = r.path("SMTP_TLS_CERT");
   const tlsKeyPath = r.path("SMTP_TLS_KEY");
   if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) r.fail("SMTP_TLS_CERT and SMTP_TLS_KEY must be set together");
+  // A PROXY header names any address its sender likes: it is read from the operator's load balancers only.
+  const proxyProtocol = r.flag("SMTP_PROXY_PROTOCOL");
+  const proxyTrusted = parseAddressRanges(r.env.SMTP_PROXY_TRUSTED ?? "");
+  if (proxyTrusted.invalid.length > 0) r.fail(`SMTP_PROXY_TRUSTED must list IP addresses or CIDR ranges such as 10.0.0.0/8, got "${proxyTrusted.invalid.join(",")}"`);
+  else if (proxyProtocol !== proxyTrusted.ranges.length > 0) {
+    r.fail("SMTP_PROXY_PROTOCOL=true and SMTP_PROXY_TRUSTED (the load balancers' addresses or ranges, which alone may send the header) go together");
+  }
   return {
     smtpPort: r.int("SMTP_PORT", 2525, 0, 65535),
     smtp: {
@@ -375,7 +403,7 @@ function parseSmtp(r: EnvReader, managedDomain: string): Pick<Config, "smtpPort"
       refusalDelayAfter: r.int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
       refusalDelayMs: r.int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
       receiveMemoryBytes: r.int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
-      proxyProtocol: r.flag("SMTP_PROXY_PROTOCOL"),
+      proxyTrusted: proxyProtocol ? proxyTrusted.ranges : undefined,
     },
   };
 }
@@ -390,6 +418,8 @@ function parseInbound(r: EnvReader): Pick<Config, "inbound"> {
       processingMemoryBytes: r.int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
       maxBacklogMessages: r.int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
       maxBacklogBytes: r.int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+      authentication: r.str("INBOUND_AUTHENTICATION", "on", /^(on|off)$/, "on or off") === "on",
+      authenticationTimeoutMs: r.int("INBOUND_AUTHENTICATION_TIMEOUT_MS", 5000, 100, 60_000),
     },
   };
 }
@@ -530,7 +560,7 @@ function parseDelivery(r: EnvReader): Pick<Config, "delivery"> {
 
 /** Where ARF feedback reports are received, and the feedback loops believed about any recipient. */
 function parseFeedback(r: EnvReader, managedDomain: string): Pick<Config, "feedbackAddress" | "feedbackLoopSenders"> {
-  const senders = (r.env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase());
+  const senders = (r.env.FEEDBACK_LOOP_SENDERS || DEFAULT_FEEDBACK_LOOP_SENDERS).split(",").map((s) => s.trim().toLowerCase());
   return {
     feedbackAddress: r.str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
     feedbackLoopSenders: senders.filter((entry) => {
@@ -545,6 +575,21 @@ function parseFeedback(r: EnvReader, managedDomain: string): Pick<Config, "feedb
 }
 
 /** `mailbox mcp`: the service it relays MCP over stdio to, and the key it calls with. */
+function parseUploads(r: EnvReader): Pick<Config, "uploads"> {
+  const ttlMs = r.duration("UPLOAD_TTL", "24h", 1000);
+  if (ttlMs > 30 * 86_400_000) r.fail(`UPLOAD_TTL must be at most 30d, got "${r.env.UPLOAD_TTL}"`);
+  return {
+    uploads: {
+      ttlMs,
+      storageBytes: r.int("LIMIT_UPLOAD_STORAGE_BYTES", 1024 ** 3, 0, 1024 ** 4),
+      urlFetch: {
+        timeoutMs: r.int("ATTACHMENT_URL_TIMEOUT_MS", 30_000, 100, 300_000),
+        maxRedirects: r.int("ATTACHMENT_URL_MAX_REDIRECTS", 3, 0, 10),
+      },
+    },
+  };
+}
+
 function parseMcpBridge(r: EnvReader): Pick<Config, "mcpBridge"> {
   return {
     mcpBridge: {
@@ -575,6 +620,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...parseDelivery(r),
     ...parseFeedback(r, managedDomain),
     ...parseMcpBridge(r),
+    ...parseUploads(r),
   };
   if (r.errors.length > 0) throw new ConfigError(`invalid configuration:\n  ${r.errors.join("\n  ")}`);
   return Object.freeze(config);

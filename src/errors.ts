@@ -33,8 +33,9 @@ export class PermissionDenied extends DomainError {
 }
 
 export class NotFound extends DomainError {
-  constructor(what: string) {
-    super(Code.NotFound, "not_found", `${what} not found`);
+  /** `errorCode` names what a request's body referred to (upload_not_found) where not_found would blame the path. */
+  constructor(what: string, errorCode = "not_found") {
+    super(Code.NotFound, errorCode, `${what} not found`);
   }
 }
 
@@ -60,6 +61,23 @@ export class RateLimited extends DomainError {
 export class Unavailable extends DomainError {
   constructor(errorCode: string, message: string, retryAfterSeconds: number) {
     super(Code.Unavailable, errorCode, message, Math.max(1, Math.ceil(retryAfterSeconds)));
+  }
+}
+
+/**
+ * 422: a request the contract accepts whose content the service will not take (an infected attachment, a URL it
+ * may not fetch); the HTTP status comes from HTTP_STATUS_BY_ERROR_CODE.
+ */
+export class Unprocessable extends DomainError {
+  constructor(errorCode: string, message: string) {
+    super(Code.InvalidArgument, errorCode, message);
+  }
+}
+
+/** 501: a part of the contract that is not served yet. */
+export class NotImplemented extends DomainError {
+  constructor(message: string) {
+    super(Code.Unimplemented, "not_implemented", message);
   }
 }
 
@@ -99,6 +117,12 @@ export const HTTP_STATUS_BY_ERROR_CODE: Readonly<Record<string, number>> = {
   payload_too_large: 413,
   page_too_large: 413,
   message_too_large: 413,
+  attachment_too_large: 413,
+  attachment_url_too_large: 413,
+  attachment_infected: 422,
+  attachment_not_clean: 422,
+  attachment_url_refused: 422,
+  attachment_url_failed: 422,
 };
 
 export const HTTP_STATUS_BY_CONNECT_CODE: Record<Code, number> = {

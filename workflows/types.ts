@@ -26,6 +26,11 @@ export interface DeliveryArgs {
   readonly attempts?: Readonly<Record<string, number>>;
   /** Set when the delivery queue claimed (queued) the submission before starting the workflow. */
   readonly queued?: QueuedSubmission;
+  /**
+   * Set when the delivery queue made the first attempts itself (counted in `attempts`): each of those domains waits
+   * its backoff before its next attempt, as after an attempt of this workflow.
+   */
+  readonly attemptedBeforeStart?: boolean;
 }
 
 export interface DeliveryResult {

@@ -1,10 +1,14 @@
-/** The tenant scopes of the spec; "*" grants all of them (other key restrictions still apply). */
+/**
+ * The tenant scopes of the spec, and delivery:approve (an addition: deciding held sends); "*" grants all of them (other
+ * key restrictions still apply).
+ */
 export const SCOPES = [
   "mailbox:manage",
   "mailbox:read",
   "mailbox:send",
   "delivery:read",
   "delivery:send",
+  "delivery:approve",
   "domain:manage",
   "webhook:manage",
   "validation:use",

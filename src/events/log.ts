@@ -11,7 +11,10 @@ import { eventsInsert } from "../db/tables/events.js";
 import type { NewEvent } from "./message-received.js";
 import { MESSAGE_RECEIVED } from "./message-received.js";
 
-/** The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId>". */
+/**
+ * The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId> <a|->", the last
+ * word saying whether the message's sender authenticated.
+ */
 export const EVENTS_CHANNEL = "mailbox_events";
 
 /** What a notification tells: an event of this organization about a message of this inbox was committed. */
@@ -19,11 +22,14 @@ export interface EventNotice {
   readonly organizationId: string;
   readonly inboxId: string;
   readonly messageId: string;
+  /** Whether the message's sender authenticated; undefined when the notice does not say (a process not upgraded yet). */
+  readonly senderAuthenticated: boolean | undefined;
 }
 
 export function noticeOf(payload: string): EventNotice | undefined {
-  const [organizationId, inboxId, messageId] = payload.split(" ");
-  return organizationId && inboxId && messageId ? { organizationId, inboxId, messageId } : undefined;
+  const [organizationId, inboxId, messageId, authenticated] = payload.split(" ");
+  if (!organizationId || !inboxId || !messageId) return undefined;
+  return { organizationId, inboxId, messageId, senderAuthenticated: authenticated === undefined ? undefined : authenticated === "a" };
 }
 
 /**
@@ -40,11 +46,20 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Prom
   );
   const params: unknown[] = [];
   const bind = (value: unknown) => `$${params.push(value)}`;
-  const rows = events.map((e) => ({ id: e.eventId, organizationId: e.organizationId, inboxId: e.inboxId, type: MESSAGE_RECEIVED, payload: e.body, createdAt: e.createdAt }));
+  const rows = events.map((e) => ({
+    id: e.eventId,
+    organizationId: e.organizationId,
+    inboxId: e.inboxId,
+    type: MESSAGE_RECEIVED,
+    payload: e.body,
+    senderAuthenticated: e.senderAuthenticated,
+    createdAt: e.createdAt,
+  }));
   const appended = eventsInsert(rows)(bind);
   await tx.query(
-    `with appended as (${appended} returning organization_id, inbox_id, id)
-     select count(pg_notify(${bind(EVENTS_CHANNEL)}, a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id))
+    `with appended as (${appended} returning organization_id, inbox_id, id, sender_authenticated)
+     select count(pg_notify(${bind(EVENTS_CHANNEL)},
+              a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id || case when a.sender_authenticated then ' a' else ' -' end))
        from appended a join unnest(${bind(events.map((e) => e.eventId))}::text[], ${bind(events.map((e) => e.messageId))}::text[]) as n(id, message_id)
          on n.id = a.id`,
     params,
@@ -57,6 +72,8 @@ export interface LoggedEvent {
   readonly seq: string;
   readonly id: string;
   readonly payload: string;
+  /** Whether the message's sender authenticated; null for events stored before sender authentication. */
+  readonly sender_authenticated: boolean | null;
   readonly created_at: Date;
 }
 
@@ -85,12 +102,12 @@ export function latestPositionStatement(organizationId: string): Statement {
   return { text: `select coalesce(max(seq), 0)::text as seq from events where organization_id = $1`, values: [organizationId] };
 }
 
-/** Up to `limit` events after position `after`, in log order. */
-export function eventsAfterStatement(organizationId: string, inboxes: InboxFilter, after: string, limit: number): Statement {
+/** Up to `limit` events after position `after`, in log order; only those of authenticated senders when asked. */
+export function eventsAfterStatement(organizationId: string, inboxes: InboxFilter, after: string, limit: number, senderAuthenticated = false): Statement {
   const values: unknown[] = [organizationId, after, limit];
   return {
-    text: `select seq::text, id, payload, created_at from events
-            where organization_id = $1 and seq > $2::int8 ${inboxCondition(inboxes, values)}
+    text: `select seq::text, id, payload, sender_authenticated, created_at from events
+            where organization_id = $1 and seq > $2::int8 ${inboxCondition(inboxes, values)} ${senderAuthenticated ? "and sender_authenticated" : ""}
             order by seq limit $3`,
     values,
   };

@@ -16,8 +16,9 @@ export interface BodyLimits {
 }
 
 /**
- * An operation's body limit: send and reply (MethodRule.carries_message_content) may carry twice the message
- * content limit, room for text and HTML of the largest message as JSON; everything else is small.
+ * An operation's body limit: send, reply, forward and uploads (MethodRule.carries_message_content) may carry twice the
+ * message content limit, room for text and HTML of the largest message as JSON, or a file as base64 in Connect's JSON;
+ * everything else is small.
  */
 export function bodyLimitOf(method: DescMethod, limits: BodyLimits): number {
   return carriesMessageContent(method) ? Math.max(limits.maxRequestBytes, 2 * limits.messageContentBytes) : limits.maxRequestBytes;

@@ -11,10 +11,13 @@ import { InboundPipeline, type PipelineLimits } from "./pipeline.js";
 import { RAW_CHUNK_BYTES, type ReceivedMessage } from "./receive.js";
 import { prepareRaw, rawRowOf, recordFailure, StoreClock, storeBatch, type InboundStoreDeps, type ParsedRaw, type RawRow } from "./store.js";
 
-/** What the store needs (its clock aside, made here) and the pipeline's limits. */
-/** What streaming a message from its chunks holds: a chunk read as hex text, and the chunk on its way to the parser. */
-const STREAM_WINDOW_BYTES = 4 * RAW_CHUNK_BYTES;
+/**
+ * What streaming a message from its chunks holds: two readers (the parse and the sender's authentication), each
+ * with a chunk read as hex text and the chunk itself, and a chunk on its way to the parser.
+ */
+const STREAM_WINDOW_BYTES = 8 * RAW_CHUNK_BYTES;
 
+/** What the store needs (its clock aside, made here) and the pipeline's limits. */
 export interface InboundProcessorDeps extends Omit<InboundStoreDeps, "clock">, PipelineLimits {}
 
 export interface InboundProcessor {

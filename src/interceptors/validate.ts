@@ -1,13 +1,15 @@
 // Validates every request message against the contract: the rules of options.proto that buf.validate cannot state
 // (every string is text, names are names, free-form JSON objects keep their bounds), walked over every field, list
 // item, map and JSON object of the message, then the buf.validate rules. Each problem names the field as the JSON
-// face spells it: to[1].name, metadata.order.
-import { getOption, ScalarType, type DescField, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
+// face spells it: to[1].name, metadata.order. A valid call of an RPC not served yet (MethodRule.unimplemented), or a
+// valid request that uses a part of the contract not served yet (FieldRule.unimplemented, unimplemented_values), is
+// then answered 501 not_implemented: an invalid one is 400 as it will be once served.
+import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { createValidator } from "@bufbuild/protovalidate";
 import type { Path } from "@bufbuild/protobuf/reflect";
 import type { Interceptor } from "@connectrpc/connect";
-import { field as fieldOption, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
-import { InvalidRequest } from "../errors.js";
+import { field as fieldOption, method as methodOption, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
+import { InvalidRequest, NotImplemented } from "../errors.js";
 import { nameProblem, textProblem } from "../text-rule.js";
 
 export function validateRequests(): Interceptor {
@@ -22,6 +24,9 @@ export function validateRequests(): Interceptor {
   return (next) => async (req) => {
     if (!req.stream) {
       validate(req.method.input, req.message);
+      if (isUnserved(req.method)) throw new NotImplemented(`${req.method.name} is not implemented yet`);
+      const unserved = unimplementedParts(req.method.input, req.message);
+      if (unserved.length > 0) throw new NotImplemented(`not implemented yet: ${unserved.join("; ")}`);
       return next(req);
     }
     // A stream's request messages are checked as the implementation reads them (a server stream's one before it starts).
@@ -34,6 +39,50 @@ async function* validated<T extends Message>(messages: AsyncIterable<T>, validat
     validate(message);
     yield message;
   }
+}
+
+const unservedMethods = new WeakMap<DescMethod, boolean>();
+
+function isUnserved(method: DescMethod): boolean {
+  let unserved = unservedMethods.get(method);
+  if (unserved === undefined) unservedMethods.set(method, (unserved = getOption(method, methodOption).unimplemented));
+  return unserved;
+}
+
+/** A field not served yet (values undefined), or the values of a field that are not. */
+interface Unserved {
+  readonly field: DescField;
+  readonly values: readonly string[] | undefined;
+}
+
+const unimplementedFields = new WeakMap<DescMessage, readonly Unserved[]>();
+
+/**
+ * The fields of a request message that are not served yet and that the request sets (isFieldSet: a list with items,
+ * true, any value of a field with presence), or the values of a field that are not: "cc", "events: submission.held".
+ */
+export function unimplementedParts(desc: DescMessage, message: Message): string[] {
+  let fields = unimplementedFields.get(desc);
+  if (!fields) {
+    fields = desc.fields.flatMap((field): Unserved[] => {
+      const rule = ruleOf(field);
+      if (rule.unimplemented) return [{ field, values: undefined }];
+      return rule.unimplementedValues.length > 0 ? [{ field, values: rule.unimplementedValues }] : [];
+    });
+    unimplementedFields.set(desc, fields);
+  }
+  const parts: string[] = [];
+  const values = message as unknown as Record<string, unknown>;
+  for (const { field, values: unserved } of fields) {
+    const value = values[field.localName];
+    if (unserved) {
+      const given = (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === "string" && unserved.includes(v));
+      if (given.length > 0) parts.push(`${field.jsonName}: ${[...new Set(given)].join(", ")}`);
+    } else if (isFieldSet(message, field)) {
+      parts.push(field.jsonName);
+    }
+  }
+  return parts;
 }
 
 /** The breaches of options.proto's rules in a request message, each as "path: problem". */

@@ -3,12 +3,12 @@
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
 // One job per message: the worker parses it (whole, or streamed from its stored chunks, a chunk or two held at a
-// time), then extracts from it (reply text, codes, links: src/extraction), then makes text from the HTML of an
-// HTML-only message. Each stage answers as it ends and has a budget of its own, so hostile HTML that makes
+// time), then — once the sender's authentication, computed beside the parse, is known — extracts from it (reply
+// text, codes, links, the safety analysis: src/extraction), then makes text from the HTML of an HTML-only message. Each stage answers as it ends and has a budget of its own, so hostile HTML that makes
 // extraction or text-making slow or large costs that stage only, never the parsed message; the message crosses
 // between threads once each way.
 import { Worker } from "node:worker_threads";
-import type { Extracted } from "../extraction/index.js";
+import type { Extracted, SenderAuthentication } from "../extraction/index.js";
 import { siblingModule } from "../runtime/sibling-module.js";
 import { headerEnd } from "./header-section.js";
 
@@ -71,13 +71,21 @@ export interface RawChunks {
 /** A raw message whole in memory, or as a stream of chunks. */
 export type RawInput = Uint8Array | RawChunks;
 
+export interface ParseOptions {
+  /**
+   * What sender authentication found, computed while the message parses (null: not evaluated); extraction waits for
+   * it, since the safety analysis reads it. It must resolve (its own budget bounds it) and never reject.
+   */
+  readonly authentication?: Promise<SenderAuthentication | null>;
+}
+
 export interface EmailParser {
   /**
    * A parse that fails or exceeds its budget yields what did parse (at least the headers), with `problem` set; an
    * extraction that does yields `extracted` null. Rejects only when no parse can run at all (a worker cannot start,
    * the parser is closed) or a streamed message cannot be read.
    */
-  parse(raw: RawInput): Promise<ParsedEmail>;
+  parse(raw: RawInput, options?: ParseOptions): Promise<ParsedEmail>;
   close(): Promise<void>;
 }
 
@@ -89,14 +97,15 @@ export interface ParseWorkerSettings {
 
 /**
  * A job for a worker. `message` parses a message (whole, or from the `chunk`s that follow it, each asked for with
- * `more`, then `end`) and answers in stages: `parsed`, then `extracted`, then — for a message with HTML only —
- * `text` made from the HTML, the costly part, last, so that blowing the budget on it keeps the rest. `html-to-text`
- * makes that text alone, for a message whose worker was lost before.
+ * `more`, then `end`) and answers in stages: `parsed`; then, given the sender's `authentication`, `extracted`; then
+ * — for a message with HTML only — `text` made from the HTML, the costly part, last, so that blowing the budget on
+ * it keeps the rest. `html-to-text` makes that text alone, for a message whose worker was lost before.
  */
 export type ToParseWorker =
   | { readonly kind: "message"; readonly raw: Uint8Array | null }
   | { readonly kind: "chunk"; readonly bytes: Uint8Array }
   | { readonly kind: "end" }
+  | { readonly kind: "authentication"; readonly value: SenderAuthentication | null }
   | { readonly kind: "html-to-text"; readonly html: string };
 
 export type FromParseWorker =
@@ -134,21 +143,29 @@ const WORKER_URL = siblingModule("./parse-worker", import.meta.url);
 export function createEmailParser(options: EmailParserOptions): EmailParser {
   const workers = new ParseWorkers(options);
   return {
-    async parse(raw) {
-      const job = await workers.run(raw);
-      const parsed = job.parsed?.ok ? job.parsed.value : await headersOnly(workers, options, raw, job.parsed?.ok === false ? job.parsed.error : job.lost!);
+    async parse(raw, parseOptions = {}) {
+      const authentication = parseOptions.authentication ?? NOT_EVALUATED;
+      const job = await workers.run(raw, authentication);
+      // A message that did not parse whole is stored from its header section: extraction reads what that yields.
+      const { parsed, extracted } = job.parsed?.ok
+        ? { parsed: job.parsed.value, extracted: job.extracted }
+        : await headersOnly(workers, options, raw, authentication, job.parsed?.ok === false ? job.parsed.error : job.lost!);
       const email = await withText(workers, parsed, job);
-      return { ...email, extracted: job.extracted?.ok ? job.extracted.value : null };
+      return { ...email, extracted: extracted?.ok ? extracted.value : null };
     },
     close: () => workers.close(),
   };
 }
+
+const NOT_EVALUATED: Promise<SenderAuthentication | null> = Promise.resolve(null);
 
 /** A job and, for a streamed message, the chunks that follow it. */
 interface Feed {
   readonly job: ToParseWorker;
   /** The chunks that follow a streamed message, null when it went whole. */
   readonly chunks: AsyncIterator<Uint8Array> | null;
+  /** The sender's authentication, handed to a message job once it is parsed. */
+  readonly authentication: Promise<SenderAuthentication | null>;
 }
 
 /** The worker threads: as many jobs at once as workers, each worker reused until a job blows its budget. */
@@ -163,7 +180,7 @@ class ParseWorkers {
   }
 
   /** Runs a message job, or `html-to-text`, on a worker; each stage within its time budget (the parser's unless given). */
-  async run(input: RawInput | { readonly html: string }, timeoutMs = this.options.timeoutMs): Promise<JobOutcome> {
+  async run(input: RawInput | { readonly html: string }, authentication = NOT_EVALUATED, timeoutMs = this.options.timeoutMs): Promise<JobOutcome> {
     await this.slot();
     let chunks: AsyncIterator<Uint8Array> | null = null;
     try {
@@ -175,7 +192,7 @@ class ParseWorkers {
         job = { kind: "message", raw: null };
         chunks = input.chunks()[Symbol.asyncIterator]();
       }
-      const ran = await runJob(worker, { job, chunks }, timeoutMs).catch((e: unknown) => {
+      const ran = await runJob(worker, { job, chunks, authentication }, timeoutMs).catch((e: unknown) => {
         void worker.terminate();
         throw e;
       });
@@ -236,7 +253,7 @@ class ParseWorkers {
 /**
  * Runs one job to its last stage, or until the worker is lost. Each stage has `timeoutMs` of the worker's time: the
  * clock stops while the worker waits for the next chunk of a streamed message (the database's pace is not the
- * parser's). Rejects when the chunks cannot be read.
+ * parser's) and for the sender's authentication (bounded by its own budget). Rejects when the chunks cannot be read.
  */
 function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcome: JobOutcome; reusable: boolean }> {
   return new Promise((resolve, reject) => {
@@ -278,10 +295,21 @@ function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcom
         },
       );
     };
+    const authenticate = () => {
+      clearTimeout(timer);
+      void feed.authentication.then((value) => {
+        if (finished) return;
+        arm();
+        worker.postMessage({ kind: "authentication", value } satisfies ToParseWorker);
+      });
+    };
     const onMessage = (reply: FromParseWorker) => {
       if (reply.kind === "more") return feedNext();
       arm();
-      if (reply.kind === "parsed") outcome.parsed = reply.result;
+      if (reply.kind === "parsed") {
+        outcome.parsed = reply.result;
+        if (reply.result.ok) authenticate();
+      }
       else if (reply.kind === "extracted") outcome.extracted = reply.result;
       else outcome.text = reply.result;
       if (lastStage(feed.job, outcome)) finish(true);
@@ -313,11 +341,17 @@ function needsText(email: ParsedMessage): boolean {
  * the SMTP limit, so it parses cheaply even when the body cannot; it gets a budget of its own that a busy machine
  * cannot exhaust, so a cut-off message still keeps its headers.
  */
-async function headersOnly(workers: ParseWorkers, options: EmailParserOptions, raw: RawInput, why: string): Promise<ParsedMessage> {
+async function headersOnly(
+  workers: ParseWorkers,
+  options: EmailParserOptions,
+  raw: RawInput,
+  authentication: Promise<SenderAuthentication | null>,
+  why: string,
+): Promise<{ parsed: ParsedMessage; extracted?: ParseWorkerResult<Extracted> | undefined }> {
   const section = await headerSection(raw, options.maxHeaderBytes);
-  const headers = await workers.run(section, Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS));
-  if (headers.parsed?.ok) return { ...headers.parsed.value, problem: why };
-  return { ...EMPTY_EMAIL, problem: `${why}; headers: ${headers.parsed?.ok === false ? headers.parsed.error : headers.lost}` };
+  const headers = await workers.run(section, authentication, Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS));
+  if (headers.parsed?.ok) return { parsed: { ...headers.parsed.value, problem: why }, extracted: headers.extracted };
+  return { parsed: { ...EMPTY_EMAIL, problem: `${why}; headers: ${headers.parsed?.ok === false ? headers.parsed.error : headers.lost}` } };
 }
 
 /** The message with the text made from its HTML when it has HTML only (made again if its worker was lost before). */

@@ -392,6 +392,7 @@ async function composeRows(deps: OutboundDeps, organizationId: string, draft: Dr
     metadata: draft.metadata,
     internetMessageId,
     mime,
+    taskQueue: deps.deliveries.taskQueue,
     createdAt: now,
   });
   const recipients = draft.to.map((r, position) =>

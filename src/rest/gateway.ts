@@ -1,5 +1,6 @@
 // The generic /v1 gateway: matches a request against the route table read from the contract, binds path, query,
-// headers and body into the request message, and calls the router's implementations and interceptors in-process. A
+// headers and body into the request message (a JSON body, or the raw bytes and Content-Type of a route whose body is
+// a google.api.HttpBody), and calls the router's implementations and interceptors in-process. A
 // server-streaming RPC is answered as Server-Sent Events (text/event-stream). Nothing here knows any particular
 // endpoint.
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -51,12 +52,14 @@ export function createRestGateway(options: RestGatewayOptions) {
       const { route, params } = found.match;
       await options.authenticate(headerValue(req, "x-api-key") ?? null, contextValues, route.method);
       // Most calls are GETs without a body: reading one that was never declared would cost an async iteration each.
-      const body = declaresBody(req) ? await readJsonBody(req, options.bodyOf(req, res, route.method)) : undefined;
+      const bytes = declaresBody(req) ? await readLimitedBody(options.bodyOf(req, res, route.method)) : undefined;
+      const raw = route.rawBodyField !== undefined;
       const input = readRequest<Message>(route, {
         params,
         query: url.searchParams,
         headers: (name) => headerValue(req, name),
-        body,
+        body: raw ? undefined : jsonBodyOf(req, bytes),
+        ...(raw ? { rawBody: { contentType: headerValue(req, "content-type") ?? "", data: bytes ?? new Uint8Array() } } : {}),
       });
       const header = new Headers();
       for (const name of FORWARDED_HEADERS) {
@@ -213,9 +216,8 @@ class BodyError extends Error {
   }
 }
 
-/** Reads and parses a JSON body within its limit; no body at all is undefined. */
-async function readJsonBody(req: IncomingMessage, body: LimitedBody): Promise<JsonValue | undefined> {
-  const bytes = await readLimitedBody(body);
+/** Parses a JSON body read within its limit; no body at all is undefined. */
+function jsonBodyOf(req: IncomingMessage, bytes: Buffer | undefined): JsonValue | undefined {
   if (bytes === undefined) return undefined;
   const type = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json") {

@@ -3,6 +3,7 @@
 // exactly three fractional digits, request bodies may not name fields that travel in the path or a header, and
 // null is read as "not given" only for a field with presence (proto3 JSON would read it as "" or 0 anywhere).
 import {
+  create,
   fromJson,
   getOption,
   ScalarType,
@@ -14,6 +15,7 @@ import {
   type Message,
 } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence, timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
 import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
 import { textProblem } from "../text-rule.js";
 import type { Route } from "./routes.js";
@@ -127,6 +129,8 @@ export interface RestRequestParts {
   headers: (name: string) => string | undefined;
   /** The parsed JSON body, or undefined when the request had none. */
   body: JsonValue | undefined;
+  /** For a route whose body is a google.api.HttpBody (Route.rawBodyField): the body's bytes and Content-Type. */
+  rawBody?: { readonly contentType: string; readonly data: Uint8Array };
 }
 
 /** Builds the request message of a route from path, query, headers and body, refusing anything unknown. */
@@ -159,7 +163,12 @@ export function readRequest<T extends Message>(route: Route, parts: RestRequestP
     const value = parts.headers(header);
     if (value !== undefined) json[field.jsonName] = value;
   }
-  return readMessage<T>(route.method.input, json);
+  const message = readMessage<T>(route.method.input, json);
+  // Bound after reading: the bytes never pass through JSON (and base64) on their way in.
+  if (route.rawBodyField && parts.rawBody) {
+    (message as unknown as Record<string, unknown>)[route.rawBodyField.localName] = create(HttpBodySchema, parts.rawBody);
+  }
+  return message;
 }
 
 /** Reads a request message from one JSON object of all its fields (the MCP tools' arguments), refusing anything unknown. */

@@ -3,11 +3,12 @@
 // buf.validate rules and those of options.proto (text and names, formats, JSON object bounds, null for a field with
 // presence), so generated clients and fuzzers accept what the service accepts. Descriptions are the contract's
 // comments (gen/mailbox/v1/docs.ts). The same builder writes the MCP tools' schemas (messageSchema).
-import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { getOption, isFieldSet, ScalarType, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import {
   field as fieldRules,
   Ignore,
   message as messageRules,
+  oneof as oneofRules,
   RepeatedRulesSchema,
   StringRulesSchema,
   type FieldRules,
@@ -15,11 +16,12 @@ import {
   type RepeatedRules,
   type StringRules,
 } from "../../gen/buf/validate/validate_pb.js";
-import { field as fieldRule, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
+import { field as fieldRule, method as methodRule, type FieldRule, type JsonObjectRule } from "../../gen/mailbox/v1/options_pb.js";
 import { NAME_PATTERN, TEXT_PATTERN } from "../text-rule.js";
 import { docOf } from "./docs.js";
 import { hasPresence } from "./json.js";
-import type { Route } from "./routes.js";
+import { linksOf, type Link } from "./openapi-links.js";
+import { HTTP_BODY, type Route } from "./routes.js";
 
 type JsonType = "string" | "number" | "integer" | "boolean" | "object" | "array" | "null";
 
@@ -53,6 +55,8 @@ export interface JsonSchema {
   anyOf?: JsonSchema[];
   allOf?: JsonSchema[];
   not?: JsonSchema;
+  if?: JsonSchema;
+  then?: JsonSchema;
   $defs?: Record<string, JsonSchema>;
 }
 
@@ -79,6 +83,8 @@ export interface Response {
   description: string;
   headers?: Record<string, Header>;
   content?: MediaTypes;
+  /** The operations that take an id this answer carries (never from a nullable field). */
+  links?: Record<string, Link>;
 }
 
 export interface RequestBody {
@@ -96,6 +102,11 @@ export interface Operation {
   parameters: Parameter[];
   requestBody?: RequestBody;
   responses: Record<string, Response | { $ref: string }>;
+  /**
+   * What of the operation is not served yet and answers 501 not_implemented: all of it (true), or the JSON fields and
+   * the values of fields its descriptions name. For clients and test generators that leave them out.
+   */
+  "x-not-implemented"?: true | { fields: string[]; values: Record<string, string[]> };
 }
 
 export interface OpenApiDocument {
@@ -151,6 +162,12 @@ const ERROR_RESPONSES: Readonly<Record<number, { name: string; description: stri
     description: "The request body is too large (payload_too_large), or the page is (page_too_large): retry with a smaller limit.",
   },
   415: { name: "UnsupportedMediaType", description: "The request body is not application/json." },
+  422: {
+    name: "Unprocessable",
+    description:
+      "The request is well-formed but its content is refused: attachment_infected, attachment_not_clean, " +
+      "attachment_url_refused or attachment_url_failed.",
+  },
   429: { name: "RateLimited", description: "Rate limited; Retry-After gives the seconds to wait." },
   500: { name: "InternalError", description: "An internal error." },
   501: { name: "NotImplemented", description: "The operation is not implemented yet (not_implemented)." },
@@ -177,6 +194,9 @@ export const FORMATS: Readonly<Record<string, JsonSchema>> = {
   "idn-hostname": { format: "idn-hostname", pattern: `^${DOMAIN}\\.?$` },
   uri: { format: "uri" },
 };
+
+/** What the JSON face reads as bytes: base64 or base64url, padded or not, white space ignored (protobuf-es's decoder). */
+const REQUEST_BASE64 = "^[A-Za-z0-9+/=_ \\t\\r\\n-]*$";
 
 /** The component every free-form JSON value of a request refers to. */
 const JSON_VALUE = "JsonValue";
@@ -208,8 +228,9 @@ export function buildOpenApi(routes: readonly Route[]): OpenApiDocument {
   const schemas = new SchemaBuilder("#/components/schemas/");
   const paths: Record<string, Record<string, Operation>> = {};
   const operationIds = new Set<string>();
+  const links = linksOf(routes, operationIdOf, openApiPath);
   for (const route of routes) {
-    const operation = operationOf(route, schemas);
+    const operation = operationOf(route, schemas, links.get(route));
     if (operationIds.has(operation.operationId)) {
       throw new Error(`two RPCs share the OpenAPI operationId ${operation.operationId}`);
     }
@@ -240,11 +261,15 @@ export function openApiPath(route: Route): string {
   });
 }
 
-function operationOf(route: Route, schemas: SchemaBuilder): Operation {
+function operationIdOf(route: Route): string {
+  return route.method.name[0]!.toLowerCase() + route.method.name.slice(1);
+}
+
+function operationOf(route: Route, schemas: SchemaBuilder, links: Record<string, Link> | undefined): Operation {
   const { method } = route;
   const requestBody = requestBodyOf(route, schemas);
   return {
-    operationId: method.name[0]!.toLowerCase() + method.name.slice(1),
+    operationId: operationIdOf(route),
     summary: method.name.replace(/(?<=[a-z0-9])[A-Z]/g, (c) => ` ${c.toLowerCase()}`),
     description: descriptionOf(route),
     tags: [method.parent.name],
@@ -252,8 +277,21 @@ function operationOf(route: Route, schemas: SchemaBuilder): Operation {
     ...(route.scope === "" ? {} : { security: [{ apiKey: [route.scope] }] }),
     parameters: parametersOf(route, schemas),
     ...(requestBody ? { requestBody } : {}),
-    responses: responsesOf(route, schemas),
+    responses: responsesOf(route, schemas, links),
+    ...notImplementedOf(route),
   };
+}
+
+function notImplementedOf(route: Route): Pick<Operation, "x-not-implemented"> {
+  if (route.unimplemented) return { "x-not-implemented": true };
+  const fields: string[] = [];
+  const values: Record<string, string[]> = {};
+  for (const field of route.method.input.fields) {
+    const rule = getOption(field, fieldRule);
+    if (rule.unimplemented) fields.push(field.jsonName);
+    else if (rule.unimplementedValues.length > 0) values[field.jsonName] = [...rule.unimplementedValues];
+  }
+  return fields.length === 0 && Object.keys(values).length === 0 ? {} : { "x-not-implemented": { fields, values } };
 }
 
 function descriptionOf(route: Route): string {
@@ -261,7 +299,18 @@ function descriptionOf(route: Route): string {
   const parts = [docOf(method) || `The ${method.parent.typeName}/${method.name} RPC.`];
   parts.push(route.scope === "" ? "Any valid API key may call it." : `Needs the API key scope ${route.scope}.`);
   if (route.unimplemented) parts.push("Not implemented yet: answers 501 not_implemented.");
+  const unserved = unservedPartsOf(method.input);
+  if (unserved.length > 0) parts.push(`Not implemented yet, answering 501 not_implemented when given: ${unserved.join("; ")}.`);
   return parts.join(" ");
+}
+
+/** The parts of a request the contract marks as not served yet (FieldRule.unimplemented, unimplemented_values). */
+function unservedPartsOf(desc: DescMessage): string[] {
+  return desc.fields.flatMap((field) => {
+    const rule = getOption(field, fieldRule);
+    if (rule.unimplemented) return [field.jsonName];
+    return rule.unimplementedValues.length > 0 ? [`${field.jsonName} ${rule.unimplementedValues.join(", ")}`] : [];
+  });
 }
 
 function parametersOf(route: Route, schemas: SchemaBuilder): Parameter[] {
@@ -284,6 +333,13 @@ function parametersOf(route: Route, schemas: SchemaBuilder): Parameter[] {
 
 function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | undefined {
   if (route.body === undefined) return undefined;
+  if (route.rawBodyField) {
+    return {
+      description: `${docOf(route.rawBodyField)} Any media type: the Content-Type header is taken as the content's type.`,
+      required: true,
+      content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } },
+    };
+  }
   const schema = route.body === "*" ? schemas.requestMessage(route.method.input, route.bodyFields) : schemas.value(route.bodyFields[0]!, "request");
   // Message-level CEL rules are also described in words (has() alternatives are the only ones with a schema).
   const rules = getOption(route.method.input, messageRules).cel.map((r) => r.message).filter((m) => m !== "");
@@ -294,10 +350,10 @@ function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | unde
   };
 }
 
-function responsesOf(route: Route, schemas: SchemaBuilder): Operation["responses"] {
+function responsesOf(route: Route, schemas: SchemaBuilder, links: Record<string, Link> | undefined): Operation["responses"] {
   const status = route.successStatus;
   const responses: Operation["responses"] = {
-    [status]: successResponse(route, schemas, SUCCESS_TEXT[status] ?? "Success."),
+    [status]: { ...successResponse(route, schemas, SUCCESS_TEXT[status] ?? "Success."), ...(links ? { links } : {}) },
   };
   if (route.replayStatusField && status !== 200) {
     const flag = route.replayStatusField.jsonName;
@@ -356,11 +412,18 @@ function errorStatusesOf(route: Route): number[] {
   if (route.headerFields.length > 0 || route.queryFields.some((f) => f.name === "cursor")) statuses.push(410);
   // The gateway reads (and bounds) a body on every route.
   statuses.push(413);
-  if (route.body !== undefined) statuses.push(415);
+  // A raw body may be of any media type.
+  if (route.body !== undefined && !route.rawBodyField) statuses.push(415);
+  // Routes that carry content: attachments and uploads are scanned, and URL attachments fetched.
+  if (carriesContent(route.method)) statuses.push(422);
   statuses.push(429, 500);
-  if (route.unimplemented) statuses.push(501);
+  if (route.unimplemented || unservedPartsOf(route.method.input).length > 0) statuses.push(501);
   statuses.push(503);
   return statuses;
+}
+
+function carriesContent(method: DescMethod): boolean {
+  return getOption(method, methodRule).carriesMessageContent;
 }
 
 function errorResponses(): Record<string, Response> {
@@ -410,9 +473,12 @@ class SchemaBuilder {
     return { $ref: `${this.refBase}${name}` };
   }
 
-  /** A request message whose properties are `fields` (all of them, or those of a body), with its has() alternatives. */
+  /**
+   * A request message whose properties are `fields` (all of them, or those of a body), with its has() alternatives
+   * and its oneofs (at most one member given; exactly one when the oneof is required).
+   */
   requestMessage(desc: DescMessage, fields: readonly DescField[]): JsonSchema {
-    return { ...this.requestObject(fields), ...presenceAlternatives(desc, fields) };
+    return allOf(this.requestObject(fields), [...presenceAlternatives(desc, fields), ...oneofAlternatives(desc, fields)]);
   }
 
   /** An object whose properties are request fields: required and constrained by their rules; null where json.ts reads it. */
@@ -433,7 +499,9 @@ class SchemaBuilder {
     const scalar = (type: ScalarType, r: FieldRules | undefined): JsonSchema =>
       type === ScalarType.STRING && face === "request"
         ? requestString(r?.type.case === "string" ? r.type.value : undefined, rule)
-        : { ...scalarSchema(type), ...constraintsOf(r) };
+        : type === ScalarType.BYTES && face === "request"
+          ? { ...scalarSchema(type), pattern: REQUEST_BASE64 }
+          : { ...scalarSchema(type), ...constraintsOf(r) };
     switch (field.fieldKind) {
       case "scalar":
         return scalar(field.scalar, rules);
@@ -495,6 +563,17 @@ class SchemaBuilder {
 
   private messageValue(desc: DescMessage, face: Face, rule: FieldRule): JsonSchema {
     switch (desc.typeName) {
+      case HTTP_BODY:
+        // On a JSON face (MCP tools; the /v1 face takes the raw body instead): its type and bytes, no extensions.
+        return {
+          type: "object",
+          properties: {
+            contentType: { type: "string", description: "The media type, type/subtype; application/octet-stream when empty." },
+            data: { type: "string", contentEncoding: "base64", description: "The bytes, base64-encoded." },
+          },
+          required: ["data"],
+          additionalProperties: false,
+        };
       case "google.protobuf.Timestamp":
         return face === "response" ? TIMESTAMP : { type: "string", format: "date-time" };
       case "google.protobuf.Struct":
@@ -646,19 +725,45 @@ export function mayMatchNul(pattern: string): boolean {
   return false;
 }
 
-/** The has() alternatives of message-level CEL rules (has(this.text) || has(this.html)) as anyOf, when all are body fields. */
-function presenceAlternatives(desc: DescMessage, bodyFields: readonly DescField[]): JsonSchema {
+/** A schema with further schemas it must also match: merged in when one, under allOf when more. */
+function allOf(schema: JsonSchema, groups: readonly JsonSchema[]): JsonSchema {
+  if (groups.length === 0) return schema;
+  return groups.length === 1 ? { ...schema, ...groups[0] } : { ...schema, allOf: [...groups] };
+}
+
+/** A schema that holds when the field is given (present, and not the null that reads as unset). */
+function given(field: DescField): JsonSchema {
+  return { required: [field.jsonName], properties: { [field.jsonName]: { not: { type: "null" } } } };
+}
+
+/**
+ * Message-level CEL rules that say which fields must be given, when all are body fields: has() alternatives
+ * (has(this.text) || has(this.html)) as anyOf, and implications (!has(this.a) || has(this.b)) as if/then.
+ */
+function presenceAlternatives(desc: DescMessage, bodyFields: readonly DescField[]): JsonSchema[] {
   const groups: JsonSchema[] = [];
+  const fieldsNamed = (expression: string) => [...expression.matchAll(/has\(this\.(\w+)\)/g)].map((m) => bodyFields.find((f) => f.name === m[1]));
   for (const { expression } of getOption(desc, messageRules).cel) {
-    if (!/^has\(this\.\w+\)(\s*\|\|\s*has\(this\.\w+\))*$/.test(expression.trim())) continue;
-    const names = [...expression.matchAll(/has\(this\.(\w+)\)/g)].map((m) => m[1]!);
-    const fields = names.map((name) => bodyFields.find((f) => f.name === name));
+    const fields = fieldsNamed(expression);
     if (fields.some((f) => f === undefined)) continue;
-    groups.push({
-      anyOf: fields.map((f) => ({ required: [f!.jsonName], properties: { [f!.jsonName]: { not: { type: "null" } } } })),
-    });
+    if (/^has\(this\.\w+\)(\s*\|\|\s*has\(this\.\w+\))*$/.test(expression.trim())) {
+      groups.push({ anyOf: fields.map((f) => given(f!)) });
+    } else if (/^!has\(this\.\w+\)\s*\|\|\s*has\(this\.\w+\)$/.test(expression.trim())) {
+      groups.push({ if: given(fields[0]!), then: given(fields[1]!) });
+    }
   }
-  return groups.length === 0 ? {} : groups.length === 1 ? groups[0]! : { allOf: groups };
+  return groups;
+}
+
+/** The message's oneofs among the body fields: not two members given, and one when buf.validate requires it. */
+function oneofAlternatives(desc: DescMessage, bodyFields: readonly DescField[]): JsonSchema[] {
+  return desc.oneofs.flatMap((oneof): JsonSchema[] => {
+    const members = oneof.fields.filter((f) => bodyFields.includes(f));
+    if (members.length < 2) return [];
+    // oneOf holds when exactly one member is given; not(any two given) when at most one.
+    if (getOption(oneof, oneofRules).required) return [{ oneOf: members.map(given) }];
+    return [{ not: { anyOf: members.flatMap((f, i) => members.slice(i + 1).map((o) => allOf({}, [given(f), given(o)]))) } }];
+  });
 }
 
 function int32Constraints(r: Int32Rules): JsonSchema {
@@ -675,5 +780,6 @@ function itemCountOf(r: RepeatedRules | undefined): JsonSchema {
   const s: JsonSchema = {};
   if (r.minItems > 0n) s.minItems = Number(r.minItems);
   if (isFieldSet(r, RepeatedRulesSchema.field.maxItems)) s.maxItems = Number(r.maxItems);
+  if (r.unique) s.uniqueItems = true;
   return s;
 }

@@ -1,7 +1,8 @@
 // The /v1 route table, read from the google.api.http annotations of the registered services at start-up.
 // Adding an annotated RPC adds its route: there is no hand-written route per endpoint. A template may end in a
 // custom verb (/v1/inboxes/{inbox_id}/messages:wait): as in google.api.http, a colon in the last segment of a path
-// starts its verb, so a path variable never takes it in.
+// starts its verb, so a path variable never takes it in. As in grpc-gateway, a body bound to one field leaves the
+// other fields to the query string, and a body field of type google.api.HttpBody takes the raw request body.
 import { getOption, type DescField, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { field as fieldRule, method as methodRule } from "../../gen/mailbox/v1/options_pb.js";
@@ -24,7 +25,12 @@ export interface Route {
   readonly bodyFields: readonly DescField[];
   /** "*" (the body is the request), a field name (the body is that field), or undefined (no body). */
   readonly body: string | undefined;
-  /** Request fields read from the query string (no body, not path, not header). */
+  /**
+   * The body field when it is a google.api.HttpBody: it takes the raw request body (data) and its Content-Type
+   * (content_type), whatever they are, instead of JSON.
+   */
+  readonly rawBodyField: DescField | undefined;
+  /** Request fields read from the query string: those not bound to the path, a header or the body. */
   readonly queryFields: readonly DescField[];
   /** The response field written as the body, or undefined for the whole response. */
   readonly responseField: DescField | undefined;
@@ -42,6 +48,9 @@ export interface Route {
 }
 
 const VARIABLE = /\{([a-z_][a-z0-9_]*)\}/g;
+
+/** The message that carries a raw HTTP body (google/api/httpbody.proto). */
+export const HTTP_BODY = "google.api.HttpBody";
 
 export function buildRouteTable(services: readonly DescService[]): Route[] {
   const routes: Route[] = [];
@@ -84,7 +93,8 @@ function routeOf(method: DescMethod): Route | undefined {
   const body = rule.body === "" ? undefined : rule.body;
   const bodyFields =
     body === undefined ? [] : body === "*" ? unbound : [requireField(method, input.fields, body)];
-  const queryFields = body === undefined ? unbound : [];
+  const queryFields = body === "*" ? [] : unbound.filter((f) => !bodyFields.includes(f));
+  const rawBodyField = body !== "*" && bodyFields[0]?.message?.typeName === HTTP_BODY ? bodyFields[0] : undefined;
   const responseField =
     rule.responseBody === "" ? undefined : requireField(method, method.output.fields, rule.responseBody);
   const m = methodRuleOf(method);
@@ -102,6 +112,7 @@ function routeOf(method: DescMethod): Route | undefined {
     headerFields,
     bodyFields,
     body,
+    rawBodyField,
     queryFields,
     responseField,
     downloadFilenameField: method.output.fields.find((f) => getOption(f, fieldRule).downloadFilename),

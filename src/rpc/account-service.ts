@@ -9,7 +9,8 @@ export function createAccountService(deps: { config: Config }): Partial<ServiceI
   return {
     async getMe(_req, ctx) {
       const { principal, store } = callerOf(ctx);
-      return toGetMeResponse(await readAccessProfile(store, principal), deps.config.platformLimits);
+      const platformLimits = { ...deps.config.platformLimits, uploadStorageBytes: BigInt(deps.config.uploads.storageBytes) };
+      return toGetMeResponse(await readAccessProfile(store, principal), platformLimits);
     },
   };
 }

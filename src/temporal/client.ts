@@ -137,13 +137,21 @@ export function deliveryWorkflowId(submissionId: string): string {
  */
 export function createDeliveryStarter(client: Client, taskQueue: string, options: { eager?: boolean } = {}): DeliveryStarter {
   return {
-    async start({ submissionId, organizationId, inboxId, queued }) {
+    async start({ submissionId, organizationId, inboxId, queued, attempted }) {
       try {
         await withStartDeadline(client, () =>
           client.workflow.start<typeof delivery>("delivery", {
             workflowId: deliveryWorkflowId(submissionId),
             taskQueue,
-            args: [{ submissionId, organizationId, inboxId, ...(queued ? { queued } : {}) }],
+            args: [
+              {
+                submissionId,
+                organizationId,
+                inboxId,
+                ...(queued ? { queued } : {}),
+                ...(attempted ? { attempts: attempted, attemptedBeforeStart: true } : {}),
+              },
+            ],
             workflowIdConflictPolicy: "USE_EXISTING",
             workflowIdReusePolicy: "REJECT_DUPLICATE",
             ...(options.eager ? { requestEagerStart: true } : {}),

@@ -9,7 +9,7 @@ import { createAttachmentScanActivities } from "./activities/attachment-scan.js"
 import { createInboxPurgeActivities } from "./activities/inbox-purge.js";
 import { createDomainVerificationActivities, type DomainVerificationActivityDeps } from "./activities/domain-verification.js";
 import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.js";
-import { createDeliveryOperations, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
+import type { DeliveryOperations } from "../outbound/delivery/operations.js";
 import { createDeliveryActivities } from "./activities/delivery.js";
 import { runsFromBuild, siblingModule } from "../runtime/sibling-module.js";
 import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
@@ -23,7 +23,7 @@ export function createActivities(deps: {
   scanner: Scanner;
   webhooks: WebhookSettings;
   domainVerification: DomainVerificationActivityDeps;
-  delivery: DeliveryDeps;
+  delivery: DeliveryOperations;
   metrics?: Metrics;
 }) {
   return {
@@ -31,7 +31,7 @@ export function createActivities(deps: {
     ...createInboxPurgeActivities(deps.db),
     ...createAttachmentScanActivities(deps),
     ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks, deps.metrics?.webhooks)),
-    ...createDeliveryActivities(createDeliveryOperations(deps.delivery)),
+    ...createDeliveryActivities(deps.delivery),
   };
 }
 
@@ -50,8 +50,8 @@ export interface WorkerOptions {
   readonly webhooks: WebhookSettings;
   /** The verifier and refresh age of the domain re-check activity (createConfiguredVerifier, config.customerDomains). */
   readonly domainVerification: DomainVerificationActivityDeps;
-  /** Routing, DNS, DKIM keys and the retry schedule of outbound delivery (createConfiguredDeliveryDeps). */
-  readonly delivery: DeliveryDeps;
+  /** Outbound delivery's operations (createDeliveryOperations: routing, DNS, DKIM keys, kept connections). */
+  readonly delivery: DeliveryOperations;
   /** Webhook attempts are recorded here (delivery outcomes through `delivery.metrics`). */
   readonly metrics?: Metrics;
   /** A prebuilt bundle (tests share one); otherwise the build's, or workflows/ bundled at start. */

@@ -23,6 +23,7 @@ describe("GET /v1/me", () => {
         id: tenant.organizationId,
         status: "active",
         sendLimits: { messagesPerMinute: 7, messagesPerDay: app.config.defaults.messagesPerDay, recipientsPerDay: app.config.defaults.recipientsPerDay },
+        holdFor: "none",
       },
       apiKey: {
         id: tenant.keyId,
@@ -34,6 +35,7 @@ describe("GET /v1/me", () => {
         allowedRecipientDomains: null,
         expiresAt: null,
         requestsPerMinute: app.config.defaults.requestsPerMinute,
+        holdFor: null,
       },
       managedStarter: { limit: 3, used: 0, remaining: 3 },
       platformLimits: {
@@ -42,6 +44,7 @@ describe("GET /v1/me", () => {
         inboxes: app.config.platformLimits.inboxes,
         domains: app.config.platformLimits.domains,
         webhookEndpoints: app.config.platformLimits.webhookEndpoints,
+        uploadStorageBytes: 1024 ** 3,
       },
     });
     expect(JSON.stringify(res.body)).not.toContain(tenant.key.slice(4, 20));

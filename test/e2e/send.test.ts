@@ -63,7 +63,9 @@ describe("send from an inbox", () => {
     expect(message.id).toMatch(/^msg_[a-f0-9]{24}$/);
     expect(message.threadId).toMatch(/^thr_[a-f0-9]{24}$/);
     expect(message.internetMessageId).toBe(`<${submission.id}@agents.test>`);
-    expect(message.attachments).toBeUndefined();
+    // Outbound messages list their attachments (none here) and their Cc recipients (none) as inbound ones do.
+    expect(message.attachments).toEqual([]);
+    expect(message.cc).toEqual([]);
     expect(message.inboundSecurity).toBeUndefined();
     expect(submission).toMatchObject({
       from: { email: inbox.address, name: "Agent Smith" },

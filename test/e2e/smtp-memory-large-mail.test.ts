@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { serviceMemory } from "../support/process-memory.js";
 import { RawSmtpClient, transaction } from "../support/smtp-client.js";
@@ -28,13 +29,17 @@ const SETTLE_MS = 60_000;
 /** However slow the machine, the load ends: a message not answered or not stored by then fails the test. */
 const LOAD_DEADLINE_MS = 600_000;
 
+let database: FileDatabase;
 let app: TestApp;
 let dataDir: string;
 let smtp: SmtpProcess;
 let inbox: { id: string; address: string };
 
 beforeAll(async () => {
-  app = await startTestApp();
+  // Its role's sweeper adopts pending raw mail of its whole database, and other files' would adopt its 9 MB
+  // messages (and count in its backends' memory): a database of its own.
+  database = await createFileDatabase();
+  app = await startTestApp({ DATABASE_URL: database.url });
   dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
   const tenant = await app.createTenant();
   inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "Large" } })).body;
@@ -43,6 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await smtp?.kill("SIGKILL");
   await app?.stop();
+  await database?.drop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 

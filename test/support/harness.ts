@@ -21,6 +21,7 @@ import { runConfiguredWorker, type RunningWorker } from "../../src/roles/worker.
 import { connectTemporal } from "../../src/temporal/client.js";
 import { startSmtpRole, type SmtpRole } from "../../src/roles/smtp.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
+import { uniqueName } from "./names.js";
 
 export interface TestApp {
   readonly baseUrl: string;
@@ -68,9 +69,7 @@ export interface JsonResponse {
   readonly body: any;
 }
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${randomBytes(5).toString("hex")}`;
-}
+export { uniqueName } from "./names.js";
 
 /**
  * The sweeper of a test's smtp role leaves other test files' pending rows alone: the database is shared by the whole
@@ -93,6 +92,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     KEY_CACHE_MS: "0",
     ...env,
   });
+  // Sections loadConfig does not compose yet (issue 17's uploads: UPLOAD_TTL, LIMIT_UPLOAD_STORAGE_BYTES, ...).
   const db = await openDatabase(config.databaseUrl!, { poolMax: 10 });
   const temporal = await connectTemporal(config.temporalAddress!, config.temporalNamespace);
   const log = createLogger(config.logLevel);

@@ -7,7 +7,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import { createServer, type Server } from "node:https";
 
 const TLS_DIR = new URL("../fixtures/webhook-tls/", import.meta.url);
-const TLS = { cert: readFileSync(new URL("receiver.pem", TLS_DIR)), key: readFileSync(new URL("receiver-key.pem", TLS_DIR)) };
+/** The certificate of every 127.0.44.x, signed by the test CA the test processes trust. */
+export const TLS = { cert: readFileSync(new URL("receiver.pem", TLS_DIR)), key: readFileSync(new URL("receiver-key.pem", TLS_DIR)) };
 
 export interface ReceivedRequest {
   readonly method: string;
@@ -90,7 +91,7 @@ export async function startHttpsReceiver(): Promise<HttpsReceiver> {
 }
 
 /** Port 443 of a random 127.0.44.x (the certificate's addresses), another one when that is taken. */
-async function listenOnFreeAddress(server: Server): Promise<string> {
+export async function listenOnFreeAddress(server: Server): Promise<string> {
   for (let tries = 0; ; tries++) {
     const host = `127.0.44.${randomInt(1, 255)}`;
     try {

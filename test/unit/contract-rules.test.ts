@@ -3,7 +3,9 @@ import { describe, expect, test } from "vitest";
 import { CreateInboxRequestSchema } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import { SendMessageRequestSchema } from "../../gen/mailbox/v1/message_service_pb.js";
 import { ValidateEmailsRequestSchema } from "../../gen/mailbox/v1/validation_service_pb.js";
-import { contractProblems } from "../../src/interceptors/validate.js";
+import { CreateWebhookRequestSchema } from "../../gen/mailbox/v1/webhook_service_pb.js";
+import { ReplyToThreadRequestSchema } from "../../gen/mailbox/v1/thread_service_pb.js";
+import { contractProblems, unimplementedParts } from "../../src/interceptors/validate.js";
 import { nameProblem, textProblem } from "../../src/text-rule.js";
 
 const send = (init: object) => contractProblems(SendMessageRequestSchema, create(SendMessageRequestSchema, { to: [{ email: "a@example.com" }], ...init }));
@@ -70,5 +72,18 @@ describe("the contract's rules over a request message", () => {
     expect(send({ metadata: { "bad key": 1 } })).toEqual(['metadata: key "bad key" does not match ^[A-Za-z0-9_.:-]{1,64}$']);
     expect(send({ metadata: { big: "x".repeat(16_384) } })).toEqual(["metadata: at most 16384 bytes as JSON"]);
     expect(send({ metadata: { fits: "x".repeat(16_000) } })).toEqual([]);
+  });
+});
+
+describe("the parts of the contract not served yet", () => {
+  test("are the fields a request sets, and the values of fields it gives, that the contract marks", () => {
+    expect(unimplementedParts(SendMessageRequestSchema, create(SendMessageRequestSchema, { to: [{ email: "a@example.com" }], text: "t" }))).toEqual([]);
+    expect(unimplementedParts(SendMessageRequestSchema, create(SendMessageRequestSchema, { cc: [{ email: "c@example.com" }], attachments: [{}] }))).toEqual(["cc", "attachments"]);
+    // An empty list and a false boolean set nothing.
+    expect(unimplementedParts(ReplyToThreadRequestSchema, create(ReplyToThreadRequestSchema, { replyAll: false, bcc: [] }))).toEqual([]);
+    expect(unimplementedParts(ReplyToThreadRequestSchema, create(ReplyToThreadRequestSchema, { replyAll: true }))).toEqual(["replyAll"]);
+    const webhook = (events: string[]) => unimplementedParts(CreateWebhookRequestSchema, create(CreateWebhookRequestSchema, { events }));
+    expect(webhook(["message.received"])).toEqual([]);
+    expect(webhook(["message.received", "submission.held"])).toEqual(["events: submission.held"]);
   });
 });

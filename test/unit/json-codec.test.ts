@@ -26,11 +26,13 @@ describe("writing responses", () => {
     expect(json.localPart).toBe("");
   });
 
-  test("omits html and replyTo when unset, and attachments on a message without inbound security", () => {
+  test("omits html and replyTo when unset, and extracted on a message without inbound security; lists its attachments and cc", () => {
     const outbound = writeMessage(MessageSchema, create(MessageSchema, { id: "msg_x", direction: "outbound" }));
     expect(outbound).not.toHaveProperty("html");
     expect(outbound).not.toHaveProperty("replyTo");
-    expect(outbound).not.toHaveProperty("attachments");
+    expect(outbound).not.toHaveProperty("extracted");
+    expect(outbound.attachments).toEqual([]);
+    expect(outbound.cc).toEqual([]);
     expect(outbound).not.toHaveProperty("inboundSecurity");
     expect(outbound.inReplyTo).toBeNull();
     expect(outbound.references).toEqual([]);

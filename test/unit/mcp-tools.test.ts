@@ -36,7 +36,17 @@ describe("the MCP tools generated from the contract", () => {
       const jsonApi = [...r.pathFields, ...r.headerFields.map((h) => h.field), ...r.queryFields, ...r.bodyFields].map((f) => f.jsonName);
       expect(Object.keys(t.inputSchema.properties ?? {}).sort(), t.name).toEqual(jsonApi.sort());
     }
-    expect(Object.keys(tool("reply_to_thread").inputSchema.properties!).sort()).toEqual(["html", "idempotencyKey", "targetMessageId", "text", "threadId"]);
+    expect(Object.keys(tool("reply_to_thread").inputSchema.properties!).sort()).toEqual([
+      "attachments",
+      "bcc",
+      "cc",
+      "html",
+      "idempotencyKey",
+      "replyAll",
+      "targetMessageId",
+      "text",
+      "threadId",
+    ]);
     expect(tool("reply_to_thread").inputSchema.required?.sort()).toEqual(["targetMessageId", "threadId"]);
   });
 
@@ -86,7 +96,7 @@ describe("the MCP tools generated from the contract", () => {
 
   test("make the idempotency key an optional argument of every sending tool, and say how to send twice", () => {
     const sending = tools.filter((t) => t.idempotencyField).map((t) => t.name);
-    expect(sending.sort()).toEqual(["create_webhook", "reply_to_thread", "send_email", "send_message"]);
+    expect(sending.sort()).toEqual(["create_webhook", "forward_message", "reply_to_thread", "send_email", "send_message"]);
     for (const name of sending) {
       const t = tool(name);
       expect(t.inputSchema.properties?.idempotencyKey).toMatchObject({ type: "string", pattern: "^[A-Za-z0-9._:-]+$" });

@@ -1,4 +1,7 @@
+import { getOption } from "@bufbuild/protobuf";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
 import { describe, expect, it } from "vitest";
 import { registrableName } from "../../src/domains/domains.js";
 import { parseOutboundAddress } from "../../src/outbound/addresses.js";
@@ -75,7 +78,7 @@ describe("the OpenAPI document", () => {
 
   it("describes operations, parameters and properties with the contract's comments", () => {
     const reply = doc.paths["/v1/threads/{threadId}/replies"]!.post!;
-    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\.$/);
+    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\. Not implemented yet, answering 501 not_implemented when given: replyAll; cc; bcc; attachments\.$/);
     expect(reply.parameters.find((p) => p.name === "threadId")?.description).toBe("The thread id.");
     const body = reply.requestBody!.content["application/json"]!.schema;
     expect(body.properties?.targetMessageId?.description).toBe("The message being replied to; required.");
@@ -98,7 +101,8 @@ describe("the OpenAPI document", () => {
     expect(message.required).not.toContain("html");
     expect(message.required).not.toContain("inboundSecurity");
     // present_with: written only beside inboundSecurity.
-    expect(message.required).not.toContain("attachments");
+    expect(message.required).not.toContain("extracted");
+    expect(message.required).toContain("attachments");
     expect(message.required).toContain("inReplyTo");
   });
 
@@ -144,9 +148,10 @@ describe("the OpenAPI document", () => {
     expect(webhook?.properties?.url).toMatchObject({ maxLength: 2048, pattern: "^https://" });
     expect(webhook?.properties?.events).toEqual({
       type: "array",
-      items: { type: "string", enum: ["message.received"] },
+      items: { type: "string", enum: ["message.received", "submission.held"] },
       minItems: 1,
-      maxItems: 1,
+      maxItems: 2,
+      uniqueItems: true,
     });
     const reply = operation("post", "/v1/threads/{threadId}/replies").requestBody;
     expect(reply?.content["application/json"]?.schema.required).toEqual(["targetMessageId"]);
@@ -184,15 +189,23 @@ describe("the OpenAPI document", () => {
     ]);
   });
 
-  it("gives every operation the shared error responses, and 501 only to unimplemented ones", () => {
+  it("gives every operation the shared error responses, and 501 only to those not served whole", () => {
     for (const route of routes) {
       const { responses } = operation(route.verb.toLowerCase(), openApiPath(route));
       for (const status of [400, 401, 403, 429, 500, 503]) {
         expect(responses[status], `${route.method.name} ${status}`).toBeDefined();
       }
       if (route.pathFields.length > 0) expect(responses[404]).toBeDefined();
-      expect(responses[501] !== undefined).toBe(route.unimplemented);
+      const unserved = route.method.input.fields.some((f) => getOption(f, fieldRule).unimplemented || getOption(f, fieldRule).unimplementedValues.length > 0);
+      expect(responses[501] !== undefined, route.method.name).toBe(route.unimplemented || unserved);
     }
+    const served = ["CreateInbox", "GetMe", "CreateUpload", "GetSubmission"];
+    expect(routes.filter((r) => served.includes(r.method.name)).map((r) => operation(r.verb.toLowerCase(), openApiPath(r)).responses[501])).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(doc.components.schemas.Error).toEqual({
       type: "object",
       properties: { error: expect.any(Object), message: expect.any(Object) },
@@ -339,6 +352,42 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("describes an attachment's source as exactly one of contentBase64, uploadId and url, with filename required beside contentBase64", () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    const components = JSON.parse(JSON.stringify(doc.components.schemas)) as Record<string, JsonSchema>;
+    const valid = ajv.compile({ $ref: "#/$defs/OutgoingAttachmentInput", $defs: components });
+    const upload = "upl_0123456789abcdef01234567";
+    const cases: [object, boolean][] = [
+      [{ contentBase64: "aGVsbG8=", filename: "a.txt" }, true],
+      [{ uploadId: upload }, true],
+      [{ url: "https://files.example.com/a.pdf", contentId: "logo@x", disposition: "inline" }, true],
+      [{ uploadId: upload, url: null }, true],
+      [{ contentBase64: "aGVsbG8=" }, false],
+      [{ uploadId: upload, url: "https://files.example.com/a.pdf" }, false],
+      [{ filename: "a.txt" }, false],
+      [{ uploadId: upload, disposition: "hidden" }, false],
+      [{ contentBase64: "not base64!", filename: "a" }, false],
+    ];
+    for (const [attachment, accepted] of cases) expect([attachment, valid(attachment)]).toEqual([attachment, accepted]);
+  });
+
+  it("takes an upload's raw bytes as application/octet-stream, its filename from the query, and answers 422 but never 415", () => {
+    const op = operation("post", "/v1/uploads");
+    expect(op.requestBody).toEqual({ required: true, content: { "application/octet-stream": { schema: { type: "string", format: "binary", minLength: 1 } } } });
+    expect(parameter(op, "filename")).toEqual({ name: "filename", in: "query", required: true, schema: { type: "string", minLength: 1, maxLength: 255, pattern: TEXT_PATTERN } });
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["201", "413", "422", "503"]));
+    expect(op.responses).not.toHaveProperty("415");
+  });
+
+  it("marks what is not served yet: whole operations, and the fields and values of others", () => {
+    expect(operation("post", "/v1/messages/{messageId}:forward")["x-not-implemented"]).toBe(true);
+    expect(operation("post", "/v1/inboxes/{inboxId}/messages")["x-not-implemented"]).toEqual({ fields: ["cc", "bcc", "attachments"], values: {} });
+    expect(operation("post", "/v1/threads/{threadId}/replies")["x-not-implemented"]).toEqual({ fields: ["replyAll", "cc", "bcc", "attachments"], values: {} });
+    expect(operation("post", "/v1/webhooks")["x-not-implemented"]).toEqual({ fields: [], values: { events: ["submission.held"] } });
+    expect(operation("get", "/v1/me")).not.toHaveProperty("x-not-implemented");
+    expect(operation("post", "/v1/uploads")).not.toHaveProperty("x-not-implemented");
+  });
+
   it("describes a server-streaming RPC as Server-Sent Events whose items carry the event id and its JSON", () => {
     const op = operation("get", "/v1/events:stream");
     const ok = op.responses["200"] as Response;
@@ -358,5 +407,48 @@ describe("the OpenAPI document", () => {
     expect(parameter(op, "timeoutSeconds").schema).toMatchObject({ minimum: 1, maximum: 25 });
     expect((op.responses["200"] as Response).content!["application/json"]!.schema).toEqual({ $ref: "#/components/schemas/WaitForMessageResponse" });
     expect(schema("Message").properties!.extracted).toBeDefined();
+  });
+  /** The schema a link's `$response.body#/…` pointer reaches in the answer it is read from ($refs followed). */
+  function schemaAt(answer: JsonSchema, pointer: string): JsonSchema {
+    let at: JsonSchema | undefined = answer;
+    for (const token of pointer.split("/").slice(1)) {
+      while (at?.$ref) at = doc.components.schemas[at.$ref.split("/").pop()!];
+      at = /^\d+$/.test(token) ? at?.items : at?.properties?.[token];
+    }
+    while (at?.$ref) at = doc.components.schemas[at.$ref.split("/").pop()!];
+    if (!at) throw new Error(`${pointer} reaches nothing`);
+    return at;
+  }
+
+  it("links answers to the operations that take an id they carry, never from a nullable field", () => {
+    const links = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([verb, op]) =>
+        Object.entries(op.responses).flatMap(([status, response]) =>
+          Object.entries((response as Response).links ?? {}).map(([name, link]) => ({ from: `${verb.toUpperCase()} ${path} ${status}`, name, link, response: response as Response })),
+        ),
+      ),
+    );
+    const targets = new Map(Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => [op.operationId, op] as const)));
+    expect(links.length).toBeGreaterThan(20);
+    for (const { from, name, link, response } of links) {
+      const target = targets.get(link.operationId)!;
+      expect(target, `${from} → ${name}`).toBeDefined();
+      const pathParams = target.parameters.filter((p) => p.in === "path").map((p) => `path.${p.name}`);
+      expect(Object.keys(link.parameters).sort(), `${from} → ${name}`).toEqual(pathParams.sort());
+      for (const expression of Object.values(link.parameters)) {
+        const reached = schemaAt(response.content!["application/json"]!.schema, expression.replace(/^\$response\.body#/, ""));
+        expect(reached.type, `${from} → ${name}: ${expression}`).toBe("string");
+      }
+      expect(link.description).toMatch(/^(GET|POST|PUT|DELETE) \/v1\/\S+ with \w+ from .+\.$/);
+    }
+    const linked = (from: string, to: string) => links.filter((l) => l.from === from && l.link.operationId === to).map((l) => l.link.parameters);
+    expect(linked("POST /v1/inboxes 201", "getInbox")).toEqual([{ "path.inboxId": "$response.body#/id" }]);
+    expect(linked("GET /v1/inboxes 200", "getInbox")).toEqual([{ "path.inboxId": "$response.body#/inboxes/0/id" }]);
+    expect(linked("GET /v1/inboxes/{inboxId}/threads 200", "getThread")).toEqual([{ "path.threadId": "$response.body#/threads/0/id" }]);
+    // An inbox's domainId is null for a managed address: no link to the domain operations from it.
+    for (const from of ["POST /v1/inboxes 201", "GET /v1/inboxes 200", "GET /v1/inboxes/{inboxId} 200"]) expect(linked(from, "getDomain")).toEqual([]);
+    // Nor from a complaint's submissionId, null when the report named none; a listed submission's own id is linked.
+    expect(links.filter((l) => l.link.operationId === "getSubmission" && l.from.startsWith("GET /v1/complaints"))).toEqual([]);
+    expect(linked("GET /v1/submissions 200", "getSubmission")).toEqual([{ "path.submissionId": "$response.body#/submissions/0/id" }]);
   });
 });

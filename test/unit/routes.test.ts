@@ -11,9 +11,9 @@ describe("the /v1 route table read from the contract", () => {
         r.verb.padEnd(6),
         r.template.padEnd(55),
         `${r.method.parent.name}.${r.method.name}`.padEnd(40),
-        (r.scope || "(any key)").padEnd(15),
+        (r.scope || "(any key)").padEnd(16),
         String(r.successStatus),
-        r.body ? `body=${r.body}` : "",
+        r.body ? `body=${r.body}${r.rawBodyField ? "(raw)" : ""}` : "",
         r.headerFields.map((h) => `header=${h.header}`).join(" "),
         r.queryFields.length ? `query=${r.queryFields.map((f) => f.jsonName).join(",")}` : "",
         r.unimplemented ? "501" : "",
@@ -28,7 +28,7 @@ describe("the /v1 route table read from the contract", () => {
   test("gives every RPC a route and a declared rule", () => {
     const methods = CONTRACT_SERVICES.flatMap((s) => s.methods);
     expect(routes).toHaveLength(methods.length);
-    expect(routes.length).toBe(30);
+    expect(routes.length).toBe(42);
   });
 
   test("matches concrete paths, and tells the allowed verbs of a path under the wrong verb", () => {

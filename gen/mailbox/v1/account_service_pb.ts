@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/account_service.proto.
  */
 export const file_mailbox_v1_account_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBtYWlsYm94L3YxL2FjY291bnRfc2VydmljZS5wcm90bxIKbWFpbGJveC52MSIOCgxHZXRNZVJlcXVlc3QiXwoKU2VuZExpbWl0cxIbChNtZXNzYWdlc19wZXJfbWludXRlGAEgASgFEhgKEG1lc3NhZ2VzX3Blcl9kYXkYAiABKAUSGgoScmVjaXBpZW50c19wZXJfZGF5GAMgASgFIlcKDE9yZ2FuaXphdGlvbhIKCgJpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSKwoLc2VuZF9saW1pdHMYAyABKAsyFi5tYWlsYm94LnYxLlNlbmRMaW1pdHMiuAIKDUFwaUtleVByb2ZpbGUSCgoCaWQYASABKAkSDAoEa2luZBgCIAEoCRIOCgZzY29wZXMYAyADKAkSLQoJaW5ib3hfaWRzGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIvCgthbGxvd2VkX2lwcxgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUSEQoJc2VuZF9tb2RlGAYgASgJEj0KGWFsbG93ZWRfcmVjaXBpZW50X2RvbWFpbnMYByABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE3JlcXVlc3RzX3Blcl9taW51dGUYCSABKAUiQAoOTWFuYWdlZFN0YXJ0ZXISDQoFbGltaXQYASABKAUSDAoEdXNlZBgCIAEoBRIRCglyZW1haW5pbmcYAyABKAUijAEKDlBsYXRmb3JtTGltaXRzEh4KFnJlY2lwaWVudHNfcGVyX21lc3NhZ2UYASABKAUSHQoVbWVzc2FnZV9jb250ZW50X2J5dGVzGAIgASgFEg8KB2luYm94ZXMYAyABKAUSDwoHZG9tYWlucxgEIAEoBRIZChF3ZWJob29rX2VuZHBvaW50cxgFIAEoBSLVAQoNR2V0TWVSZXNwb25zZRIuCgxvcmdhbml6YXRpb24YASABKAsyGC5tYWlsYm94LnYxLk9yZ2FuaXphdGlvbhIqCgdhcGlfa2V5GAIgASgLMhkubWFpbGJveC52MS5BcGlLZXlQcm9maWxlEjMKD21hbmFnZWRfc3RhcnRlchgDIAEoCzIaLm1haWxib3gudjEuTWFuYWdlZFN0YXJ0ZXISMwoPcGxhdGZvcm1fbGltaXRzGAQgASgLMhoubWFpbGJveC52MS5QbGF0Zm9ybUxpbWl0czJrCg5BY2NvdW50U2VydmljZRJZCgVHZXRNZRIYLm1haWxib3gudjEuR2V0TWVSZXF1ZXN0GhkubWFpbGJveC52MS5HZXRNZVJlc3BvbnNlIhuiuxgJEMgBMAE4AEABgtPkkwIIEgYvdjEvbWViBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options]);
+  fileDesc("CiBtYWlsYm94L3YxL2FjY291bnRfc2VydmljZS5wcm90bxIKbWFpbGJveC52MSIOCgxHZXRNZVJlcXVlc3QiXwoKU2VuZExpbWl0cxIbChNtZXNzYWdlc19wZXJfbWludXRlGAEgASgFEhgKEG1lc3NhZ2VzX3Blcl9kYXkYAiABKAUSGgoScmVjaXBpZW50c19wZXJfZGF5GAMgASgFImkKDE9yZ2FuaXphdGlvbhIKCgJpZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSKwoLc2VuZF9saW1pdHMYAyABKAsyFi5tYWlsYm94LnYxLlNlbmRMaW1pdHMSEAoIaG9sZF9mb3IYBCABKAki3AIKDUFwaUtleVByb2ZpbGUSCgoCaWQYASABKAkSDAoEa2luZBgCIAEoCRIOCgZzY29wZXMYAyADKAkSLQoJaW5ib3hfaWRzGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIvCgthbGxvd2VkX2lwcxgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUSEQoJc2VuZF9tb2RlGAYgASgJEj0KGWFsbG93ZWRfcmVjaXBpZW50X2RvbWFpbnMYByABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE3JlcXVlc3RzX3Blcl9taW51dGUYCSABKAUSFQoIaG9sZF9mb3IYCiABKAlIAIgBAUILCglfaG9sZF9mb3IiQAoOTWFuYWdlZFN0YXJ0ZXISDQoFbGltaXQYASABKAUSDAoEdXNlZBgCIAEoBRIRCglyZW1haW5pbmcYAyABKAUiqgEKDlBsYXRmb3JtTGltaXRzEh4KFnJlY2lwaWVudHNfcGVyX21lc3NhZ2UYASABKAUSHQoVbWVzc2FnZV9jb250ZW50X2J5dGVzGAIgASgFEg8KB2luYm94ZXMYAyABKAUSDwoHZG9tYWlucxgEIAEoBRIZChF3ZWJob29rX2VuZHBvaW50cxgFIAEoBRIcChR1cGxvYWRfc3RvcmFnZV9ieXRlcxgGIAEoAyLVAQoNR2V0TWVSZXNwb25zZRIuCgxvcmdhbml6YXRpb24YASABKAsyGC5tYWlsYm94LnYxLk9yZ2FuaXphdGlvbhIqCgdhcGlfa2V5GAIgASgLMhkubWFpbGJveC52MS5BcGlLZXlQcm9maWxlEjMKD21hbmFnZWRfc3RhcnRlchgDIAEoCzIaLm1haWxib3gudjEuTWFuYWdlZFN0YXJ0ZXISMwoPcGxhdGZvcm1fbGltaXRzGAQgASgLMhoubWFpbGJveC52MS5QbGF0Zm9ybUxpbWl0czJrCg5BY2NvdW50U2VydmljZRJZCgVHZXRNZRIYLm1haWxib3gudjEuR2V0TWVSZXF1ZXN0GhkubWFpbGJveC52MS5HZXRNZVJlc3BvbnNlIhuiuxgJEMgBMAE4AEABgtPkkwIIEgYvdjEvbWViBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options]);
 
 /**
  * Request for GetMe.
@@ -92,6 +92,15 @@ export type Organization = Message<"mailbox.v1.Organization"> & {
    * @generated from field: mailbox.v1.SendLimits send_limits = 3;
    */
   sendLimits?: SendLimits | undefined;
+
+  /**
+   * Which sends of the organization wait for a person's decision before anything is sent (an addition to the spec):
+   * none, first_contact (a send to a recipient the sending inbox never exchanged mail with), new_domain (to a
+   * recipient domain it never did) or all. A key's own holdFor, when set, applies instead. Set by the operator.
+   *
+   * @generated from field: string hold_for = 4;
+   */
+  holdFor: string;
 };
 
 /**
@@ -122,7 +131,8 @@ export type ApiKeyProfile = Message<"mailbox.v1.ApiKeyProfile"> & {
   kind: string;
 
   /**
-   * The scopes the key has; * means all tenant scopes.
+   * The scopes the key has; * means all tenant scopes. delivery:approve, an addition to the spec's scopes, permits
+   * deciding held submissions.
    *
    * @generated from field: repeated string scopes = 3;
    */
@@ -169,6 +179,14 @@ export type ApiKeyProfile = Message<"mailbox.v1.ApiKeyProfile"> & {
    * @generated from field: int32 requests_per_minute = 9;
    */
   requestsPerMinute: number;
+
+  /**
+   * The key's own hold policy (none, first_contact, new_domain or all; see organization.holdFor), or null when the
+   * organization's applies.
+   *
+   * @generated from field: optional string hold_for = 10;
+   */
+  holdFor?: string | undefined;
 };
 
 /**
@@ -253,6 +271,15 @@ export type PlatformLimits = Message<"mailbox.v1.PlatformLimits"> & {
    * @generated from field: int32 webhook_endpoints = 5;
    */
   webhookEndpoints: number;
+
+  /**
+   * Bytes of uploads (POST /v1/uploads, and the files of URL attachments, which are kept like uploads) the
+   * organization may keep at once; an upload past it is 403 upload_storage_limit_reached until others expire or
+   * are deleted.
+   *
+   * @generated from field: int64 upload_storage_bytes = 6;
+   */
+  uploadStorageBytes: bigint;
 };
 
 /**

@@ -9,7 +9,7 @@ import { file_google_api_annotations } from "../../google/api/annotations_pb.js"
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_mailbox_v1_options } from "./options_pb.js";
-import type { Address, Submission } from "./resources_pb.js";
+import type { Address, OutgoingAttachment, Submission } from "./resources_pb.js";
 import { file_mailbox_v1_resources } from "./resources_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/delivery_service.proto.
  */
 export const file_mailbox_v1_delivery_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYWlsYm94L3YxL2RlbGl2ZXJ5X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEioQMKEFNlbmRFbWFpbFJlcXVlc3QSTAoPaWRlbXBvdGVuY3lfa2V5GAEgASgJQjO6SBtyGRAIGMgBMhJeW0EtWmEtejAtOS5fOi1dKySiuxgRCg9pZGVtcG90ZW5jeS1rZXkSKQoEZnJvbRgCIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0IGukgDyAEBEi8KAnRvGAMgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQg66SAWSAQIIAaK7GAJAARIlCgdzdWJqZWN0GAQgASgJQhS6SBFyDxjmBzIKXlteXHJcbl0qJBIVCgR0ZXh0GAUgASgJQge6SARyAhABEhEKBGh0bWwYBiABKAlIAIgBARIqCghyZXBseV90bxgHIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0gBiAEBElAKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIlorsYITofCDISF15bQS1aYS16MC05Xy46LV17MSw2NH0kGICAAUIHCgVfaHRtbEILCglfcmVwbHlfdG8iUQoRU2VuZEVtYWlsUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgCIAEoCCI3ChRHZXRTdWJtaXNzaW9uUmVxdWVzdBIfCg1zdWJtaXNzaW9uX2lkGAEgASgJQgi6SAVyA7ABASJDChVHZXRTdWJtaXNzaW9uUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbiJFChlHZXREZWxpdmVyeU1ldHJpY3NSZXF1ZXN0Eh4KBWhvdXJzGAEgASgFQgq6SAcaBRjQBSgBSACIAQFCCAoGX2hvdXJzIn0KDkRlbGl2ZXJ5Q291bnRzEhEKCXN1Ym1pdHRlZBgBIAEoBRIRCglkZWxpdmVyZWQYAiABKAUSEAoIZGVmZXJyZWQYAyABKAUSDwoHYm91bmNlZBgEIAEoBRIOCgZmYWlsZWQYBSABKAUSEgoKY29tcGxhaW50cxgGIAEoBSJxCg9EZWxpdmVyeUxhdGVuY3kSEwoGcDUwX21zGAEgASgFSACIAQESEwoGcDkwX21zGAIgASgFSAGIAQESEwoGcDk5X21zGAMgASgFSAKIAQFCCQoHX3A1MF9tc0IJCgdfcDkwX21zQgkKB19wOTlfbXMi9AEKGkdldERlbGl2ZXJ5TWV0cmljc1Jlc3BvbnNlEg0KBWhvdXJzGAEgASgFEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCgZjb3VudHMYAyABKAsyGi5tYWlsYm94LnYxLkRlbGl2ZXJ5Q291bnRzEhMKC2JvdW5jZV9yYXRlGAQgASgBEhUKDWRlZmVycmFsX3JhdGUYBSABKAESFgoOY29tcGxhaW50X3JhdGUYBiABKAESLAoHbGF0ZW5jeRgHIAEoCzIbLm1haWxib3gudjEuRGVsaXZlcnlMYXRlbmN5InwKC1N1cHByZXNzaW9uEg0KBWVtYWlsGAEgASgJEg4KBnJlYXNvbhgCIAEoCRITCgZkZXRhaWwYAyABKAlIAIgBARIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdfZGV0YWlsIm4KF0xpc3RTdXBwcmVzc2lvbnNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAiABKAlCCrpIB3IFEAEYgARIAYgBAUIICgZfbGltaXRCCQoHX2N1cnNvciJzChhMaXN0U3VwcHJlc3Npb25zUmVzcG9uc2USLQoMc3VwcHJlc3Npb25zGAEgAygLMhcubWFpbGJveC52MS5TdXBwcmVzc2lvbhIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJAChhEZWxldGVTdXBwcmVzc2lvblJlcXVlc3QSJAoFZW1haWwYASABKAlCFbpIB3IFEAMY/gGiuxgHMgVlbWFpbCIbChlEZWxldGVTdXBwcmVzc2lvblJlc3BvbnNlIsMBCglDb21wbGFpbnQSCgoCaWQYASABKAkSDQoFZW1haWwYAiABKAkSFQoNZmVlZGJhY2tfdHlwZRgDIAEoCRIaCg1zdWJtaXNzaW9uX2lkGAQgASgJSACIAQESFwoKdXNlcl9hZ2VudBgFIAEoCUgBiAEBEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhAKDl9zdWJtaXNzaW9uX2lkQg0KC191c2VyX2FnZW50ImwKFUxpc3RDb21wbGFpbnRzUmVxdWVzdBIdCgVsaW1pdBgBIAEoBUIJukgGGgQYZCgBSACIAQESHwoGY3Vyc29yGAIgASgJQgq6SAdyBRABGIAESAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IibQoWTGlzdENvbXBsYWludHNSZXNwb25zZRIpCgpjb21wbGFpbnRzGAEgAygLMhUubWFpbGJveC52MS5Db21wbGFpbnQSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IyigcKD0RlbGl2ZXJ5U2VydmljZRJ7CglTZW5kRW1haWwSHC5tYWlsYm94LnYxLlNlbmRFbWFpbFJlcXVlc3QaHS5tYWlsYm94LnYxLlNlbmRFbWFpbFJlc3BvbnNlIjGiuxgaCg1kZWxpdmVyeTpzZW5kEMoBKAEwADgAQAGC0+STAg06ASoiCC92MS9zZW5kEqIBCg1HZXRTdWJtaXNzaW9uEiAubWFpbGJveC52MS5HZXRTdWJtaXNzaW9uUmVxdWVzdBohLm1haWxib3gudjEuR2V0U3VibWlzc2lvblJlc3BvbnNlIkyiuxgVCg1kZWxpdmVyeTpyZWFkMAE4AEABgtPkkwItYgpzdWJtaXNzaW9uEh8vdjEvc3VibWlzc2lvbnMve3N1Ym1pc3Npb25faWR9EpoBChJHZXREZWxpdmVyeU1ldHJpY3MSJS5tYWlsYm94LnYxLkdldERlbGl2ZXJ5TWV0cmljc1JlcXVlc3QaJi5tYWlsYm94LnYxLkdldERlbGl2ZXJ5TWV0cmljc1Jlc3BvbnNlIjWiuxgVCg1kZWxpdmVyeTpyZWFkMAE4AEABgtPkkwIWEhQvdjEvbWV0cmljcy9kZWxpdmVyeRKQAQoQTGlzdFN1cHByZXNzaW9ucxIjLm1haWxib3gudjEuTGlzdFN1cHByZXNzaW9uc1JlcXVlc3QaJC5tYWlsYm94LnYxLkxpc3RTdXBwcmVzc2lvbnNSZXNwb25zZSIxorsYFQoNZGVsaXZlcnk6cmVhZDABOABAAYLT5JMCEhIQL3YxL3N1cHByZXNzaW9ucxKZAQoRRGVsZXRlU3VwcHJlc3Npb24SJC5tYWlsYm94LnYxLkRlbGV0ZVN1cHByZXNzaW9uUmVxdWVzdBolLm1haWxib3gudjEuRGVsZXRlU3VwcHJlc3Npb25SZXNwb25zZSI3orsYGAoNZGVsaXZlcnk6c2VuZBDMATAAOAFAAYLT5JMCFToBKioQL3YxL3N1cHByZXNzaW9ucxKIAQoOTGlzdENvbXBsYWludHMSIS5tYWlsYm94LnYxLkxpc3RDb21wbGFpbnRzUmVxdWVzdBoiLm1haWxib3gudjEuTGlzdENvbXBsYWludHNSZXNwb25zZSIvorsYFQoNZGVsaXZlcnk6cmVhZDABOABAAYLT5JMCEBIOL3YxL2NvbXBsYWludHNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options, file_mailbox_v1_resources]);
+  fileDesc("CiFtYWlsYm94L3YxL2RlbGl2ZXJ5X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEivQQKEFNlbmRFbWFpbFJlcXVlc3QSTAoPaWRlbXBvdGVuY3lfa2V5GAEgASgJQjO6SBtyGRAIGMgBMhJeW0EtWmEtejAtOS5fOi1dKySiuxgRCg9pZGVtcG90ZW5jeS1rZXkSKQoEZnJvbRgCIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0IGukgDyAEBEi8KAnRvGAMgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQg66SAWSAQIIAaK7GAJAARIlCgdzdWJqZWN0GAQgASgJQhS6SBFyDxjmBzIKXlteXHJcbl0qJBIVCgR0ZXh0GAUgASgJQge6SARyAhABEhEKBGh0bWwYBiABKAlIAIgBARIqCghyZXBseV90bxgHIAEoCzITLm1haWxib3gudjEuQWRkcmVzc0gBiAEBElAKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIlorsYITofCDISF15bQS1aYS16MC05Xy46LV17MSw2NH0kGICAARIpCgJjYxgJIAMoCzITLm1haWxib3gudjEuQWRkcmVzc0IIorsYBEABUAESKgoDYmNjGAogAygLMhMubWFpbGJveC52MS5BZGRyZXNzQgiiuxgEQAFQARJDCgthdHRhY2htZW50cxgLIAMoCzIeLm1haWxib3gudjEuT3V0Z29pbmdBdHRhY2htZW50Qg66SAWSAQIQZKK7GAJQAUIHCgVfaHRtbEILCglfcmVwbHlfdG8iUQoRU2VuZEVtYWlsUmVzcG9uc2USKgoKc3VibWlzc2lvbhgBIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgCIAEoCCLnAQoWTGlzdFN1Ym1pc3Npb25zUmVxdWVzdBJtCgZzdGF0dXMYASABKAlCWLpIVXJTUgdwZW5kaW5nUgZxdWV1ZWRSCGRlZmVycmVkUglkZWxpdmVyZWRSE3BhcnRpYWxseV9kZWxpdmVyZWRSBmZhaWxlZFIEaGVsZFIIcmVqZWN0ZWRIAIgBARIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSAGIAQESHwoGY3Vyc29yGAMgASgJQgq6SAdyBRABGIAESAKIAQFCCQoHX3N0YXR1c0IICgZfbGltaXRCCQoHX2N1cnNvciJwChdMaXN0U3VibWlzc2lvbnNSZXNwb25zZRIrCgtzdWJtaXNzaW9ucxgBIAMoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI7ChhBcHByb3ZlU3VibWlzc2lvblJlcXVlc3QSHwoNc3VibWlzc2lvbl9pZBgBIAEoCUIIukgFcgOwAQEiRwoZQXBwcm92ZVN1Ym1pc3Npb25SZXNwb25zZRIqCgpzdWJtaXNzaW9uGAEgASgLMhYubWFpbGJveC52MS5TdWJtaXNzaW9uIjoKF1JlamVjdFN1Ym1pc3Npb25SZXF1ZXN0Eh8KDXN1Ym1pc3Npb25faWQYASABKAlCCLpIBXIDsAEBIkYKGFJlamVjdFN1Ym1pc3Npb25SZXNwb25zZRIqCgpzdWJtaXNzaW9uGAEgASgLMhYubWFpbGJveC52MS5TdWJtaXNzaW9uIjcKFEdldFN1Ym1pc3Npb25SZXF1ZXN0Eh8KDXN1Ym1pc3Npb25faWQYASABKAlCCLpIBXIDsAEBIkMKFUdldFN1Ym1pc3Npb25SZXNwb25zZRIqCgpzdWJtaXNzaW9uGAEgASgLMhYubWFpbGJveC52MS5TdWJtaXNzaW9uIkUKGUdldERlbGl2ZXJ5TWV0cmljc1JlcXVlc3QSHgoFaG91cnMYASABKAVCCrpIBxoFGNAFKAFIAIgBAUIICgZfaG91cnMifQoORGVsaXZlcnlDb3VudHMSEQoJc3VibWl0dGVkGAEgASgFEhEKCWRlbGl2ZXJlZBgCIAEoBRIQCghkZWZlcnJlZBgDIAEoBRIPCgdib3VuY2VkGAQgASgFEg4KBmZhaWxlZBgFIAEoBRISCgpjb21wbGFpbnRzGAYgASgFInEKD0RlbGl2ZXJ5TGF0ZW5jeRITCgZwNTBfbXMYASABKAVIAIgBARITCgZwOTBfbXMYAiABKAVIAYgBARITCgZwOTlfbXMYAyABKAVIAogBAUIJCgdfcDUwX21zQgkKB19wOTBfbXNCCQoHX3A5OV9tcyL0AQoaR2V0RGVsaXZlcnlNZXRyaWNzUmVzcG9uc2USDQoFaG91cnMYASABKAUSKQoFc2luY2UYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmNvdW50cxgDIAEoCzIaLm1haWxib3gudjEuRGVsaXZlcnlDb3VudHMSEwoLYm91bmNlX3JhdGUYBCABKAESFQoNZGVmZXJyYWxfcmF0ZRgFIAEoARIWCg5jb21wbGFpbnRfcmF0ZRgGIAEoARIsCgdsYXRlbmN5GAcgASgLMhsubWFpbGJveC52MS5EZWxpdmVyeUxhdGVuY3kifAoLU3VwcHJlc3Npb24SDQoFZW1haWwYASABKAkSDgoGcmVhc29uGAIgASgJEhMKBmRldGFpbBgDIAEoCUgAiAEBEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgkKB19kZXRhaWwibgoXTGlzdFN1cHByZXNzaW9uc1JlcXVlc3QSHQoFbGltaXQYASABKAVCCbpIBhoEGGQoAUgAiAEBEh8KBmN1cnNvchgCIAEoCUIKukgHcgUQARiABEgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yInMKGExpc3RTdXBwcmVzc2lvbnNSZXNwb25zZRItCgxzdXBwcmVzc2lvbnMYASADKAsyFy5tYWlsYm94LnYxLlN1cHByZXNzaW9uEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIkAKGERlbGV0ZVN1cHByZXNzaW9uUmVxdWVzdBIkCgVlbWFpbBgBIAEoCUIVukgHcgUQAxj+AaK7GAcyBWVtYWlsIhsKGURlbGV0ZVN1cHByZXNzaW9uUmVzcG9uc2UiwwEKCUNvbXBsYWludBIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIVCg1mZWVkYmFja190eXBlGAMgASgJEhoKDXN1Ym1pc3Npb25faWQYBCABKAlIAIgBARIXCgp1c2VyX2FnZW50GAUgASgJSAGIAQESLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEAoOX3N1Ym1pc3Npb25faWRCDQoLX3VzZXJfYWdlbnQibAoVTGlzdENvbXBsYWludHNSZXF1ZXN0Eh0KBWxpbWl0GAEgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAiABKAlCCrpIB3IFEAEYgARIAYgBAUIICgZfbGltaXRCCQoHX2N1cnNvciJtChZMaXN0Q29tcGxhaW50c1Jlc3BvbnNlEikKCmNvbXBsYWludHMYASADKAsyFS5tYWlsYm94LnYxLkNvbXBsYWludBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvcjKZCwoPRGVsaXZlcnlTZXJ2aWNlEnsKCVNlbmRFbWFpbBIcLm1haWxib3gudjEuU2VuZEVtYWlsUmVxdWVzdBodLm1haWxib3gudjEuU2VuZEVtYWlsUmVzcG9uc2UiMaK7GBoKDWRlbGl2ZXJ5OnNlbmQQygEoATAAOABAAYLT5JMCDToBKiIIL3YxL3NlbmQSjgEKD0xpc3RTdWJtaXNzaW9ucxIiLm1haWxib3gudjEuTGlzdFN1Ym1pc3Npb25zUmVxdWVzdBojLm1haWxib3gudjEuTGlzdFN1Ym1pc3Npb25zUmVzcG9uc2UiMqK7GBcKDWRlbGl2ZXJ5OnJlYWQgATABOABAAYLT5JMCERIPL3YxL3N1Ym1pc3Npb25zEr4BChFBcHByb3ZlU3VibWlzc2lvbhIkLm1haWxib3gudjEuQXBwcm92ZVN1Ym1pc3Npb25SZXF1ZXN0GiUubWFpbGJveC52MS5BcHByb3ZlU3VibWlzc2lvblJlc3BvbnNlIlyiuxgaChBkZWxpdmVyeTphcHByb3ZlIAEwADgAQACC0+STAjg6ASpiCnN1Ym1pc3Npb24iJy92MS9zdWJtaXNzaW9ucy97c3VibWlzc2lvbl9pZH06YXBwcm92ZRK6AQoQUmVqZWN0U3VibWlzc2lvbhIjLm1haWxib3gudjEuUmVqZWN0U3VibWlzc2lvblJlcXVlc3QaJC5tYWlsYm94LnYxLlJlamVjdFN1Ym1pc3Npb25SZXNwb25zZSJborsYGgoQZGVsaXZlcnk6YXBwcm92ZSABMAA4AUAAgtPkkwI3OgEqYgpzdWJtaXNzaW9uIiYvdjEvc3VibWlzc2lvbnMve3N1Ym1pc3Npb25faWR9OnJlamVjdBKiAQoNR2V0U3VibWlzc2lvbhIgLm1haWxib3gudjEuR2V0U3VibWlzc2lvblJlcXVlc3QaIS5tYWlsYm94LnYxLkdldFN1Ym1pc3Npb25SZXNwb25zZSJMorsYFQoNZGVsaXZlcnk6cmVhZDABOABAAYLT5JMCLWIKc3VibWlzc2lvbhIfL3YxL3N1Ym1pc3Npb25zL3tzdWJtaXNzaW9uX2lkfRKaAQoSR2V0RGVsaXZlcnlNZXRyaWNzEiUubWFpbGJveC52MS5HZXREZWxpdmVyeU1ldHJpY3NSZXF1ZXN0GiYubWFpbGJveC52MS5HZXREZWxpdmVyeU1ldHJpY3NSZXNwb25zZSI1orsYFQoNZGVsaXZlcnk6cmVhZDABOABAAYLT5JMCFhIUL3YxL21ldHJpY3MvZGVsaXZlcnkSkAEKEExpc3RTdXBwcmVzc2lvbnMSIy5tYWlsYm94LnYxLkxpc3RTdXBwcmVzc2lvbnNSZXF1ZXN0GiQubWFpbGJveC52MS5MaXN0U3VwcHJlc3Npb25zUmVzcG9uc2UiMaK7GBUKDWRlbGl2ZXJ5OnJlYWQwATgAQAGC0+STAhISEC92MS9zdXBwcmVzc2lvbnMSmQEKEURlbGV0ZVN1cHByZXNzaW9uEiQubWFpbGJveC52MS5EZWxldGVTdXBwcmVzc2lvblJlcXVlc3QaJS5tYWlsYm94LnYxLkRlbGV0ZVN1cHByZXNzaW9uUmVzcG9uc2UiN6K7GBgKDWRlbGl2ZXJ5OnNlbmQQzAEwADgBQAGC0+STAhU6ASoqEC92MS9zdXBwcmVzc2lvbnMSiAEKDkxpc3RDb21wbGFpbnRzEiEubWFpbGJveC52MS5MaXN0Q29tcGxhaW50c1JlcXVlc3QaIi5tYWlsYm94LnYxLkxpc3RDb21wbGFpbnRzUmVzcG9uc2UiL6K7GBUKDWRlbGl2ZXJ5OnJlYWQwATgAQAGC0+STAhASDi92MS9jb21wbGFpbnRzYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailbox_v1_options, file_mailbox_v1_resources]);
 
 /**
  * Request for SendEmail.
@@ -81,6 +81,27 @@ export type SendEmailRequest = Message<"mailbox.v1.SendEmailRequest"> & {
    * @generated from field: google.protobuf.Struct metadata = 8;
    */
   metadata?: JsonObject | undefined;
+
+  /**
+   * Cc recipients, under the rules of SendMessage's cc.
+   *
+   * @generated from field: repeated mailbox.v1.Address cc = 9;
+   */
+  cc: Address[];
+
+  /**
+   * Bcc recipients, under the rules of SendMessage's bcc.
+   *
+   * @generated from field: repeated mailbox.v1.Address bcc = 10;
+   */
+  bcc: Address[];
+
+  /**
+   * Files to attach, at most 100.
+   *
+   * @generated from field: repeated mailbox.v1.OutgoingAttachment attachments = 11;
+   */
+  attachments: OutgoingAttachment[];
 };
 
 /**
@@ -119,6 +140,153 @@ export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE_
   messageDesc(file_mailbox_v1_delivery_service, 1);
 
 /**
+ * Request for ListSubmissions.
+ *
+ * @generated from message mailbox.v1.ListSubmissionsRequest
+ */
+export type ListSubmissionsRequest = Message<"mailbox.v1.ListSubmissionsRequest"> & {
+  /**
+   * Only submissions in this state.
+   *
+   * @generated from field: optional string status = 1;
+   */
+  status?: string | undefined;
+
+  /**
+   * Page size, 1 to 100; 20 when omitted.
+   *
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The nextCursor of the previous page, unchanged; omit on the first request.
+   *
+   * @generated from field: optional string cursor = 3;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message mailbox.v1.ListSubmissionsRequest.
+ * Use `create(ListSubmissionsRequestSchema)` to create a new message.
+ */
+export const ListSubmissionsRequestSchema: GenMessage<ListSubmissionsRequest> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_delivery_service, 2);
+
+/**
+ * Response of ListSubmissions.
+ *
+ * @generated from message mailbox.v1.ListSubmissionsResponse
+ */
+export type ListSubmissionsResponse = Message<"mailbox.v1.ListSubmissionsResponse"> & {
+  /**
+   * The submissions of this page, newest first.
+   *
+   * @generated from field: repeated mailbox.v1.Submission submissions = 1;
+   */
+  submissions: Submission[];
+
+  /**
+   * The cursor of the next page, or null on the last page.
+   *
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message mailbox.v1.ListSubmissionsResponse.
+ * Use `create(ListSubmissionsResponseSchema)` to create a new message.
+ */
+export const ListSubmissionsResponseSchema: GenMessage<ListSubmissionsResponse> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_delivery_service, 3);
+
+/**
+ * Request for ApproveSubmission.
+ *
+ * @generated from message mailbox.v1.ApproveSubmissionRequest
+ */
+export type ApproveSubmissionRequest = Message<"mailbox.v1.ApproveSubmissionRequest"> & {
+  /**
+   * The submission id.
+   *
+   * @generated from field: string submission_id = 1;
+   */
+  submissionId: string;
+};
+
+/**
+ * Describes the message mailbox.v1.ApproveSubmissionRequest.
+ * Use `create(ApproveSubmissionRequestSchema)` to create a new message.
+ */
+export const ApproveSubmissionRequestSchema: GenMessage<ApproveSubmissionRequest> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_delivery_service, 4);
+
+/**
+ * Response of ApproveSubmission.
+ *
+ * @generated from message mailbox.v1.ApproveSubmissionResponse
+ */
+export type ApproveSubmissionResponse = Message<"mailbox.v1.ApproveSubmissionResponse"> & {
+  /**
+   * The submission, no longer held.
+   *
+   * @generated from field: mailbox.v1.Submission submission = 1;
+   */
+  submission?: Submission | undefined;
+};
+
+/**
+ * Describes the message mailbox.v1.ApproveSubmissionResponse.
+ * Use `create(ApproveSubmissionResponseSchema)` to create a new message.
+ */
+export const ApproveSubmissionResponseSchema: GenMessage<ApproveSubmissionResponse> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_delivery_service, 5);
+
+/**
+ * Request for RejectSubmission.
+ *
+ * @generated from message mailbox.v1.RejectSubmissionRequest
+ */
+export type RejectSubmissionRequest = Message<"mailbox.v1.RejectSubmissionRequest"> & {
+  /**
+   * The submission id.
+   *
+   * @generated from field: string submission_id = 1;
+   */
+  submissionId: string;
+};
+
+/**
+ * Describes the message mailbox.v1.RejectSubmissionRequest.
+ * Use `create(RejectSubmissionRequestSchema)` to create a new message.
+ */
+export const RejectSubmissionRequestSchema: GenMessage<RejectSubmissionRequest> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_delivery_service, 6);
+
+/**
+ * Response of RejectSubmission.
+ *
+ * @generated from message mailbox.v1.RejectSubmissionResponse
+ */
+export type RejectSubmissionResponse = Message<"mailbox.v1.RejectSubmissionResponse"> & {
+  /**
+   * The submission, rejected.
+   *
+   * @generated from field: mailbox.v1.Submission submission = 1;
+   */
+  submission?: Submission | undefined;
+};
+
+/**
+ * Describes the message mailbox.v1.RejectSubmissionResponse.
+ * Use `create(RejectSubmissionResponseSchema)` to create a new message.
+ */
+export const RejectSubmissionResponseSchema: GenMessage<RejectSubmissionResponse> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_delivery_service, 7);
+
+/**
  * Request for GetSubmission.
  *
  * @generated from message mailbox.v1.GetSubmissionRequest
@@ -137,7 +305,7 @@ export type GetSubmissionRequest = Message<"mailbox.v1.GetSubmissionRequest"> & 
  * Use `create(GetSubmissionRequestSchema)` to create a new message.
  */
 export const GetSubmissionRequestSchema: GenMessage<GetSubmissionRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 2);
+  messageDesc(file_mailbox_v1_delivery_service, 8);
 
 /**
  * Response of GetSubmission.
@@ -158,7 +326,7 @@ export type GetSubmissionResponse = Message<"mailbox.v1.GetSubmissionResponse"> 
  * Use `create(GetSubmissionResponseSchema)` to create a new message.
  */
 export const GetSubmissionResponseSchema: GenMessage<GetSubmissionResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 3);
+  messageDesc(file_mailbox_v1_delivery_service, 9);
 
 /**
  * Request for GetDeliveryMetrics.
@@ -179,7 +347,7 @@ export type GetDeliveryMetricsRequest = Message<"mailbox.v1.GetDeliveryMetricsRe
  * Use `create(GetDeliveryMetricsRequestSchema)` to create a new message.
  */
 export const GetDeliveryMetricsRequestSchema: GenMessage<GetDeliveryMetricsRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 4);
+  messageDesc(file_mailbox_v1_delivery_service, 10);
 
 /**
  * Recipient counts by delivery state, over the recipients of the submissions created in the window (their state
@@ -236,7 +404,7 @@ export type DeliveryCounts = Message<"mailbox.v1.DeliveryCounts"> & {
  * Use `create(DeliveryCountsSchema)` to create a new message.
  */
 export const DeliveryCountsSchema: GenMessage<DeliveryCounts> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 5);
+  messageDesc(file_mailbox_v1_delivery_service, 11);
 
 /**
  * Delivery latency percentiles over the delivered recipients counted: from the submission's acceptance to the
@@ -272,7 +440,7 @@ export type DeliveryLatency = Message<"mailbox.v1.DeliveryLatency"> & {
  * Use `create(DeliveryLatencySchema)` to create a new message.
  */
 export const DeliveryLatencySchema: GenMessage<DeliveryLatency> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 6);
+  messageDesc(file_mailbox_v1_delivery_service, 12);
 
 /**
  * Delivery metrics of the organization over a window ending now.
@@ -335,7 +503,7 @@ export type GetDeliveryMetricsResponse = Message<"mailbox.v1.GetDeliveryMetricsR
  * Use `create(GetDeliveryMetricsResponseSchema)` to create a new message.
  */
 export const GetDeliveryMetricsResponseSchema: GenMessage<GetDeliveryMetricsResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 7);
+  messageDesc(file_mailbox_v1_delivery_service, 13);
 
 /**
  * A suppressed recipient address: sending to it is refused.
@@ -378,7 +546,7 @@ export type Suppression = Message<"mailbox.v1.Suppression"> & {
  * Use `create(SuppressionSchema)` to create a new message.
  */
 export const SuppressionSchema: GenMessage<Suppression> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 8);
+  messageDesc(file_mailbox_v1_delivery_service, 14);
 
 /**
  * Request for ListSuppressions.
@@ -406,7 +574,7 @@ export type ListSuppressionsRequest = Message<"mailbox.v1.ListSuppressionsReques
  * Use `create(ListSuppressionsRequestSchema)` to create a new message.
  */
 export const ListSuppressionsRequestSchema: GenMessage<ListSuppressionsRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 9);
+  messageDesc(file_mailbox_v1_delivery_service, 15);
 
 /**
  * Response of ListSuppressions.
@@ -434,7 +602,7 @@ export type ListSuppressionsResponse = Message<"mailbox.v1.ListSuppressionsRespo
  * Use `create(ListSuppressionsResponseSchema)` to create a new message.
  */
 export const ListSuppressionsResponseSchema: GenMessage<ListSuppressionsResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 10);
+  messageDesc(file_mailbox_v1_delivery_service, 16);
 
 /**
  * Request for DeleteSuppression.
@@ -455,7 +623,7 @@ export type DeleteSuppressionRequest = Message<"mailbox.v1.DeleteSuppressionRequ
  * Use `create(DeleteSuppressionRequestSchema)` to create a new message.
  */
 export const DeleteSuppressionRequestSchema: GenMessage<DeleteSuppressionRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 11);
+  messageDesc(file_mailbox_v1_delivery_service, 17);
 
 /**
  * Response of DeleteSuppression: empty (204 on the JSON face).
@@ -470,7 +638,7 @@ export type DeleteSuppressionResponse = Message<"mailbox.v1.DeleteSuppressionRes
  * Use `create(DeleteSuppressionResponseSchema)` to create a new message.
  */
 export const DeleteSuppressionResponseSchema: GenMessage<DeleteSuppressionResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 12);
+  messageDesc(file_mailbox_v1_delivery_service, 18);
 
 /**
  * A complaint: a recipient reported a message as abuse (ARF, RFC 5965).
@@ -526,7 +694,7 @@ export type Complaint = Message<"mailbox.v1.Complaint"> & {
  * Use `create(ComplaintSchema)` to create a new message.
  */
 export const ComplaintSchema: GenMessage<Complaint> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 13);
+  messageDesc(file_mailbox_v1_delivery_service, 19);
 
 /**
  * Request for ListComplaints.
@@ -554,7 +722,7 @@ export type ListComplaintsRequest = Message<"mailbox.v1.ListComplaintsRequest"> 
  * Use `create(ListComplaintsRequestSchema)` to create a new message.
  */
 export const ListComplaintsRequestSchema: GenMessage<ListComplaintsRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 14);
+  messageDesc(file_mailbox_v1_delivery_service, 20);
 
 /**
  * Response of ListComplaints.
@@ -582,7 +750,7 @@ export type ListComplaintsResponse = Message<"mailbox.v1.ListComplaintsResponse"
  * Use `create(ListComplaintsResponseSchema)` to create a new message.
  */
 export const ListComplaintsResponseSchema: GenMessage<ListComplaintsResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_delivery_service, 15);
+  messageDesc(file_mailbox_v1_delivery_service, 21);
 
 /**
  * Delivery: the low-level send route, submissions, metrics, suppressions and complaints.
@@ -597,7 +765,10 @@ export const DeliveryService: GenService<{
    * nothing; the key with a different request is 409 idempotency_key_conflict; a retry while the first is still
    * being accepted is 409 idempotency_request_in_progress. Policy refusals: 403 send_mode_reply_only,
    * recipient_domain_not_allowed, recipient_suppressed, domain_not_verified; 400 invalid_address,
-   * too_many_recipients; 413 message_too_large; 429 send_limit_exceeded with Retry-After.
+   * too_many_recipients; 413 message_too_large; 429 send_limit_exceeded with Retry-After. Attachments: 422
+   * attachment_infected, attachment_url_refused, attachment_url_failed; 404 upload_not_found; 413
+   * attachment_url_too_large; 503 scan_unavailable with Retry-After. Holds as for SendMessage; without an inbox,
+   * first_contact and new_domain are judged by the sender's address.
    *
    * @generated from rpc mailbox.v1.DeliveryService.SendEmail
    */
@@ -605,6 +776,43 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof SendEmailRequestSchema;
     output: typeof SendEmailResponseSchema;
+  },
+  /**
+   * Lists the organization's submissions, newest first, paginated with `limit` and `cursor`; with status, only
+   * those in that state: status=held is the queue of sends waiting for a person's decision. A key restricted to
+   * inboxes sees only its inboxes' submissions.
+   *
+   * @generated from rpc mailbox.v1.DeliveryService.ListSubmissions
+   */
+  listSubmissions: {
+    methodKind: "unary";
+    input: typeof ListSubmissionsRequestSchema;
+    output: typeof ListSubmissionsResponseSchema;
+  },
+  /**
+   * Approves a held submission: it is delivered as if it had never been held. Needs the scope delivery:approve (an
+   * addition to the spec's scopes), which an agent's own key should not have; the key that sent a submission can
+   * never decide it (403 own_submission). A submission is decided once: 409 submission_not_held for one that was
+   * never held, 409 submission_already_decided for one approved, rejected or expired before. A key restricted to
+   * inboxes decides only its inboxes' submissions.
+   *
+   * @generated from rpc mailbox.v1.DeliveryService.ApproveSubmission
+   */
+  approveSubmission: {
+    methodKind: "unary";
+    input: typeof ApproveSubmissionRequestSchema;
+    output: typeof ApproveSubmissionResponseSchema;
+  },
+  /**
+   * Rejects a held submission: nothing is sent; the submission and its recipients end rejected, with failureCode
+   * rejected. Scope, the rule of the sending key and the errors as for ApproveSubmission.
+   *
+   * @generated from rpc mailbox.v1.DeliveryService.RejectSubmission
+   */
+  rejectSubmission: {
+    methodKind: "unary";
+    input: typeof RejectSubmissionRequestSchema;
+    output: typeof RejectSubmissionResponseSchema;
   },
   /**
    * Returns a submission with its per-recipient delivery state.

@@ -8,7 +8,7 @@ import { file_buf_validate_validate } from "../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import { file_mailbox_v1_options } from "./options_pb.js";
-import type { Address, Message as Message$1, Submission } from "./resources_pb.js";
+import type { Address, Message as Message$1, OutgoingAttachment, Submission } from "./resources_pb.js";
 import { file_mailbox_v1_resources } from "./resources_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/message_service.proto.
  */
 export const file_mailbox_v1_message_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBtYWlsYm94L3YxL21lc3NhZ2Vfc2VydmljZS5wcm90bxIKbWFpbGJveC52MSL4AwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EisKCGluYm94X2lkGAEgASgJQhm6SBZyFDISXmluYl9bYS1mMC05XXsyNH0kEkwKD2lkZW1wb3RlbmN5X2tleRgCIAEoCUIzukgbchkQCBjIATISXltBLVphLXowLTkuXzotXSskorsYEQoPaWRlbXBvdGVuY3kta2V5Ei8KAnRvGAMgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQg66SAWSAQIIAaK7GAJAARIlCgdzdWJqZWN0GAQgASgJQhS6SBFyDxjmBzIKXlteXHJcbl0qJBIRCgR0ZXh0GAUgASgJSACIAQESEQoEaHRtbBgGIAEoCUgBiAEBEioKCHJlcGx5X3RvGAcgASgLMhMubWFpbGJveC52MS5BZGRyZXNzSAKIAQESUAoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QiWiuxghOh8IMhIXXltBLVphLXowLTlfLjotXXsxLDY0fSQYgIABOky6SEkaRwoJc2VuZC5ib2R5Ehh0ZXh0IG9yIGh0bWwgaXMgcmVxdWlyZWQaIGhhcyh0aGlzLnRleHQpIHx8IGhhcyh0aGlzLmh0bWwpQgcKBV90ZXh0QgcKBV9odG1sQgsKCV9yZXBseV90byJ5ChNTZW5kTWVzc2FnZVJlc3BvbnNlEiQKB21lc3NhZ2UYASABKAsyEy5tYWlsYm94LnYxLk1lc3NhZ2USKgoKc3VibWlzc2lvbhgCIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgDIAEoCCJFChREZWxldGVNZXNzYWdlUmVxdWVzdBItCgptZXNzYWdlX2lkGAEgASgJQhm6SBZyFDISXm1zZ19bYS1mMC05XXsyNH0kIhcKFURlbGV0ZU1lc3NhZ2VSZXNwb25zZSKHAQoUR2V0QXR0YWNobWVudFJlcXVlc3QSLQoKbWVzc2FnZV9pZBgBIAEoCUIZukgWchQyEl5tc2dfW2EtZjAtOV17MjR9JBJACg1hdHRhY2htZW50X2lkGAIgASgJQim6SCZyJDIiXmF0dF9bYS1mMC05XXsyNH1fWzEtOV1bMC05XXswLDJ9JCJCChVHZXRBdHRhY2htZW50UmVzcG9uc2USDwoHY29udGVudBgBIAEoDBIYCghmaWxlbmFtZRgCIAEoCUIGorsYAiABMvoDCg5NZXNzYWdlU2VydmljZRKXAQoLU2VuZE1lc3NhZ2USHi5tYWlsYm94LnYxLlNlbmRNZXNzYWdlUmVxdWVzdBofLm1haWxib3gudjEuU2VuZE1lc3NhZ2VSZXNwb25zZSJHorsYGQoMbWFpbGJveDpzZW5kEMoBKAEwADgAQAGC0+STAiQ6ASoiHy92MS9pbmJveGVzL3tpbmJveF9pZH0vbWVzc2FnZXMSlAEKDURlbGV0ZU1lc3NhZ2USIC5tYWlsYm94LnYxLkRlbGV0ZU1lc3NhZ2VSZXF1ZXN0GiEubWFpbGJveC52MS5EZWxldGVNZXNzYWdlUmVzcG9uc2UiPqK7GBkKDm1haWxib3g6bWFuYWdlEMwBMAA4AUABgtPkkwIbKhkvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9ErYBCg1HZXRBdHRhY2htZW50EiAubWFpbGJveC52MS5HZXRBdHRhY2htZW50UmVxdWVzdBohLm1haWxib3gudjEuR2V0QXR0YWNobWVudFJlc3BvbnNlImCiuxgWCgxtYWlsYm94OnJlYWQwATgAQAFIAYLT5JMCQGIHY29udGVudBI1L3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9hdHRhY2htZW50cy97YXR0YWNobWVudF9pZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_mailbox_v1_options, file_mailbox_v1_resources]);
+  fileDesc("CiBtYWlsYm94L3YxL21lc3NhZ2Vfc2VydmljZS5wcm90bxIKbWFpbGJveC52MSKUBQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EisKCGluYm94X2lkGAEgASgJQhm6SBZyFDISXmluYl9bYS1mMC05XXsyNH0kEkwKD2lkZW1wb3RlbmN5X2tleRgCIAEoCUIzukgbchkQCBjIATISXltBLVphLXowLTkuXzotXSskorsYEQoPaWRlbXBvdGVuY3kta2V5Ei8KAnRvGAMgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQg66SAWSAQIIAaK7GAJAARIlCgdzdWJqZWN0GAQgASgJQhS6SBFyDxjmBzIKXlteXHJcbl0qJBIRCgR0ZXh0GAUgASgJSACIAQESEQoEaHRtbBgGIAEoCUgBiAEBEioKCHJlcGx5X3RvGAcgASgLMhMubWFpbGJveC52MS5BZGRyZXNzSAKIAQESUAoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QiWiuxghOh8IMhIXXltBLVphLXowLTlfLjotXXsxLDY0fSQYgIABEikKAmNjGAkgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQgiiuxgEQAFQARIqCgNiY2MYCiADKAsyEy5tYWlsYm94LnYxLkFkZHJlc3NCCKK7GARAAVABEkMKC2F0dGFjaG1lbnRzGAsgAygLMh4ubWFpbGJveC52MS5PdXRnb2luZ0F0dGFjaG1lbnRCDrpIBZIBAhBkorsYAlABOky6SEkaRwoJc2VuZC5ib2R5Ehh0ZXh0IG9yIGh0bWwgaXMgcmVxdWlyZWQaIGhhcyh0aGlzLnRleHQpIHx8IGhhcyh0aGlzLmh0bWwpQgcKBV90ZXh0QgcKBV9odG1sQgsKCV9yZXBseV90byJ5ChNTZW5kTWVzc2FnZVJlc3BvbnNlEiQKB21lc3NhZ2UYASABKAsyEy5tYWlsYm94LnYxLk1lc3NhZ2USKgoKc3VibWlzc2lvbhgCIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgDIAEoCCKHAwoVRm9yd2FyZE1lc3NhZ2VSZXF1ZXN0Ei0KCm1lc3NhZ2VfaWQYASABKAlCGbpIFnIUMhJebXNnX1thLWYwLTldezI0fSQSTAoPaWRlbXBvdGVuY3lfa2V5GAIgASgJQjO6SBtyGRAIGMgBMhJeW0EtWmEtejAtOS5fOi1dKySiuxgRCg9pZGVtcG90ZW5jeS1rZXkSLwoCdG8YAyADKAsyEy5tYWlsYm94LnYxLkFkZHJlc3NCDrpIBZIBAggBorsYAkABEicKAmNjGAQgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQgaiuxgCQAESKAoDYmNjGAUgAygLMhMubWFpbGJveC52MS5BZGRyZXNzQgaiuxgCQAESEQoEdGV4dBgGIAEoCUgAiAEBEhEKBGh0bWwYByABKAlIAYgBARIsCgRtb2RlGAggASgJQhm6SBZyFFIGaW5saW5lUgphdHRhY2htZW50SAKIAQFCBwoFX3RleHRCBwoFX2h0bWxCBwoFX21vZGUifAoWRm9yd2FyZE1lc3NhZ2VSZXNwb25zZRIkCgdtZXNzYWdlGAEgASgLMhMubWFpbGJveC52MS5NZXNzYWdlEioKCnN1Ym1pc3Npb24YAiABKAsyFi5tYWlsYm94LnYxLlN1Ym1pc3Npb24SEAoIcmVwbGF5ZWQYAyABKAgiRQoURGVsZXRlTWVzc2FnZVJlcXVlc3QSLQoKbWVzc2FnZV9pZBgBIAEoCUIZukgWchQyEl5tc2dfW2EtZjAtOV17MjR9JCIXChVEZWxldGVNZXNzYWdlUmVzcG9uc2UihwEKFEdldEF0dGFjaG1lbnRSZXF1ZXN0Ei0KCm1lc3NhZ2VfaWQYASABKAlCGbpIFnIUMhJebXNnX1thLWYwLTldezI0fSQSQAoNYXR0YWNobWVudF9pZBgCIAEoCUIpukgmciQyIl5hdHRfW2EtZjAtOV17MjR9X1sxLTldWzAtOV17MCwyfSQiQgoVR2V0QXR0YWNobWVudFJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSGAoIZmlsZW5hbWUYAiABKAlCBqK7GAIgATKhBQoOTWVzc2FnZVNlcnZpY2USlwEKC1NlbmRNZXNzYWdlEh4ubWFpbGJveC52MS5TZW5kTWVzc2FnZVJlcXVlc3QaHy5tYWlsYm94LnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UiR6K7GBkKDG1haWxib3g6c2VuZBDKASgBMAA4AEABgtPkkwIkOgEqIh8vdjEvaW5ib3hlcy97aW5ib3hfaWR9L21lc3NhZ2VzEqQBCg5Gb3J3YXJkTWVzc2FnZRIhLm1haWxib3gudjEuRm9yd2FyZE1lc3NhZ2VSZXF1ZXN0GiIubWFpbGJveC52MS5Gb3J3YXJkTWVzc2FnZVJlc3BvbnNlIkuiuxgbCgxtYWlsYm94OnNlbmQQygEgASgBMAA4AEABgtPkkwImOgEqIiEvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9OmZvcndhcmQSlAEKDURlbGV0ZU1lc3NhZ2USIC5tYWlsYm94LnYxLkRlbGV0ZU1lc3NhZ2VSZXF1ZXN0GiEubWFpbGJveC52MS5EZWxldGVNZXNzYWdlUmVzcG9uc2UiPqK7GBkKDm1haWxib3g6bWFuYWdlEMwBMAA4AUABgtPkkwIbKhkvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9ErYBCg1HZXRBdHRhY2htZW50EiAubWFpbGJveC52MS5HZXRBdHRhY2htZW50UmVxdWVzdBohLm1haWxib3gudjEuR2V0QXR0YWNobWVudFJlc3BvbnNlImCiuxgWCgxtYWlsYm94OnJlYWQwATgAQAFIAYLT5JMCQGIHY29udGVudBI1L3YxL21lc3NhZ2VzL3ttZXNzYWdlX2lkfS9hdHRhY2htZW50cy97YXR0YWNobWVudF9pZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_mailbox_v1_options, file_mailbox_v1_resources]);
 
 /**
  * Request for SendMessage.
@@ -80,6 +80,31 @@ export type SendMessageRequest = Message<"mailbox.v1.SendMessageRequest"> & {
    * @generated from field: google.protobuf.Struct metadata = 8;
    */
   metadata?: JsonObject | undefined;
+
+  /**
+   * Cc recipients, as address objects: each gets the message with its address in the Cc header. An address may be
+   * given once in to, cc and bcc together (400 invalid_address), the three together count against
+   * platformLimits.recipientsPerMessage, and recipient policy (allowedRecipientDomains, suppressions) applies to
+   * each.
+   *
+   * @generated from field: repeated mailbox.v1.Address cc = 9;
+   */
+  cc: Address[];
+
+  /**
+   * Bcc recipients, under the rules of cc: each gets the message, but no header and no field of the stored message
+   * names them, only the submission's recipients.
+   *
+   * @generated from field: repeated mailbox.v1.Address bcc = 10;
+   */
+  bcc: Address[];
+
+  /**
+   * Files to attach, at most 100.
+   *
+   * @generated from field: repeated mailbox.v1.OutgoingAttachment attachments = 11;
+   */
+  attachments: OutgoingAttachment[];
 };
 
 /**
@@ -125,6 +150,111 @@ export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__P
   messageDesc(file_mailbox_v1_message_service, 1);
 
 /**
+ * Request for ForwardMessage.
+ *
+ * @generated from message mailbox.v1.ForwardMessageRequest
+ */
+export type ForwardMessageRequest = Message<"mailbox.v1.ForwardMessageRequest"> & {
+  /**
+   * The message to forward, inbound or outbound.
+   *
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * The idempotency key: 8 to 200 characters of A-Z a-z 0-9 . _ : -; the idempotency-key header on the JSON face.
+   *
+   * @generated from field: string idempotency_key = 2;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The recipients, as address objects, each address once.
+   *
+   * @generated from field: repeated mailbox.v1.Address to = 3;
+   */
+  to: Address[];
+
+  /**
+   * Cc recipients, under the rules of SendMessage's cc.
+   *
+   * @generated from field: repeated mailbox.v1.Address cc = 4;
+   */
+  cc: Address[];
+
+  /**
+   * Bcc recipients, under the rules of SendMessage's bcc.
+   *
+   * @generated from field: repeated mailbox.v1.Address bcc = 5;
+   */
+  bcc: Address[];
+
+  /**
+   * Plain text above the forwarded message.
+   *
+   * @generated from field: optional string text = 6;
+   */
+  text?: string | undefined;
+
+  /**
+   * HTML above the forwarded message.
+   *
+   * @generated from field: optional string html = 7;
+   */
+  html?: string | undefined;
+
+  /**
+   * inline (the default): the original quoted in the body; attachment: the original as a message/rfc822 attachment.
+   *
+   * @generated from field: optional string mode = 8;
+   */
+  mode?: string | undefined;
+};
+
+/**
+ * Describes the message mailbox.v1.ForwardMessageRequest.
+ * Use `create(ForwardMessageRequestSchema)` to create a new message.
+ */
+export const ForwardMessageRequestSchema: GenMessage<ForwardMessageRequest> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_message_service, 2);
+
+/**
+ * The result of a forward.
+ *
+ * @generated from message mailbox.v1.ForwardMessageResponse
+ */
+export type ForwardMessageResponse = Message<"mailbox.v1.ForwardMessageResponse"> & {
+  /**
+   * The stored outbound message.
+   *
+   * @generated from field: mailbox.v1.Message message = 1;
+   */
+  message?: Message$1 | undefined;
+
+  /**
+   * Its submission.
+   *
+   * @generated from field: mailbox.v1.Submission submission = 2;
+   */
+  submission?: Submission | undefined;
+
+  /**
+   * True when an earlier result for the same idempotency key is returned.
+   *
+   * @generated from field: bool replayed = 3;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message mailbox.v1.ForwardMessageResponse.
+ * Use `create(ForwardMessageResponseSchema)` to create a new message.
+ */
+export const ForwardMessageResponseSchema: GenMessage<ForwardMessageResponse> = /*@__PURE__*/
+  messageDesc(file_mailbox_v1_message_service, 3);
+
+/**
  * Request for DeleteMessage.
  *
  * @generated from message mailbox.v1.DeleteMessageRequest
@@ -143,7 +273,7 @@ export type DeleteMessageRequest = Message<"mailbox.v1.DeleteMessageRequest"> & 
  * Use `create(DeleteMessageRequestSchema)` to create a new message.
  */
 export const DeleteMessageRequestSchema: GenMessage<DeleteMessageRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_message_service, 2);
+  messageDesc(file_mailbox_v1_message_service, 4);
 
 /**
  * Response of DeleteMessage: empty (204 on the JSON face).
@@ -158,7 +288,7 @@ export type DeleteMessageResponse = Message<"mailbox.v1.DeleteMessageResponse"> 
  * Use `create(DeleteMessageResponseSchema)` to create a new message.
  */
 export const DeleteMessageResponseSchema: GenMessage<DeleteMessageResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_message_service, 3);
+  messageDesc(file_mailbox_v1_message_service, 5);
 
 /**
  * Request for GetAttachment.
@@ -186,7 +316,7 @@ export type GetAttachmentRequest = Message<"mailbox.v1.GetAttachmentRequest"> & 
  * Use `create(GetAttachmentRequestSchema)` to create a new message.
  */
 export const GetAttachmentRequestSchema: GenMessage<GetAttachmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_message_service, 4);
+  messageDesc(file_mailbox_v1_message_service, 6);
 
 /**
  * An attachment's bytes. On the JSON face the body is the raw content with download-safe headers.
@@ -214,23 +344,27 @@ export type GetAttachmentResponse = Message<"mailbox.v1.GetAttachmentResponse"> 
  * Use `create(GetAttachmentResponseSchema)` to create a new message.
  */
 export const GetAttachmentResponseSchema: GenMessage<GetAttachmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailbox_v1_message_service, 5);
+  messageDesc(file_mailbox_v1_message_service, 7);
 
 /**
- * Messages: send from an inbox, delete, download attachments.
+ * Messages: send from an inbox, forward, delete, download attachments.
  *
  * @generated from service mailbox.v1.MessageService
  */
 export const MessageService: GenService<{
   /**
    * Sends a new message from an inbox, starting a thread. The message is stored in the mailbox and delivered
-   * asynchronously by the deliver/<submissionId> workflow; poll the submission for its progress.
+   * asynchronously by the deliver/<submissionId> workflow; poll the submission for its progress. When the holdFor
+   * policy of the key or organization holds the send, it is answered 202 all the same, its submission held until a
+   * person decides (ApproveSubmission, RejectSubmission).
    * Idempotency: an exact retry with the same key answers 202 with the original result and replayed true, starting
    * nothing; the key with a different request is 409 idempotency_key_conflict; a retry while the first is still
    * being accepted is 409 idempotency_request_in_progress; a retry after the stored message was deleted is 410
    * idempotency_result_expired. Policy refusals: 403 send_mode_reply_only, recipient_domain_not_allowed,
    * recipient_suppressed, domain_not_verified; 400 invalid_address, too_many_recipients; 413 message_too_large;
-   * 429 send_limit_exceeded with Retry-After.
+   * 429 send_limit_exceeded with Retry-After. Attachments: 422 attachment_infected, attachment_url_refused,
+   * attachment_url_failed; 404 upload_not_found; 413 attachment_url_too_large; 503 scan_unavailable with
+   * Retry-After.
    *
    * @generated from rpc mailbox.v1.MessageService.SendMessage
    */
@@ -238,6 +372,22 @@ export const MessageService: GenService<{
     methodKind: "unary";
     input: typeof SendMessageRequestSchema;
     output: typeof SendMessageResponseSchema;
+  },
+  /**
+   * Forwards a message of a mailbox to new recipients, from the inbox it is in; the forward joins the original's
+   * thread and its subject gets one "Fwd: ". In mode inline (the default) the original's text and HTML follow the
+   * text and html given, under a header block of its From, Date, Subject and To, and its clean attachments travel
+   * with it (those not clean are left out). In mode attachment the original travels whole, as a message/rfc822
+   * attachment, which needs every attachment of it clean: 422 attachment_not_clean otherwise (also while a scan
+   * still runs). Keys with sendMode reply_only may not forward (403 send_mode_reply_only). Idempotency, holds,
+   * policy refusals and limits as for SendMessage.
+   *
+   * @generated from rpc mailbox.v1.MessageService.ForwardMessage
+   */
+  forwardMessage: {
+    methodKind: "unary";
+    input: typeof ForwardMessageRequestSchema;
+    output: typeof ForwardMessageResponseSchema;
   },
   /**
    * Deletes a message from its mailbox.
@@ -250,7 +400,9 @@ export const MessageService: GenService<{
     output: typeof DeleteMessageResponseSchema;
   },
   /**
-   * Downloads an attachment's raw bytes as application/octet-stream, only when its scan state is clean.
+   * Downloads an attachment's raw bytes as application/octet-stream, only when its scan state is clean: of an
+   * inbound message, or of an outbound one (its sender's attachments, clean since they were scanned before the send
+   * was accepted).
    *
    * @generated from rpc mailbox.v1.MessageService.GetAttachment
    */

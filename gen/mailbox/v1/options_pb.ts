@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/options.proto.
  */
 export const file_mailbox_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiogIKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIEhYKCXJlYWRfb25seRgGIAEoCEgAiAEBEhgKC2Rlc3RydWN0aXZlGAcgASgISAGIAQESFwoKaWRlbXBvdGVudBgIIAEoCEgCiAEBEiAKGHJldHVybnNfZXh0ZXJuYWxfY29udGVudBgJIAEoCEIMCgpfcmVhZF9vbmx5Qg4KDF9kZXN0cnVjdGl2ZUINCgtfaWRlbXBvdGVudCLjAQoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJEhkKEWRvd25sb2FkX2ZpbGVuYW1lGAQgASgIEgwKBG5hbWUYBSABKAgSDgoGZm9ybWF0GAYgASgJEi8KC2pzb25fb2JqZWN0GAcgASgLMhoubWFpbGJveC52MS5Kc29uT2JqZWN0UnVsZRIUCgx1bmlxdWVfaXRlbXMYCCABKAgSFwoPc3RyZWFtX2V2ZW50X2lkGAkgASgIIk8KDkpzb25PYmplY3RSdWxlEhAKCG1heF9rZXlzGAEgASgNEhMKC2tleV9wYXR0ZXJuGAIgASgJEhYKDm1heF9qc29uX2J5dGVzGAMgASgNOlAKBm1ldGhvZBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLSHAyABKAsyFi5tYWlsYm94LnYxLk1ldGhvZFJ1bGVSBm1ldGhvZDpMCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYtIcDIAEoCzIVLm1haWxib3gudjEuRmllbGRSdWxlUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChhtYWlsYm94L3YxL29wdGlvbnMucHJvdG8SCm1haWxib3gudjEiogIKCk1ldGhvZFJ1bGUSDQoFc2NvcGUYASABKAkSFgoOc3VjY2Vzc19zdGF0dXMYAiABKAUSGwoTcmVwbGF5X3N0YXR1c19maWVsZBgDIAEoCRIVCg11bmltcGxlbWVudGVkGAQgASgIEh8KF2NhcnJpZXNfbWVzc2FnZV9jb250ZW50GAUgASgIEhYKCXJlYWRfb25seRgGIAEoCEgAiAEBEhgKC2Rlc3RydWN0aXZlGAcgASgISAGIAQESFwoKaWRlbXBvdGVudBgIIAEoCEgCiAEBEiAKGHJldHVybnNfZXh0ZXJuYWxfY29udGVudBgJIAEoCEIMCgpfcmVhZF9vbmx5Qg4KDF9kZXN0cnVjdGl2ZUINCgtfaWRlbXBvdGVudCKYAgoJRmllbGRSdWxlEg4KBmhlYWRlchgBIAEoCRIXCg9vbWl0X3doZW5fdW5zZXQYAiABKAgSFAoMcHJlc2VudF93aXRoGAMgASgJEhkKEWRvd25sb2FkX2ZpbGVuYW1lGAQgASgIEgwKBG5hbWUYBSABKAgSDgoGZm9ybWF0GAYgASgJEi8KC2pzb25fb2JqZWN0GAcgASgLMhoubWFpbGJveC52MS5Kc29uT2JqZWN0UnVsZRIUCgx1bmlxdWVfaXRlbXMYCCABKAgSFwoPc3RyZWFtX2V2ZW50X2lkGAkgASgIEhUKDXVuaW1wbGVtZW50ZWQYCiABKAgSHAoUdW5pbXBsZW1lbnRlZF92YWx1ZXMYCyADKAkiTwoOSnNvbk9iamVjdFJ1bGUSEAoIbWF4X2tleXMYASABKA0SEwoLa2V5X3BhdHRlcm4YAiABKAkSFgoObWF4X2pzb25fYnl0ZXMYAyABKA06UAoGbWV0aG9kEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoCzIWLm1haWxib3gudjEuTWV0aG9kUnVsZVIGbWV0aG9kOkwKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi0hwMgASgLMhUubWFpbGJveC52MS5GaWVsZFJ1bGVSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * How the JSON /v1 face and the auth layer treat an RPC, beyond what google.api.http says.
@@ -49,9 +49,10 @@ export type MethodRule = Message<"mailbox.v1.MethodRule"> & {
   unimplemented: boolean;
 
   /**
-   * Whether the request carries a message's content (send, reply, /v1/send). Its body may then be up to twice
-   * platformLimits.messageContentBytes; every other request body is limited to API_MAX_REQUEST_BYTES. A larger
-   * body is refused with 413 payload_too_large on every face, as it streams in and before it is buffered.
+   * Whether the request carries a message's content (send, reply, /v1/send, forward) or a file to attach to one (an
+   * upload). Its body may then be up to twice platformLimits.messageContentBytes; every other request body is
+   * limited to API_MAX_REQUEST_BYTES. A larger body is refused with 413 payload_too_large on every face, as it
+   * streams in and before it is buffered.
    *
    * @generated from field: bool carries_message_content = 5;
    */
@@ -175,6 +176,23 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
    * @generated from field: bool stream_event_id = 9;
    */
   streamEventId: boolean;
+
+  /**
+   * On a request field: a part of the contract that is not served yet. A request that sets it (a list with items, a
+   * true boolean, a field with presence given any value) is answered 501 not_implemented on every face, before
+   * anything else is checked or stored; a request without it is served as before.
+   *
+   * @generated from field: bool unimplemented = 10;
+   */
+  unimplemented: boolean;
+
+  /**
+   * On a request string field, or a list of strings: values its buf.validate `in` rule lists that are not served
+   * yet. A request that gives one is answered 501 not_implemented on every face, as for unimplemented.
+   *
+   * @generated from field: repeated string unimplemented_values = 11;
+   */
+  unimplementedValues: string[];
 };
 
 /**

@@ -10,11 +10,14 @@ import { Message } from "./message.js";
 import { Organization } from "./organization.js";
 import { RequestWindow } from "./request-window.js";
 import { SendWindow } from "./send-window.js";
+import { SenderRule } from "./sender-rule.js";
 import { StoredEvent } from "./stored-event.js";
 import { Submission } from "./submission.js";
 import { SubmissionRecipient } from "./submission-recipient.js";
 import { Suppression } from "./suppression.js";
 import { Thread } from "./thread.js";
+import { Upload } from "./upload.js";
+import { UploadChunk } from "./upload-chunk.js";
 import { WebhookDelivery } from "./webhook-delivery.js";
 import { WebhookEndpoint } from "./webhook-endpoint.js";
 
@@ -31,11 +34,14 @@ export {
   Organization,
   RequestWindow,
   SendWindow,
+  SenderRule,
   StoredEvent,
   Submission,
   SubmissionRecipient,
   Suppression,
   Thread,
+  Upload,
+  UploadChunk,
   WebhookDelivery,
   WebhookEndpoint,
 };
@@ -59,4 +65,7 @@ export const entities = [
   Complaint,
   SendWindow,
   StoredEvent,
+  Upload,
+  UploadChunk,
+  SenderRule,
 ];

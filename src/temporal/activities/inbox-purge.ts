@@ -16,6 +16,8 @@ export const MAILBOX_DATA: readonly { table: string; where: string }[] = [
   { table: "submission_recipients", where: "submission_id in (select id from submissions where inbox_id = ?)" },
   { table: "submissions", where: "inbox_id = ?" },
   { table: "inbound_raw_messages", where: "inbox_ids = array[?]::text[]" },
+  // Its sender rules would apply to nothing more.
+  { table: "sender_rules", where: "inbox_id = ?" },
 ];
 
 export function createInboxPurgeActivities(db: Database) {
