@@ -36,7 +36,7 @@
 //   BENCH_FLOOR_COUNT=150  BENCH_FLOOR_RATE=15  BENCH_LOAD_WAIT_S=120  BENCH_CPU_PROF=1 (profile the api and worker roles; summaries printed)  LOG_LEVEL (of our
 //   roles; error)
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -50,6 +50,7 @@ import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResul
 import { profileIds, summarizeCpuProfile } from "./cpu-profile.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
 import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
+import { ensurePostfix } from "./postfix.js";
 import { formatOutboundReport, type OutboundReport, type RunRecord, type StepRecord, type SystemName } from "./outbound-report.js";
 import type { SinkRecord } from "./outbound-sink.js";
 import { startSink, type Sink } from "./outbound-sink-process.js";
@@ -754,9 +755,7 @@ async function main(): Promise<void> {
     process.removeAllListeners(signal);
     process.once(signal, () => void teardown.run().finally(() => process.exit(130)));
   }
-  if (settings.systems.includes("Postfix") && !(existsSync("/usr/sbin/postfix") && existsSync("/usr/lib/postfix/sbin/master"))) {
-    throw new Error("Postfix is missing: apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postfix (it does not start a daemon here)");
-  }
+  if (settings.systems.includes("Postfix")) await ensurePostfix(log);
   const workDir = await mkdtemp(join(tmpdir(), "mailbox-outbound-"));
   await chmod(workDir, 0o755); // PostgreSQL runs as an unprivileged user when we are root
   teardown.add(() => rm(workDir, { recursive: true, force: true }));

@@ -2,10 +2,11 @@
 // under the run's temp dir, smtpd on 127.0.0.1:<port> only, no chroot, no DNS, no anvil limits, 10 MB messages,
 // its log in its data directory. What it does with the mail (discard it, relay it) is the caller's part of main.cf.
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { chmod, chown, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { ensureDebianPackage } from "../test/support/debian-package.js";
 import { processTree, waitForPort } from "./processes.js";
 import type { Teardown } from "./stack.js";
 
@@ -32,8 +33,15 @@ export interface PostfixRole {
   readonly services?: string;
 }
 
-export function havePostfix(): boolean {
-  return existsSync("/usr/sbin/postfix") && existsSync("/usr/lib/postfix/sbin/master");
+/** What the benchmarks run of Debian's postfix package: the daemons, and the load generator and sink of its tools. */
+const POSTFIX_FILES = ["/usr/sbin/postfix", "/usr/lib/postfix/sbin/master", "/usr/sbin/smtp-source", "/usr/sbin/smtp-sink"];
+
+/**
+ * Installs Debian's postfix unless it is there, as the tests install clamd: no configuration of the machine's own
+ * (the benchmarks run throwaway instances with theirs), no service started.
+ */
+export function ensurePostfix(log: (line: string) => void): Promise<void> {
+  return ensureDebianPackage({ name: "postfix", files: POSTFIX_FILES, preseed: ["postfix postfix/main_mailer_type select No configuration"] }, log);
 }
 
 export async function startPostfixInstance(workDir: string, port: number, role: PostfixRole, teardown: Teardown): Promise<PostfixInstance> {

@@ -18,6 +18,19 @@ if (major < needMajor || (major === needMajor && minor < needMinor)) {
   process.exit(1);
 }
 
+// The service's commands run with glibc's mmap threshold fixed. By default glibc raises the threshold to the size of
+// the largest block freed so far (up to 32 MiB), after which message-sized buffers come from heaps that do not
+// shrink: a burst of large mail left the process ~100 MB larger at its peak and after it
+// (test/e2e/smtp-memory-large-mail.test.ts). glibc reads the variable once, at start, so the command starts itself
+// again with it (the same process id); a value the environment gives is kept, and other systems ignore it.
+const SERVICE_COMMANDS = ["start", "serve", "worker"];
+if (process.platform === "linux" && process.env.MALLOC_MMAP_THRESHOLD_ === undefined && SERVICE_COMMANDS.includes(process.argv[2])) {
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    ...process.env,
+    MALLOC_MMAP_THRESHOLD_: String(128 * 1024),
+  });
+}
+
 // The build in dist/ when it is there and newer than the sources; a checkout whose build is older runs the sources
 // through tsx instead (correct, only slower to start).
 const { buildIsFresh, hasSources } = await import("./build.js");

@@ -7,16 +7,21 @@
 // one message at a time, so a bad message fails alone.
 //
 // Memory is bounded in bytes (memoryBytes), half for each side: the raw bytes of messages queued with them, and
-// those of messages being prepared, waiting to be stored and being stored (a larger message is taken alone). A
-// message queued beyond its half keeps only its id and size and is read back when its turn comes; the halves keep a
-// long queue of bytes from holding back the messages in hand. The queue itself holds at most maxQueued ids; beyond
-// it messages wait in PostgreSQL for the sweeper.
+// what the messages in hand hold — while one is prepared, what the stages reserve for it (its bytes and what the
+// parse will yield), then what it really holds once prepared, until it is stored (a larger message is taken alone).
+// A message queued beyond its half keeps only its id and size and is read back when its turn comes; the halves keep
+// a long queue of bytes from holding back the messages in hand. The queue itself holds at most maxQueued ids;
+// beyond it messages wait in PostgreSQL for the sweeper.
 import type { Logger } from "../logger.js";
 
 /** What the pipeline runs, per message and per batch. */
 export interface PipelineStages<Known, Ready> {
   /** Reads (unless known) and parses a message; null when it is no longer pending (nothing to store). */
   prepare(rawId: string, known: Known | undefined): Promise<Ready | null>;
+  /** What preparing a message of `size` bytes may hold at most, its bytes known (in memory) or to be read. */
+  reserve(size: number, known: boolean): number;
+  /** What a prepared message holds until it is stored. */
+  heldBy(ready: Ready): number;
   /** Its weight in a batch (the raw bytes of every copy it stores). */
   bytesOf(ready: Ready): number;
   /** Stores a batch in one transaction, in the order the messages were submitted; throws when it fails. */
@@ -28,7 +33,7 @@ export interface PipelineStages<Known, Ready> {
 export interface PipelineLimits {
   /** Messages read and parsed at once (parsing is bounded separately by the parser's worker threads). */
   readonly concurrency: number;
-  /** Raw bytes held at once: queued with their bytes, preparing, ready and storing (INBOUND_PROCESSING_MEMORY_BYTES). */
+  /** Bytes held at once: queued with their bytes, preparing, ready and storing (INBOUND_PROCESSING_MEMORY_BYTES). */
   readonly memoryBytes: number;
   /** Ids queued at most; beyond, messages wait in the database for the sweeper. */
   readonly maxQueued: number;
@@ -64,9 +69,10 @@ export class InboundPipeline<Known, Ready> {
   private queuedBytes = 0;
   private queuedKnownBytes = 0;
   private submitted = 0;
-  /** Ids taken off the queue and not done yet (preparing, ready or storing), with their sizes. */
-  private readonly inHand = new Map<string, number>();
-  private inHandBytes = 0;
+  /** Ids taken off the queue and not done yet (preparing, ready or storing), with their sizes and what each holds. */
+  private readonly inHand = new Map<string, { readonly size: number; held: number }>();
+  private inHandSizes = 0;
+  private inHandHeld = 0;
   private preparing = 0;
   private readonly ready: ReadyItem<Ready>[] = [];
   private readyBytes = 0;
@@ -97,7 +103,7 @@ export class InboundPipeline<Known, Ready> {
 
   /** Messages taken and not yet done (queued or in hand), and their raw bytes. */
   backlog(): { readonly messages: number; readonly bytes: number } {
-    return { messages: this.queued.size + this.inHand.size, bytes: this.queuedBytes + this.inHandBytes };
+    return { messages: this.queued.size + this.inHand.size, bytes: this.queuedBytes + this.inHandSizes };
   }
 
   /** Stops taking work and waits for what runs (what is prepared is stored); queued ids are dropped. */
@@ -120,25 +126,41 @@ export class InboundPipeline<Known, Ready> {
     return this.ready.length >= MAX_BATCH_MESSAGES || this.readyBytes >= MAX_BATCH_BYTES;
   }
 
-  /** Whether a queued message may be taken now: bytes in hand stay within their half, or it goes alone. */
-  private fits({ size }: Queued<Known>): boolean {
-    return this.inHandBytes === 0 || this.inHandBytes + size <= this.limits.memoryBytes / 2;
+  /** Whether a queued message may be taken now: what is held in hand stays within its half, or it goes alone. */
+  private fits(reserved: number): boolean {
+    return this.inHandHeld === 0 || this.inHandHeld + reserved <= this.limits.memoryBytes / 2;
+  }
+
+  private take(rawId: string, size: number, reserved: number): void {
+    this.inHand.set(rawId, { size, held: reserved });
+    this.inHandSizes += size;
+    this.inHandHeld += reserved;
+  }
+
+  /** What a message in hand holds now that it is prepared. */
+  private hold(rawId: string, held: number): void {
+    const entry = this.inHand.get(rawId)!;
+    this.inHandHeld += held - entry.held;
+    entry.held = held;
   }
 
   private release(rawId: string): void {
-    this.inHandBytes -= this.inHand.get(rawId) ?? 0;
+    const entry = this.inHand.get(rawId);
+    if (!entry) return;
+    this.inHandSizes -= entry.size;
+    this.inHandHeld -= entry.held;
     this.inHand.delete(rawId);
   }
 
   private pump(): void {
-    for (const [rawId, entry] of this.queued) {
-      if (this.stopped || this.preparing >= this.limits.concurrency || this.readyIsFull() || !this.fits(entry)) return;
-      const { seq, size, known } = entry;
+    for (const [rawId, { seq, size, known }] of this.queued) {
+      if (this.stopped || this.preparing >= this.limits.concurrency || this.readyIsFull()) return;
+      const reserved = this.stages.reserve(size, known !== undefined);
+      if (!this.fits(reserved)) return;
       this.queued.delete(rawId);
       this.queuedBytes -= size;
       if (known !== undefined) this.queuedKnownBytes -= size;
-      this.inHand.set(rawId, size);
-      this.inHandBytes += size;
+      this.take(rawId, size, reserved);
       this.preparing++;
       this.track(
         this.prepare(rawId, seq, known).finally(() => {
@@ -161,6 +183,7 @@ export class InboundPipeline<Known, Ready> {
       this.release(rawId);
       return;
     }
+    this.hold(rawId, this.stages.heldBy(ready));
     const bytes = this.stages.bytesOf(ready);
     this.ready.push({ rawId, seq, ready, bytes });
     this.readyBytes += bytes;

@@ -8,8 +8,14 @@
 // says why) and keeps the raw row as `failed`, so nothing is lost and an operator can look at the original; an error
 // counts a failed attempt, and after a few the raw row is marked failed and left alone.
 import { InboundPipeline, type PipelineLimits } from "./pipeline.js";
-import type { ReceivedMessage } from "./receive.js";
+import { RAW_CHUNK_BYTES, type ReceivedMessage } from "./receive.js";
 import { prepareRaw, rawRowOf, recordFailure, StoreClock, storeBatch, type InboundStoreDeps, type ParsedRaw, type RawRow } from "./store.js";
+
+/**
+ * What streaming a message from its chunks holds: two readers (the parse and the sender's authentication), each
+ * with a chunk read as hex text and the chunk itself, and a chunk on its way to the parser.
+ */
+const STREAM_WINDOW_BYTES = 8 * RAW_CHUNK_BYTES;
 
 /** What the store needs (its clock aside, made here) and the pipeline's limits. */
 export interface InboundProcessorDeps extends Omit<InboundStoreDeps, "clock">, PipelineLimits {}
@@ -34,6 +40,11 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
   const pipeline = new InboundPipeline<RawRow, ParsedRaw>(
     {
       prepare: (rawId, known) => prepareRaw(store, rawId, known),
+      // What the parse yields takes about the message's size, and as much again in the statements that store it
+      // (for one inbox; heldBy counts every copy); its bytes are held whole when they are in memory, a window of
+      // chunks when they are streamed from the database.
+      reserve: (size, known) => 2 * size + (known ? size : STREAM_WINDOW_BYTES),
+      heldBy: (parsed) => parsed.held,
       bytesOf: (parsed) => parsed.bytes,
       store: (batch) => storeBatch(store, batch),
       async failed(rawId, error) {

@@ -5,7 +5,7 @@
 // in the next multi-row INSERT; each is answered 250 only after its group's commit, and a failed group answers each
 // of its messages 451, so the sender retries. A message spooled to disk while it arrived (raw-body.ts) is committed
 // in a transaction of its own, its bytes read back and inserted a chunk per statement into inbound_raw_chunks, so
-// it is never held whole; its row's `raw` stays empty (readChunks reads them back).
+// it is never held whole; its row's `raw` stays empty (rawChunks reads them back, a chunk at a time).
 import type { FileHandle } from "node:fs/promises";
 import type { Database, SqlTx } from "../db/database.js";
 import { groupCommit, type GroupCommitOptions } from "../db/group-commit.js";
@@ -40,22 +40,27 @@ export interface RawMessageStore {
   storeSpooled(envelope: ReceivedEnvelope, file: FileHandle, size: number): Promise<string>;
 }
 
-/** Chunks read back per statement: bytea comes back as hex text, twice its size, so a few at a time. */
-const CHUNKS_PER_READ = 8;
+/**
+ * The chunks of a message committed in chunks (its row's `raw` is empty), in order, one statement each: bytea comes
+ * back as hex text, twice its size, so a reader holds about three times a chunk while one is read, however large
+ * the message. `size` is checked: a message missing bytes throws rather than parse short.
+ */
+export async function* rawChunks(db: SqlTx, rawId: string, size: number): AsyncGenerator<Buffer> {
+  let read = 0;
+  for (let seq = 0; read < size; seq++) {
+    const [row] = await db.query<{ data: Buffer }>(`select data from inbound_raw_chunks where raw_message_id = $1 and seq = $2`, [rawId, seq]);
+    if (!row) break;
+    read += row.data.length;
+    yield row.data;
+  }
+  if (read !== size) throw new Error(`raw message ${rawId} has ${read} of its ${size} bytes`);
+}
 
-/** The bytes of a message committed in chunks (its row's `raw` is empty), `size` in all. */
+/** The whole of a message committed in chunks, for what needs it whole (a feedback report's authentication). */
 export async function readChunks(db: SqlTx, rawId: string, size: number): Promise<Buffer> {
   const raw = Buffer.allocUnsafe(size);
   let filled = 0;
-  for (let seq = 0; filled < size; seq += CHUNKS_PER_READ) {
-    const rows = await db.query<{ data: Buffer }>(
-      `select data from inbound_raw_chunks where raw_message_id = $1 and seq >= $2 order by seq limit ${CHUNKS_PER_READ}`,
-      [rawId, seq],
-    );
-    if (rows.length === 0) break;
-    for (const { data } of rows) filled += data.copy(raw, filled);
-  }
-  if (filled !== size) throw new Error(`raw message ${rawId} has ${filled} of its ${size} bytes`);
+  for await (const chunk of rawChunks(db, rawId, size)) filled += chunk.copy(raw, filled);
   return raw;
 }
 
@@ -67,8 +72,9 @@ const GROUPING: GroupCommitOptions<Row> = {
   weightOf: (row) => row.message.raw.length,
 };
 
-/** Bytes per statement of a spooled message, and spooled messages committed at once (each holds a connection). */
-const CHUNK_BYTES = 256 * 1024;
+/** Bytes per statement (and per row of inbound_raw_chunks) of a spooled message. */
+export const RAW_CHUNK_BYTES = 256 * 1024;
+/** Spooled messages committed at once (each holds a connection). */
 const SPOOLED_AT_ONCE = 4;
 
 interface Row {
@@ -116,8 +122,10 @@ export function createRawMessageStore(db: Database): RawMessageStore {
       const { id, envelope, file, size } = spooled!;
       await db.sql.transaction(async (tx) => {
         await insertRows(tx, INSERT_ROW, [envelope], (e, bind) => rowOf(id, e, size, EMPTY, bind));
+        // One buffer for every chunk: the driver has copied a chunk into its statement by the time the next is read.
+        const buffer = Buffer.allocUnsafe(Math.min(RAW_CHUNK_BYTES, size));
         for (let seq = 0, position = 0; position < size; seq++) {
-          const { bytesRead, buffer } = await file.read({ buffer: Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size - position)), position });
+          const { bytesRead } = await file.read({ buffer, position, length: Math.min(buffer.length, size - position) });
           if (bytesRead === 0) throw new Error(`the spool file ended at ${position} of ${size} bytes`);
           await tx.query(`insert into inbound_raw_chunks (raw_message_id, seq, data) values ($1, $2, $3)`, [id, seq, buffer.subarray(0, bytesRead)]);
           position += bytesRead;

@@ -10,6 +10,7 @@
 // statements are the same dozen whatever the batch's size (each round trip waits its turn on a busy machine; per
 // message they capped bench:inbound), in plain SQL on the driver's pool, not the ORM: this is the hot path of inbound
 // mail, and the ORM's unit of work cost more CPU than the statements themselves (measured with bench:inbound).
+import type { MessageSource } from "../authentication/message-source.js";
 import type { SenderAuthentication, SenderAuthenticator } from "../authentication/sender-authentication.js";
 import type { Database, SqlTx } from "../db/database.js";
 import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
@@ -30,11 +31,11 @@ import { appendEvents } from "../events/log.js";
 import { messageReceivedEvents } from "../events/message-received.js";
 import { newId } from "../ids.js";
 import type { Logger } from "../logger.js";
-import type { EmailParser, ParsedAddress, ParsedEmail } from "../mail/parse.js";
+import type { EmailParser, ParsedAddress, ParsedEmail, RawInput } from "../mail/parse.js";
 import { judgeSender, senderOf } from "../senders/sender-rules.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
-import { readChunks, type ReceivedMessage } from "./receive.js";
+import { rawChunks, readChunks, type ReceivedMessage } from "./receive.js";
 import { parentMessageIds } from "./threading.js";
 
 export interface FeedbackReports {
@@ -62,9 +63,8 @@ export interface InboundStoreDeps {
   readonly clock: StoreClock;
 }
 
-/** A raw message as committed by the SMTP side (inbound_raw_messages). */
-export interface RawRow {
-  readonly raw: Buffer;
+/** A raw message's envelope and session as committed by the SMTP side (inbound_raw_messages): what storing needs. */
+export interface RawEnvelopeRow {
   readonly rcpt_to: string[];
   readonly inbox_ids: string[];
   readonly mail_from: string;
@@ -72,6 +72,11 @@ export interface RawRow {
   readonly helo: string;
   readonly tls_protocol: string | null;
   readonly tls_cipher: string | null;
+}
+
+/** A raw message with its bytes whole. */
+export interface RawRow extends RawEnvelopeRow {
+  readonly raw: Buffer;
 }
 
 export function rawRowOf(m: ReceivedMessage): RawRow {
@@ -87,10 +92,10 @@ export function rawRowOf(m: ReceivedMessage): RawRow {
   };
 }
 
-/** A raw message parsed and ready to be stored. */
+/** A raw message parsed and ready to be stored; its bytes are not kept. */
 export interface ParsedRaw {
   readonly rawId: string;
-  readonly raw: RawRow;
+  readonly raw: RawEnvelopeRow;
   /** Null when the message goes to the feedback address only (there is no inbox to store it in). */
   readonly email: ParsedEmail | null;
   readonly feedback: CheckedFeedback | undefined;
@@ -98,6 +103,8 @@ export interface ParsedRaw {
   readonly authentication: SenderAuthentication | null;
   /** What it adds to a batch's statements: its size once per inbox copy. */
   readonly bytes: number;
+  /** What it holds in memory until it is stored: what the parse yielded, and its copies in the store's statements. */
+  readonly held: number;
 }
 
 /**
@@ -142,27 +149,36 @@ interface Copy {
 const MAX_ATTEMPTS = 5;
 
 /**
- * The raw message read (unless known) and parsed, its sender authenticated while it parses (the safety analysis
- * after the parse waits for the verdict, at most INBOUND_AUTHENTICATION_TIMEOUT_MS), its feedback report checked;
- * null when it is no longer pending (done, or being processed by another process).
+ * The raw message parsed (from the bytes known, else from its row, or streamed from its chunks when it was
+ * committed in chunks), its sender authenticated while it parses (the safety analysis after the parse waits for the
+ * verdict, at most INBOUND_AUTHENTICATION_TIMEOUT_MS), its feedback report checked; null when it is no longer pending
+ * (done, or being processed by another process).
  */
 export async function prepareRaw(deps: InboundStoreDeps, rawId: string, known: RawRow | undefined): Promise<ParsedRaw | null> {
-  const raw = known ?? (await readBack(deps.db, rawId));
-  if (!raw) return null;
+  const pending = known ? pendingOf(known) : await readPending(deps.db, rawId);
+  if (!pending) return null;
+  const { envelope, size } = pending;
+  // A message committed in chunks is read as a stream, afresh by each reader (the parse, the authentication).
+  const chunks = () => rawChunks(deps.db.sql, rawId, size);
   const { feedbackReports } = deps;
-  const feedback = feedbackReports && raw.rcpt_to.includes(feedbackReports.address) ? await feedbackReports.check(raw, rawId) : undefined;
-  const bytes = raw.raw.byteLength * Math.max(1, raw.inbox_ids.length);
+  const feedback =
+    feedbackReports && envelope.rcpt_to.includes(feedbackReports.address)
+      ? await feedbackReports.check({ ...envelope, raw: pending.raw ?? (await readChunks(deps.db.sql, rawId, size)) }, rawId)
+      : undefined;
+  const copies = Math.max(1, envelope.inbox_ids.length);
   // A report to the feedback address alone is not stored in an inbox: its own check authenticates it.
-  if (raw.inbox_ids.length <= (feedback ? 1 : 0)) return { rawId, raw, email: null, feedback, authentication: null, bytes };
-  const authentication = authenticate(deps, rawId, raw);
-  const email = await deps.parser.parse(raw.raw, { authentication: authentication.then(forExtraction) });
-  return { rawId, raw, email, feedback, authentication: await authentication, bytes };
+  if (envelope.inbox_ids.length <= (feedback ? 1 : 0)) return { rawId, raw: envelope, email: null, feedback, authentication: null, bytes: size * copies, held: 0 };
+  const authentication = authenticate(deps, rawId, envelope, pending.raw ?? chunks());
+  const raw: RawInput = pending.raw ?? { chunks };
+  const email = await deps.parser.parse(raw, { authentication: authentication.then(forExtraction) });
+  // What the parse yielded is held until it is stored, and copied into the statements that store it, once per inbox.
+  return { rawId, raw: envelope, email, feedback, authentication: await authentication, bytes: size * copies, held: parsedBytes(email) * (1 + copies) };
 }
 
 /** The sender authentication of a message, once for all its inbox copies; null when switched off. Never rejects. */
-async function authenticate(deps: InboundStoreDeps, rawId: string, raw: RawRow): Promise<SenderAuthentication | null> {
+async function authenticate(deps: InboundStoreDeps, rawId: string, envelope: RawEnvelopeRow, source: MessageSource): Promise<SenderAuthentication | null> {
   if (!deps.authenticator) return null;
-  const result = await deps.authenticator.evaluate(raw.raw, { remoteIp: raw.remote_ip, helo: raw.helo, mailFrom: raw.mail_from });
+  const result = await deps.authenticator.evaluate(source, { remoteIp: envelope.remote_ip, helo: envelope.helo, mailFrom: envelope.mail_from });
   deps.log.debug("sender authentication", { rawId, result: result.summary });
   return result;
 }
@@ -172,14 +188,26 @@ function forExtraction(a: SenderAuthentication | null) {
   return a && { evaluated: true, senderAuthenticated: a.senderAuthenticated, replyToDiverges: a.replyToDiverges };
 }
 
-async function readBack(db: Database, rawId: string): Promise<RawRow | null> {
-  const [row] = await db.sql.query<RawRow & { size: number }>(
-    `select raw, size, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
+function pendingOf({ raw, ...envelope }: RawRow): { envelope: RawEnvelopeRow; raw: Buffer; size: number } {
+  return { envelope, raw, size: raw.byteLength };
+}
+
+/** The memory a parsed message takes: its text and HTML (two bytes a character at most) and its attachments. */
+function parsedBytes(email: ParsedEmail): number {
+  return 2 * (email.text.length + (email.html?.length ?? 0)) + email.attachments.reduce((n, a) => n + a.content.byteLength, 0);
+}
+
+/** A pending raw message's envelope, and its bytes when they are in its row (else they are in chunks). */
+async function readPending(db: Database, rawId: string): Promise<{ envelope: RawEnvelopeRow; raw: Buffer | null; size: number } | null> {
+  // The bytes only when the row holds them: a message committed in chunks has an empty `raw`.
+  const [row] = await db.sql.query<RawEnvelopeRow & { size: number; raw: Buffer | null }>(
+    `select case when length(raw) = size then raw end as raw, size, rcpt_to, inbox_ids, mail_from, remote_ip, helo, tls_protocol, tls_cipher
        from inbound_raw_messages where id = $1 and status = 'pending'`,
     [rawId],
   );
-  if (!row || row.raw.length === row.size) return row ?? null;
-  return { ...row, raw: await readChunks(db.sql, rawId, row.size) };
+  if (!row) return null;
+  const { raw, size, ...envelope } = row;
+  return { envelope, raw, size };
 }
 
 /** Stores the batch (in the order given) in one transaction, then dispatches its webhooks and starts its scans. */

@@ -1,5 +1,5 @@
-// The parser worker thread (see parse.ts): jobs in (a raw message, HTML to make text of, or a parsed message to
-// extract from), results out. Node loads this file with its own type stripping, outside tsx, so it uses no
+// The parser worker thread (see parse.ts): jobs in (a raw message, whole or a chunk at a time, or HTML to make text
+// of), results out, stage by stage. Node loads this file with its own type stripping, outside tsx, so it uses no
 // TypeScript syntax that needs compiling, imports only packages statically (our modules as types only), and loads
 // the extraction modules (plain erasable TypeScript too) through a resolve hook that maps their ".js" imports to
 // the ".ts" files, as tsx does elsewhere.
@@ -15,15 +15,16 @@ import {
   type MailParserOptions,
   type MessageText,
 } from "mailparser";
-import type { Extracted } from "../extraction/index.js";
+import type { ExtractionInput, SenderAuthentication } from "../extraction/index.js";
 import type {
   DerivedText,
+  FromParseWorker,
   ParsedAddress,
   ParsedAttachment,
   ParsedMessage,
-  ParseWorkerJob,
   ParseWorkerResult,
   ParseWorkerSettings,
+  ToParseWorker,
 } from "./parse.js";
 
 const settings = workerData as ParseWorkerSettings;
@@ -78,29 +79,103 @@ registerHooks({
   },
 });
 const { extractMessage } = await import("../extraction/index.js");
+const { hasContent, headerEnd } = await import("./header-section.js");
 
-parentPort!.on("message", (job: ParseWorkerJob) => {
-  const work: Promise<ParsedMessage | DerivedText | Extracted> =
-    job.kind === "message"
-      ? parse(Buffer.from(job.raw.buffer, job.raw.byteOffset, job.raw.byteLength))
-      : job.kind === "html-to-text"
-        ? textFromHtml(job.html)
-        : Promise.resolve().then(() => extractMessage(job.input));
-  work.then(
-    // Attachments are moved to the parent, not copied: a large one would otherwise be held twice.
-    (value) => parentPort!.postMessage({ ok: true, value } satisfies ParseWorkerResult<typeof value>, transferable(value)),
-    (e: unknown) =>
-      parentPort!.postMessage({ ok: false, error: e instanceof Error ? e.message : String(e) } satisfies ParseWorkerResult<never>),
-  );
+/** The streamed message being parsed: where its next chunk goes. */
+let streaming: { write(bytes: Uint8Array): void; end(): void } | null = null;
+/** The parsed message waiting for its sender's authentication before extraction: where the verdict goes. */
+let authenticated: ((value: SenderAuthentication | null) => void) | null = null;
+
+parentPort!.on("message", (job: ToParseWorker) => {
+  switch (job.kind) {
+    case "message":
+      void parseMessage(job.raw);
+      return;
+    case "chunk":
+      streaming?.write(job.bytes);
+      return;
+    case "end":
+      streaming?.end();
+      return;
+    case "authentication":
+      authenticated?.(job.value);
+      authenticated = null;
+      return;
+    case "html-to-text":
+      void settle(textFromHtml(job.html)).then((result) => post({ kind: "text", result }));
+  }
 });
 
-/** The buffers of a result's attachments that own their memory whole (small ones share Node's pool: copied). */
-function transferable(value: ParsedMessage | DerivedText | Extracted): ArrayBuffer[] {
-  if (!("attachments" in value)) return [];
+function post(reply: FromParseWorker, transfer: ArrayBuffer[] = []): void {
+  parentPort!.postMessage(reply, transfer);
+}
+
+function settle<T>(work: Promise<T>): Promise<ParseWorkerResult<T>> {
+  return work.then(
+    (value) => ({ ok: true, value }) as const,
+    (e: unknown) => ({ ok: false, error: e instanceof Error ? e.message : String(e) }) as const,
+  );
+}
+
+/**
+ * Parses, then extracts (once the parent sends the sender's authentication), then makes text of the HTML of an
+ * HTML-only message; each stage answered as it ends.
+ */
+async function parseMessage(raw: Uint8Array | null): Promise<void> {
+  const parsed = await settle(parse(raw));
+  if (!parsed.ok) return post({ kind: "parsed", result: parsed });
+  const email = parsed.value;
+  const authentication = new Promise<SenderAuthentication | null>((resolve) => (authenticated = resolve));
+  // Attachments are moved to the parent, not copied: a large one would otherwise be held twice.
+  post({ kind: "parsed", result: parsed }, transferable(email));
+  // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
+  const input: ExtractionInput = {
+    text: email.text.trim() ? email.text : null,
+    html: email.html,
+    subject: email.subject,
+    from: email.from?.email ?? null,
+    replyTo: email.replyTo?.email ?? null,
+    authentication: await authentication,
+  };
+  post({ kind: "extracted", result: await settle(Promise.resolve().then(() => extractMessage(input))) });
+  if (email.html !== null && !email.text.trim()) post({ kind: "text", result: await settle(textFromHtml(email.html)) });
+}
+
+/** The buffers of a message's attachments that own their memory whole (small ones share Node's pool: copied). */
+function transferable(value: ParsedMessage): ArrayBuffer[] {
   return value.attachments
     .map((a) => a.content)
     .filter((c) => c.byteOffset === 0 && c.byteLength === c.buffer.byteLength && c.buffer instanceof ArrayBuffer)
     .map((c) => c.buffer as ArrayBuffer);
+}
+
+/**
+ * Whether a message's body holds anything but white space, learnt as its bytes pass: the header section (bounded by
+ * the SMTP limit) is kept until its end is found, the rest is only looked at.
+ */
+class BodyProbe {
+  /** The message's first bytes while the end of its header section is not among them. */
+  head: Buffer | null = null;
+  inBody = false;
+  content = false;
+
+  write(bytes: Buffer): void {
+    if (this.content) return;
+    if (this.inBody) {
+      this.content = hasContent(bytes);
+      return;
+    }
+    const head = this.head ? Buffer.concat([this.head, bytes]) : bytes;
+    const end = headerEnd(head, settings.maxHeaderBytes);
+    // Not found yet, and the limit not reached: the blank line may come with the next chunk.
+    if (end === head.length && head.length < settings.maxHeaderBytes) {
+      this.head = head;
+      return;
+    }
+    this.inBody = true;
+    this.head = null;
+    this.content = hasContent(head.subarray(end));
+  }
 }
 
 // Loaded and ready: from here on, a parse's time budget is the parse's alone.
@@ -114,11 +189,13 @@ async function textFromHtml(html: string): Promise<DerivedText> {
   return { text: clean(derived.text), problem: null };
 }
 
-async function parse(raw: Buffer): Promise<ParsedMessage> {
-  const message = await collect(raw, MESSAGE_OPTIONS);
+/** The message parsed from its text parts, whole or from the chunks that follow; a body that parsed into nothing is partial. */
+async function parse(raw: Uint8Array | null): Promise<ParsedMessage> {
+  const probe = new BodyProbe();
+  const message = await collect(raw && Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), MESSAGE_OPTIONS, probe);
   const { headers, problems } = message;
   const ids = (name: string) => messageIds(headers.get(name));
-  return {
+  const parsed: ParsedMessage = {
     messageId: ids("message-id")[0] ?? null,
     inReplyTo: ids("in-reply-to")[0] ?? null,
     references: ids("references").slice(-MAX_REFERENCES),
@@ -132,6 +209,9 @@ async function parse(raw: Buffer): Promise<ParsedMessage> {
     attachments: message.attachments,
     problem: problems.length > 0 ? problems.join("; ") : null,
   };
+  // A body with content that yielded nothing (a multipart without a boundary, say): the raw form must be kept.
+  const lost = parsed.problem === null && !parsed.text.trim() && parsed.html === null && parsed.attachments.length === 0 && probe.content;
+  return lost ? { ...parsed, problem: "no readable body part" } : parsed;
 }
 
 interface Collected {
@@ -142,8 +222,12 @@ interface Collected {
   readonly problems: string[];
 }
 
-function collect(raw: Buffer, options: MailParserOptions): Promise<Collected> {
-  return new Promise((resolve, reject) => {
+/**
+ * Runs mailparser over a message: whole, or (raw null) over the chunks the parent sends, each asked for once the
+ * parser has taken the one before, so a chunk or two of the message are held at a time.
+ */
+function collect(raw: Buffer | null, options: MailParserOptions, probe?: BodyProbe): Promise<Collected> {
+  const collected = new Promise<Collected>((resolve, reject) => {
     const parser = new MailParser(options);
     // mailparser turns each text/plain part beside an HTML one into HTML ("" with skipTextToHtml) and joins all
     // with a separator, so a text part leaves a stray "<br/>" in the sender's HTML. A marker no message can
@@ -187,8 +271,25 @@ function collect(raw: Buffer, options: MailParserOptions): Promise<Collected> {
         problems,
       }),
     );
-    parser.end(raw);
+    if (raw) {
+      probe?.write(raw);
+      parser.end(raw);
+      return;
+    }
+    const more = () => post({ kind: "more" });
+    streaming = {
+      write(bytes) {
+        const chunk = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        probe?.write(chunk);
+        if (parser.write(chunk)) more();
+        else parser.once("drain", more);
+      },
+      end: () => parser.end(),
+    };
+    more();
   });
+  // Chunks that were on their way when the parse ended are dropped.
+  return raw ? collected : collected.finally(() => (streaming = null));
 }
 
 function withoutPieces(html: string, piece: string): string {

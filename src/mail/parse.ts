@@ -2,11 +2,15 @@
 // stays behind this file). Parsing untrusted MIME can take unbounded time and memory, so it runs in worker
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
-// Extraction (reply text, codes, links: src/extraction) runs in the same workers right after, as a job of its own,
-// so hostile HTML that makes it slow or large costs the extraction only, never the parsed message.
+// One job per message: the worker parses it (whole, or streamed from its stored chunks, a chunk or two held at a
+// time), then — once the sender's authentication, computed beside the parse, is known — extracts from it (reply
+// text, codes, links, the safety analysis: src/extraction), then makes text from the HTML of an HTML-only message. Each stage answers as it ends and has a budget of its own, so hostile HTML that makes
+// extraction or text-making slow or large costs that stage only, never the parsed message; the message crosses
+// between threads once each way.
 import { Worker } from "node:worker_threads";
-import type { Extracted, ExtractionInput, SenderAuthentication } from "../extraction/index.js";
+import type { Extracted, SenderAuthentication } from "../extraction/index.js";
 import { siblingModule } from "../runtime/sibling-module.js";
+import { headerEnd } from "./header-section.js";
 
 export interface ParsedAddress {
   readonly email: string;
@@ -56,6 +60,17 @@ export interface EmailParserOptions {
   readonly maxMimeParts: number;
 }
 
+/**
+ * A raw message read as a stream: its chunks in order, read afresh at each call (a message whose parse failed is
+ * read again for its header section). The parser holds a chunk or two of it at a time.
+ */
+export interface RawChunks {
+  chunks(): AsyncIterable<Uint8Array>;
+}
+
+/** A raw message whole in memory, or as a stream of chunks. */
+export type RawInput = Uint8Array | RawChunks;
+
 export interface ParseOptions {
   /**
    * What sender authentication found, computed while the message parses (null: not evaluated); extraction waits for
@@ -68,9 +83,9 @@ export interface EmailParser {
   /**
    * A parse that fails or exceeds its budget yields what did parse (at least the headers), with `problem` set; an
    * extraction that does yields `extracted` null. Rejects only when no parse can run at all (a worker cannot start,
-   * the parser is closed).
+   * the parser is closed) or a streamed message cannot be read.
    */
-  parse(raw: Uint8Array, options?: ParseOptions): Promise<ParsedEmail>;
+  parse(raw: RawInput, options?: ParseOptions): Promise<ParsedEmail>;
   close(): Promise<void>;
 }
 
@@ -81,13 +96,23 @@ export interface ParseWorkerSettings {
 }
 
 /**
- * A worker job: a whole message (its text from text parts only), or text made from HTML, the costly part, done
- * apart so that blowing the budget on it keeps the rest of the message.
+ * A job for a worker. `message` parses a message (whole, or from the `chunk`s that follow it, each asked for with
+ * `more`, then `end`) and answers in stages: `parsed`; then, given the sender's `authentication`, `extracted`; then
+ * — for a message with HTML only — `text` made from the HTML, the costly part, last, so that blowing the budget on
+ * it keeps the rest. `html-to-text` makes that text alone, for a message whose worker was lost before.
  */
-export type ParseWorkerJob =
-  | { readonly kind: "message"; readonly raw: Uint8Array }
-  | { readonly kind: "html-to-text"; readonly html: string }
-  | { readonly kind: "extract"; readonly input: ExtractionInput };
+export type ToParseWorker =
+  | { readonly kind: "message"; readonly raw: Uint8Array | null }
+  | { readonly kind: "chunk"; readonly bytes: Uint8Array }
+  | { readonly kind: "end" }
+  | { readonly kind: "authentication"; readonly value: SenderAuthentication | null }
+  | { readonly kind: "html-to-text"; readonly html: string };
+
+export type FromParseWorker =
+  | { readonly kind: "more" }
+  | { readonly kind: "parsed"; readonly result: ParseWorkerResult<ParsedMessage> }
+  | { readonly kind: "extracted"; readonly result: ParseWorkerResult<Extracted> }
+  | { readonly kind: "text"; readonly result: ParseWorkerResult<DerivedText> };
 
 export interface DerivedText {
   readonly text: string;
@@ -96,10 +121,22 @@ export interface DerivedText {
 
 export type ParseWorkerResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
-type Outcome<T> = ParseWorkerResult<T> & { readonly reusable: boolean };
+/** What one job yielded, stage by stage, and why it ended before its last stage if it did. */
+interface JobOutcome {
+  readonly parsed?: ParseWorkerResult<ParsedMessage>;
+  readonly extracted?: ParseWorkerResult<Extracted>;
+  readonly text?: ParseWorkerResult<DerivedText>;
+  /** The worker was lost (time or memory budget, a crash) at the stage it was at. */
+  readonly lost?: string;
+}
 
 /** Time allowed to parse the bounded header section after the whole message overran its budget. */
 const HEADER_PARSE_BUDGET_MS = 2_000;
+/**
+ * A worker that parsed a message larger than this is ended after it: its heap and buffers grew for that message
+ * and go back to the system with it (a new worker starts for the next job), instead of staying with the process.
+ */
+const RECYCLE_AFTER_BYTES = 1024 * 1024;
 
 const WORKER_URL = siblingModule("./parse-worker", import.meta.url);
 
@@ -107,15 +144,28 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
   const workers = new ParseWorkers(options);
   return {
     async parse(raw, parseOptions = {}) {
-      const parsed = await parseMessage(workers, options, raw);
-      // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
-      const textFromParts = parsed.text.trim() !== "";
-      const email = await withText(workers, options, raw, parsed);
-      const authentication = (await parseOptions.authentication) ?? null;
-      return { ...email, extracted: await extract(workers, email, textFromParts, authentication) };
+      const authentication = parseOptions.authentication ?? NOT_EVALUATED;
+      const job = await workers.run(raw, authentication);
+      // A message that did not parse whole is stored from its header section: extraction reads what that yields.
+      const { parsed, extracted } = job.parsed?.ok
+        ? { parsed: job.parsed.value, extracted: job.extracted }
+        : await headersOnly(workers, options, raw, authentication, job.parsed?.ok === false ? job.parsed.error : job.lost!);
+      const email = await withText(workers, parsed, job);
+      return { ...email, extracted: extracted?.ok ? extracted.value : null };
     },
     close: () => workers.close(),
   };
+}
+
+const NOT_EVALUATED: Promise<SenderAuthentication | null> = Promise.resolve(null);
+
+/** A job and, for a streamed message, the chunks that follow it. */
+interface Feed {
+  readonly job: ToParseWorker;
+  /** The chunks that follow a streamed message, null when it went whole. */
+  readonly chunks: AsyncIterator<Uint8Array> | null;
+  /** The sender's authentication, handed to a message job once it is parsed. */
+  readonly authentication: Promise<SenderAuthentication | null>;
 }
 
 /** The worker threads: as many jobs at once as workers, each worker reused until a job blows its budget. */
@@ -129,16 +179,28 @@ class ParseWorkers {
     this.free = options.workers;
   }
 
-  /** Runs one job on a worker within its time budget (the parser's unless given). */
-  async attempt<T>(job: ParseWorkerJob, timeoutMs = this.options.timeoutMs): Promise<ParseWorkerResult<T>> {
+  /** Runs a message job, or `html-to-text`, on a worker; each stage within its time budget (the parser's unless given). */
+  async run(input: RawInput | { readonly html: string }, authentication = NOT_EVALUATED, timeoutMs = this.options.timeoutMs): Promise<JobOutcome> {
     await this.slot();
+    let chunks: AsyncIterator<Uint8Array> | null = null;
     try {
       const worker = this.idle.pop() ?? (await this.spawn());
-      const outcome = await run<T>(worker, job, timeoutMs);
-      if (outcome.reusable && !this.closed) this.idle.push(worker);
+      let job: ToParseWorker;
+      if ("html" in input) job = { kind: "html-to-text", html: input.html };
+      else if (input instanceof Uint8Array) job = { kind: "message", raw: input };
+      else {
+        job = { kind: "message", raw: null };
+        chunks = input.chunks()[Symbol.asyncIterator]();
+      }
+      const ran = await runJob(worker, { job, chunks, authentication }, timeoutMs).catch((e: unknown) => {
+        void worker.terminate();
+        throw e;
+      });
+      if (ran.reusable && !this.closed) this.idle.push(worker);
       else void worker.terminate();
-      return outcome;
+      return ran.outcome;
     } finally {
+      await chunks?.return?.();
       this.freeSlot();
     }
   }
@@ -188,64 +250,119 @@ class ParseWorkers {
   }
 }
 
-function run<T>(worker: Worker, job: ParseWorkerJob, timeoutMs: number): Promise<Outcome<T>> {
-  return new Promise((resolve) => {
-    const finish = (outcome: Outcome<T>) => {
+/**
+ * Runs one job to its last stage, or until the worker is lost. Each stage has `timeoutMs` of the worker's time: the
+ * clock stops while the worker waits for the next chunk of a streamed message (the database's pace is not the
+ * parser's) and for the sender's authentication (bounded by its own budget). Rejects when the chunks cannot be read.
+ */
+function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcome: JobOutcome; reusable: boolean }> {
+  return new Promise((resolve, reject) => {
+    const outcome: { -readonly [K in keyof JobOutcome]: JobOutcome[K] } = {};
+    let fed = 0;
+    let timer: NodeJS.Timeout | undefined;
+    let finished = false;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => lose(`parse time budget of ${timeoutMs} ms exceeded`), timeoutMs);
+    };
+    const finish = (reusable: boolean) => {
+      finished = true;
       clearTimeout(timer);
       worker.off("message", onMessage).off("error", onError).off("exit", onExit);
-      resolve(outcome);
+      resolve({ outcome, reusable: reusable && fed <= RECYCLE_AFTER_BYTES });
     };
-    const onMessage = (reply: ParseWorkerResult<T>) => finish({ ...reply, reusable: true });
+    const lose = (why: string) => {
+      if (finished) return;
+      outcome.lost = why;
+      finish(false);
+    };
+    const feedNext = () => {
+      clearTimeout(timer);
+      feed.chunks!.next().then(
+        ({ done, value }) => {
+          if (finished) return;
+          arm();
+          if (done) return worker.postMessage({ kind: "end" } satisfies ToParseWorker);
+          fed += value.byteLength;
+          // A chunk that owns its memory whole is moved to the worker; a view of a larger buffer is copied.
+          const owned = value.byteOffset === 0 && value.byteLength === value.buffer.byteLength && value.buffer instanceof ArrayBuffer;
+          worker.postMessage({ kind: "chunk", bytes: value } satisfies ToParseWorker, owned ? [value.buffer] : []);
+        },
+        (e: unknown) => {
+          if (finished) return;
+          finish(false);
+          reject(e);
+        },
+      );
+    };
+    const authenticate = () => {
+      clearTimeout(timer);
+      void feed.authentication.then((value) => {
+        if (finished) return;
+        arm();
+        worker.postMessage({ kind: "authentication", value } satisfies ToParseWorker);
+      });
+    };
+    const onMessage = (reply: FromParseWorker) => {
+      if (reply.kind === "more") return feedNext();
+      arm();
+      if (reply.kind === "parsed") {
+        outcome.parsed = reply.result;
+        if (reply.result.ok) authenticate();
+      }
+      else if (reply.kind === "extracted") outcome.extracted = reply.result;
+      else outcome.text = reply.result;
+      if (lastStage(feed.job, outcome)) finish(true);
+    };
     // ERR_WORKER_OUT_OF_MEMORY arrives here when the heap limit is hit.
-    const onError = (e: Error) => finish({ ok: false, error: `parser failed: ${e.message}`, reusable: false });
-    const onExit = () => finish({ ok: false, error: "parser exited", reusable: false });
-    const timer = setTimeout(() => finish({ ok: false, error: `parse time budget of ${timeoutMs} ms exceeded`, reusable: false }), timeoutMs);
+    const onError = (e: Error) => lose(`parser failed: ${e.message}`);
+    const onExit = () => lose("parser exited");
     worker.on("message", onMessage).on("error", onError).on("exit", onExit);
-    worker.postMessage(job);
+    if (feed.job.kind === "message" && feed.job.raw) fed = feed.job.raw.byteLength;
+    arm();
+    worker.postMessage(feed.job);
   });
 }
 
-async function parseMessage(workers: ParseWorkers, options: EmailParserOptions, raw: Uint8Array): Promise<ParsedMessage> {
-  const full = await workers.attempt<ParsedMessage>({ kind: "message", raw });
-  if (full.ok) return full.value;
-  // The header section is bounded by the SMTP limit, so it parses cheaply even when the body cannot; it gets a
-  // budget of its own that a busy machine cannot exhaust, so a cut-off message still keeps its headers.
-  const headers = await workers.attempt<ParsedMessage>(
-    { kind: "message", raw: headerSection(raw, options.maxHeaderBytes) },
-    Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS),
-  );
-  if (headers.ok) return { ...headers.value, problem: full.error };
-  return { ...EMPTY_EMAIL, problem: `${full.error}; headers: ${headers.error}` };
+/** Whether the job has answered its last stage. */
+function lastStage(job: ToParseWorker, outcome: JobOutcome): boolean {
+  if (job.kind === "html-to-text" || outcome.text) return true;
+  if (outcome.parsed?.ok === false) return true;
+  return outcome.extracted !== undefined && outcome.parsed?.ok === true && !needsText(outcome.parsed.value);
+}
+
+/** An HTML-only message gets text made from its HTML. */
+function needsText(email: ParsedMessage): boolean {
+  return email.html !== null && !email.text.trim();
 }
 
 /**
- * What extraction reads out of the message. It gets the text only when it came from text parts: text made from
- * the HTML would lose what the HTML says (what is hidden, quoted or prominent), so it reads the HTML then.
+ * The message from its header section alone, after the whole could not be parsed. The header section is bounded by
+ * the SMTP limit, so it parses cheaply even when the body cannot; it gets a budget of its own that a busy machine
+ * cannot exhaust, so a cut-off message still keeps its headers.
  */
-async function extract(
+async function headersOnly(
   workers: ParseWorkers,
-  email: ParsedMessage,
-  textFromParts: boolean,
-  authentication: SenderAuthentication | null,
-): Promise<Extracted | null> {
-  const input: ExtractionInput = {
-    text: textFromParts ? email.text : null,
-    html: email.html,
-    subject: email.subject,
-    from: email.from?.email ?? null,
-    replyTo: email.replyTo?.email ?? null,
-    authentication,
-  };
-  const extracted = await workers.attempt<Extracted>({ kind: "extract", input });
-  return extracted.ok ? extracted.value : null;
+  options: EmailParserOptions,
+  raw: RawInput,
+  authentication: Promise<SenderAuthentication | null>,
+  why: string,
+): Promise<{ parsed: ParsedMessage; extracted?: ParseWorkerResult<Extracted> | undefined }> {
+  const section = await headerSection(raw, options.maxHeaderBytes);
+  const headers = await workers.run(section, authentication, Math.max(options.timeoutMs, HEADER_PARSE_BUDGET_MS));
+  if (headers.parsed?.ok) return { parsed: { ...headers.parsed.value, problem: why }, extracted: headers.extracted };
+  return { parsed: { ...EMPTY_EMAIL, problem: `${why}; headers: ${headers.parsed?.ok === false ? headers.parsed.error : headers.lost}` } };
 }
 
-/** The message with text for an HTML-only one made from its HTML (a job of its own: the costly part). */
-async function withText(workers: ParseWorkers, options: EmailParserOptions, raw: Uint8Array, email: ParsedMessage): Promise<ParsedMessage> {
-  if (email.html === null || email.text.trim()) {
-    return lostBody(raw, email, options.maxHeaderBytes) ? { ...email, problem: "no readable body part" } : email;
+/** The message with the text made from its HTML when it has HTML only (made again if its worker was lost before). */
+async function withText(workers: ParseWorkers, email: ParsedMessage, job: JobOutcome): Promise<ParsedMessage> {
+  if (!needsText(email)) return email;
+  let derived = job.text;
+  if (!derived) {
+    // The worker was lost before this stage (extraction blew the budget): a worker of its own makes the text.
+    const again = await workers.run({ html: email.html! });
+    derived = again.text ?? { ok: false, error: again.lost! };
   }
-  const derived = await workers.attempt<DerivedText>({ kind: "html-to-text", html: email.html });
   const problem = derived.ok ? derived.value.problem : `text from HTML: ${derived.error}`;
   return {
     ...email,
@@ -254,7 +371,7 @@ async function withText(workers: ParseWorkers, options: EmailParserOptions, raw:
   };
 }
 
-const EMPTY_EMAIL: ParsedMessage = {
+export const EMPTY_EMAIL: ParsedMessage = {
   messageId: null,
   inReplyTo: null,
   references: [],
@@ -269,22 +386,20 @@ const EMPTY_EMAIL: ParsedMessage = {
   problem: null,
 };
 
-/**
- * Whether a body with content yielded nothing (a multipart without a boundary, say): the message is then partial,
- * and its raw form must be kept.
- */
-function lostBody(raw: Uint8Array, email: ParsedMessage, maxHeaderBytes: number): boolean {
-  if (email.problem !== null || email.text.trim() || email.html !== null || email.attachments.length > 0) return false;
-  const headerBytes = headerSection(raw, maxHeaderBytes).byteLength - 2;
-  return /\S/.test(Buffer.from(raw.buffer, raw.byteOffset + headerBytes, raw.byteLength - headerBytes).toString("latin1"));
+/** The header section of a raw message (at most maxBytes, up to its blank line), as a message of its own. */
+async function headerSection(raw: RawInput, maxBytes: number): Promise<Uint8Array> {
+  const head = raw instanceof Uint8Array ? raw.subarray(0, maxBytes) : await firstBytes(raw, maxBytes);
+  return Buffer.concat([head.subarray(0, headerEnd(head, maxBytes)), Buffer.from("\r\n")]);
 }
 
-/** The header section of a raw message (up to the blank line, at most maxBytes), as a message of its own. */
-function headerSection(raw: Uint8Array, maxBytes: number): Uint8Array {
-  const buf = Buffer.from(raw.buffer, raw.byteOffset, Math.min(raw.byteLength, maxBytes));
-  const crlf = buf.indexOf("\r\n\r\n");
-  const lf = buf.indexOf("\n\n");
-  const ends = [crlf === -1 ? -1 : crlf + 2, lf === -1 ? -1 : lf + 1].filter((i) => i >= 0);
-  const end = ends.length > 0 ? Math.min(...ends) : buf.length;
-  return Buffer.concat([buf.subarray(0, end), Buffer.from("\r\n")]);
+/** The first `n` bytes of a streamed message (fewer when it is shorter). */
+async function firstBytes(raw: RawChunks, n: number): Promise<Uint8Array> {
+  const pieces: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of raw.chunks()) {
+    pieces.push(chunk.subarray(0, n - length));
+    length += pieces.at(-1)!.byteLength;
+    if (length >= n) break;
+  }
+  return Buffer.concat(pieces);
 }

@@ -1,16 +1,15 @@
 // A real clamd for the tests: Debian's clamav-daemon, installed here when missing, serving a local signature
 // database that detects the EICAR test file (no signature download), on a unix socket and a loopback TCP port.
-import { execFile, spawn } from "node:child_process";
-import { access, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { promisify } from "node:util";
 import { findFreePort } from "../../src/runtime/free-port.js";
 import { EICAR } from "../../src/scanning/builtin.js";
 import { clamdVersion, parseClamdAddress } from "../../src/scanning/clamd.js";
+import { ensureDebianPackage } from "./debian-package.js";
 
 const CLAMD_PATH = "/usr/sbin/clamd";
-const POLICY_RC_PATH = "/usr/sbin/policy-rc.d";
 /** The name clamd reports for the EICAR file; clamd appends `.UNOFFICIAL` to signatures of unsigned databases. */
 export const EICAR_SIGNATURE = "Eicar-Test-Signature";
 /** clamd's StreamMaxLength here: small, so that a test crosses it cheaply. */
@@ -33,46 +32,8 @@ export interface RunningClamd {
 
 /** Installs Debian's clamav-daemon unless clamd is there (root only, as in CI); returns the clamd binary. */
 export async function ensureClamd(log: (line: string) => void = () => undefined): Promise<string> {
-  if (await exists(CLAMD_PATH)) return CLAMD_PATH;
-  if (process.getuid?.() !== 0) throw new Error(`${CLAMD_PATH} is missing: install the Debian package clamav-daemon`);
-  log("installing clamav-daemon with apt-get");
-  await withServicesHeldBack(async () => {
-    try {
-      await apt("install", "-y", "--no-install-recommends", "clamav-daemon");
-    } catch {
-      // A fresh machine may have no package lists yet.
-      await apt("update");
-      await apt("install", "-y", "--no-install-recommends", "clamav-daemon");
-    }
-  });
+  await ensureDebianPackage({ name: "clamav-daemon", files: [CLAMD_PATH] }, log);
   return CLAMD_PATH;
-}
-
-/**
- * The package's scripts would start clamd with the system configuration and freshclam, which downloads signatures
- * from the internet. Debian's policy-rc.d (exit 101) stops maintainer scripts from starting services; container
- * images ship one, a machine without it gets one for the duration of the install.
- */
-async function withServicesHeldBack(install: () => Promise<void>): Promise<void> {
-  if (await exists(POLICY_RC_PATH)) return install();
-  await writeFile(POLICY_RC_PATH, "#!/bin/sh\n# held back while the tests install clamav-daemon\nexit 101\n", { mode: 0o755 });
-  try {
-    await install();
-  } finally {
-    await rm(POLICY_RC_PATH, { force: true });
-  }
-}
-
-async function apt(...args: string[]): Promise<void> {
-  try {
-    await promisify(execFile)("apt-get", ["-o", "DPkg::Lock::Timeout=300", ...args], {
-      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-      maxBuffer: 16 * 1024 * 1024,
-    });
-  } catch (e) {
-    const { stderr } = e as { stderr?: string };
-    throw new Error(`apt-get ${args.join(" ")} failed: ${stderr?.trim().split("\n").slice(-5).join("\n") ?? String(e)}`, { cause: e });
-  }
 }
 
 /** Starts clamd in the foreground under `dir` (signatures, configuration, socket, log) and waits until it answers. */
@@ -146,11 +107,4 @@ export async function startClamd(dir: string): Promise<RunningClamd> {
       await sleep(100);
     }
   }
-}
-
-async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  );
 }

@@ -1,0 +1,45 @@
+// The memory a service process takes, read from outside as an operator's tools would: its proportional set size
+// (PSS: shared pages split among the processes that map them) and that of the PostgreSQL backends serving its
+// connections, found by the ports of its sockets.
+import { readdir, readFile, readlink } from "node:fs/promises";
+import type { SqlTx } from "../../src/db/database.js";
+
+/** A process's memory in bytes (all its threads): PSS, and what it alone maps (USS); 0 once it is gone. */
+export async function processMemory(pid: number): Promise<{ pss: number; private: number }> {
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? 0) * 1024;
+  return { pss: kb("Pss"), private: kb("Private_Clean") + kb("Private_Dirty") };
+}
+
+/** The local ports of the process's TCP sockets (its end of each connection, and what it listens on). */
+async function localPorts(pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [])) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "");
+    const socket = /^socket:\[(\d+)\]$/.exec(target);
+    if (socket) inodes.add(socket[1]!);
+  }
+  const ports: number[] = [];
+  for (const table of ["tcp", "tcp6"]) {
+    const lines = (await readFile(`/proc/${pid}/net/${table}`, "utf8").catch(() => "")).split("\n").slice(1);
+    for (const line of lines) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const fields = line.trim().split(/\s+/);
+      if (fields.length > 9 && inodes.has(fields[9]!)) ports.push(parseInt(fields[1]!.split(":")[1]!, 16));
+    }
+  }
+  return ports;
+}
+
+/**
+ * The whole service's memory: the process's PSS, and what the PostgreSQL backends of its connections hold of their
+ * own now (`db` reads pg_stat_activity of the same server). A backend's PSS would also count its share of the shared
+ * buffers it touched, which the server holds whoever touches them. Backends come and go with the process's pools,
+ * so this is a reading at one moment, as an operator's would be.
+ */
+export async function serviceMemory(pid: number, db: SqlTx): Promise<{ process: number; backends: number }> {
+  const ports = await localPorts(pid);
+  const rows = await db.query<{ pid: number }>(`select pid from pg_stat_activity where client_port = any($1::int[])`, [ports]);
+  const backends = await Promise.all(rows.map(async (r) => (await processMemory(r.pid)).private));
+  return { process: (await processMemory(pid)).pss, backends: backends.reduce((a, b) => a + b, 0) };
+}
