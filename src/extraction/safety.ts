@@ -10,17 +10,27 @@
 //   templates and are not either. All hidden text is still searched for instructions.
 // - invisible_characters: see invisible.ts (a preheader's zero-width padding and emoji joiners are not reported).
 // - link_text_mismatch: a visible link whose text names a domain other than its target's organisation (registrable
-//   domain). Not reported: the same organisation (click.acme.com for acme.com, www.), a brand's own short domain,
-//   link-protection wrappers (unwrapped first), senders' click trackers that do not show the target (and an
-//   authenticated sender's own tracking domain, unless the text names a known brand), and text that names no
-//   domain ("Click here", "node.js", "invoice.zip").
+//   domain). Not reported: the same organisation (click.acme.com for acme.com, www.; a brand's short, sister or
+//   regional domain: organisationOf in domains.ts), link-protection wrappers and open redirectors (unwrapped
+//   first: redirects.ts), senders' click trackers that do not show the target (and an authenticated sender's own
+//   tracking domain, unless the text names a known brand), and text that names no domain ("Click here", "node.js",
+//   "invoice.zip").
 // - lookalike_domain: see domains.ts; checked for the From domain, every link's target and every domain named in
 //   visible text.
 // - instruction_like: see instructions.ts; searched in the subject, the visible text, the hidden text, the text
 //   part, and chat-role tags in the markup.
 // - sender_unauthenticated, reply_to_diverges: taken from sender authentication when it was evaluated.
 import type { Doc } from "./document.js";
-import { DomainReferences, displayHost, domainsIn, isKnownBrand, isPlainAscii, registrableDomain, toAscii } from "./domains.js";
+import {
+  DomainReferences,
+  displayHost,
+  domainsIn,
+  isKnownBrand,
+  isPlainAscii,
+  organisationOf,
+  registrableDomain,
+  toAscii,
+} from "./domains.js";
 import type { HiddenRun, HtmlDoc, LinkEnd } from "./html.js";
 import { findInstructions, type InstructionKind } from "./instructions.js";
 import { InvisibleText, type InvisibleFinding } from "./invisible.js";
@@ -36,7 +46,7 @@ import {
   MAX_WARNINGS_PER_CODE,
 } from "./limits.js";
 import { bareUrls, parseHttpUrl } from "./links.js";
-import { isOpaqueTracker, mainDomain, unwrapRedirect } from "./redirects.js";
+import { isOpaqueTracker, unwrapRedirect } from "./redirects.js";
 import type { ExtractionInput, Risk, SafetyWarning, WarningCode } from "./types.js";
 
 /** Hidden text needs this many words a reader sees nowhere to be worth a warning. */
@@ -320,7 +330,7 @@ function textDomainMismatch(
   if (!textDomain) return null;
   // Null for an IP address: text naming a domain over a link to an address is a mismatch.
   const finalDomain = registrableDomain(target.final.hostname);
-  if (finalDomain !== null && mainDomain(textDomain) === mainDomain(finalDomain)) return null;
+  if (finalDomain !== null && organisationOf(textDomain) === organisationOf(finalDomain)) return null;
   // A sender's click tracker (which hides where it goes): nothing to compare. So is an authenticated sender's own
   // (a newsletter's "nytimes.com" through email.mg.thedispatch.com), unless the text names a brand. A wrapper that
   // showed its target (Mimecast's "?domain=") was unwrapped: the target is compared.

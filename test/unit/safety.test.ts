@@ -203,6 +203,13 @@ describe("link text mismatches", () => {
     ["a Trellix target", "portal.acme.example", "https://protect2.fireeye.com/v1/url?k=1&u=https%3A%2F%2Fevil.example%2Fx"],
     ["a Cisco Secure Email target", "portal.acme.example", "https://secure-web.cisco.com/1AbCdEf/https%3A%2F%2Fevil.example%2Fx"],
     ["a Symantec target", "portal.acme.example", "https://clicktime.symantec.com/15tz?u=https%3A%2F%2Fevil.example%2F"],
+    ["Google's AMP viewer", "accounts.google.com", "https://www.google.com/amp/s/signin-verify.page/ana"],
+    ["the AMP cache", "portal.acme.example", "https://evil-example.cdn.ampproject.org/c/s/evil.example/login"],
+    ["Google Translate's proxy", "portal.acme.example", "https://login--portal-evil-example.translate.goog/x"],
+    ["Bing's click URL", "portal.acme.example", `https://www.bing.com/ck/a?!&&p=1&u=a1${Buffer.from("https://evil.example/x").toString("base64url")}&ntb=1`],
+    ["a DoubleClick click", "portal.acme.example", "https://ad.doubleclick.net/ddm/trackclk/N1;dc_trk_aid=1;?https://evil.example/x"],
+    ["YouTube's redirector", "portal.acme.example", "https://www.youtube.com/redirect?q=https%3A%2F%2Fevil.example%2F"],
+    ["Menlo's isolation", "portal.acme.example", "https://safe.menlosecurity.com/https://evil.example/z"],
     ["a wrapper inside a wrapper", "portal.acme.example", `https://urldefense.proofpoint.com/v1/url?u=${encodeURIComponent("https://eur01.safelinks.protection.outlook.com/?url=https%3A%2F%2Fevil.example%2F")}&k=1`],
   ])("%s is reported", (_name, text, href) => {
     const [w] = link(text, href);
@@ -216,12 +223,16 @@ describe("link text mismatches", () => {
     ["www.", "www.acme.com", "https://acme.com/"],
     ["a different path", "acme.com/help", "https://acme.com/support?utm=1"],
     ["the brand's short domain", "youtube.com/watch?v=1", "https://youtu.be/1"],
+    ["an airline's short domain", "ba.com/manage", "https://www.britishairways.com/travel/managebooking"],
+    ["a brand's sister domain", "account.microsoft.com", "https://login.live.com/"],
+    ["a brand's regional site", "amazon.com/orders", "https://www.amazon.com.au/gp/css/order-history"],
     ["a sender's click tracker", "acme-outdoor.com", "https://u8812.ct.sendgrid.net/ls/click?upn=1"],
     ["Amazon SES click tracking", "harbor-kayaks.com/booking", "https://x.r.us-east-1.awstrack.me/L0/https:%2F%2Fharbor-kayaks.com/1"],
     ["an unwrapped wrapper to the named host", "intranet.acme.example", "https://eur02.safelinks.protection.outlook.com/?url=https%3A%2F%2Fintranet.acme.example%2F"],
     ["a Mimecast link to the named host", "intranet.acme.example", "https://protect-us.mimecast.com/s/AbC?domain=intranet.acme.example"],
     ["a Mimecast link that hides its target", "intranet.acme.example", "https://protect-us.mimecast.com/s/0wSdCVON0gczLDq1tGaO_q/"],
     ["a Barracuda link to the named host", "acme.example/hr", "https://linkprotect.cudasvc.com/url?a=https%3A%2F%2Fwww.acme.example%2Fhr&c=E,1"],
+    ["an AMP link to the named host", "acme.example/news", "https://www.google.com/amp/s/acme.example/news"],
     ["a Sophos link that is not base64", "acme.example", "https://eu-central-1.protection.sophos.com?d=acme.example&u=not%20base64!"],
     ["text that names no domain", "Click here", "https://evil.example/"],
     ["a framework's name", "Node.js", "https://nodejs.org/"],
@@ -289,6 +300,19 @@ describe("look-alike domains", () => {
     ["brand_token", "https://amexlogin.net/", "americanexpress.com"],
     ["brand_in_subdomain", "https://amex.card-services.net/", "americanexpress.com"],
     ["brand_token", "https://sparkasse-sicherheit.de/", "sparkasse.de"],
+    // One letter slipped after the first, under the brand's suffix or a generic one.
+    ["typo", "https://paypail.com/", "paypal.com"],
+    ["typo", "https://amazone.com/orders", "amazon.com"],
+    ["typo", "https://whatsaap.com/verify", "whatsapp.com"],
+    ["typo", "https://goggle.com/", "google.com"],
+    ["typo", "https://yaho.com/", "yahoo.com"],
+    ["typo", "https://netlfix.xyz/", "netflix.com"],
+    ["typo", "https://www.coinbsae.top/", "coinbase.com"],
+    ["brand_token", "https://paypail-secure.net/", "paypal.com"],
+    ["brand_token", "https://boa-secure-alerts.com/", "bankofamerica.com"],
+    ["brand_token", "https://wf-online-secure.com/", "wellsfargo.com"],
+    ["brand_token", "https://hmrc-refund-claim.net/", "hmrc.gov.uk"],
+    ["brand_in_subdomain", "https://chase.account-verify-alerts.com/", "chase.com"],
   ])("%s: %s imitates %s", (detail, href, imitates) => {
     const [w] = warningsOf({ html: `<a href="${href}">Open</a>` }, "lookalike_domain");
     expect(w).toMatchObject({ detail, part: "link", imitates });
@@ -336,6 +360,19 @@ describe("look-alike domains", () => {
     expect(warningsOf({ html: named }, "lookalike_domain")).toEqual([]);
   });
 
+  test("a name the message shows, short or hyphenated, beside a lure word", () => {
+    const html = (text: string, href: string) => `<p>Go to <a href="${href}">${text}</a></p>`;
+    expect(warningsOf({ html: html("www.hmrc.gov.uk", "https://hmrc-refund-claim.net/") }, "lookalike_domain")).toMatchObject([
+      { detail: "brand_token", imitates: "hmrc.gov.uk" },
+    ]);
+    expect(warningsOf({ html: html("portal.northwind-health.org", "https://northwind-health-portal.info/") }, "lookalike_domain")).toMatchObject([
+      { detail: "brand_token", imitates: "northwind-health.org" },
+    ]);
+    // Beside a word of service only, a short name is not taken for an imitation; nor a name of three letters.
+    expect(warningsOf({ html: html("acme.example", "https://acme-team.example/") }, "lookalike_domain")).toEqual([]);
+    expect(warningsOf({ html: html("ba.com", "https://ba-refund.example/") }, "lookalike_domain")).toEqual([]);
+  });
+
   test("the sender's name with a letter dropped, in a link of its message (the longer name is the original)", () => {
     expect(warningsOf({ from: "billing@northwind-traders.com", text: "Pay at https://northwnd-traders.com/pay" }, "lookalike_domain")).toMatchObject([
       { detail: "typo", part: "link", imitates: "northwind-traders.com" },
@@ -374,6 +411,16 @@ describe("look-alike domains", () => {
     ["a local savings bank", "https://www.sparkasse-koelnbonn.de/de/home.html"],
     ["a brand under another country's suffix, read through a letter pair", "https://www.icloud.com.cn/"],
     ["a brand's own name glued to a lure word", "https://contoso.sharepointonline.com/"],
+    ["a word a letter from a brand", "https://www.strike.com/"],
+    ["a word that changes a brand's first letter", "https://www.finance.com/"],
+    ["a brand's name inflected", "https://www.stripes.com/"],
+    ["a brand's name with its last letter dropped", "https://strip.com/"],
+    ["a slip under a country's suffix", "https://www.paypay.ne.jp/"],
+    ["a slip of an everyday word's brand", "https://www.chasse.fr/"],
+    ["a brand's short domain", "https://apple.co/3xYzAbC"],
+    ["a brand's regional site", "https://www.amazon.com.au/gp/css/order-history"],
+    ["a brand's initials with no word of signing in", "https://wf-events.com/"],
+    ["an everyday word's brand as a subdomain with no word of signing in", "https://chase.fitness-club.example/"],
   ])("%s is not reported", (_name, href) => {
     expect(warningsOf({ html: `<a href="${href}">Open</a>` }, "lookalike_domain")).toEqual([]);
   });
