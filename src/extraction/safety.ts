@@ -7,7 +7,8 @@
 // - hidden_text: hidden text that says something the visible text does not (at least MIN_NOVEL_WORDS words a
 //   reader cannot see anywhere). A preheader (the first hidden text, short, before any visible text but a "View
 //   in browser" link, which inboxes show as the preview) is not; a mobile or Outlook-only copy of visible text is not; comments are developer notes in most
-//   templates and are not either. All hidden text is still searched for instructions.
+//   templates and are not either; nor are screen-reader-only notes ("(opens in a new window)", "external link",
+//   skip links: ACCESSIBILITY_NOTES). All hidden text is still searched for instructions.
 // - invisible_characters: see invisible.ts (a preheader's zero-width padding and emoji joiners are not reported).
 // - link_text_mismatch: a visible link whose text names a domain other than its target's organisation (registrable
 //   domain). Not reported: the same organisation (click.acme.com for acme.com, www.; a brand's short, sister or
@@ -365,7 +366,9 @@ const FILE_TYPE_SUFFIXES = new Set(["zip", "mov", "md"]);
 function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
   // Only the first hidden text that is not a comment can be the preheader.
   const first = html.hidden.findIndex((r) => r.how !== "comment" && r.how !== "conditional_comment");
-  const candidates = html.hidden.filter((run, index) => run.how !== "comment" && !(index === first && isPreheader(run)));
+  const candidates = html.hidden.filter(
+    (run, index) => run.how !== "comment" && !(index === first && isPreheader(run)) && !isAccessibilityNote(run.text),
+  );
   if (candidates.length === 0) return [];
   const visible = visibleWords(html);
   return candidates.filter((run) => {
@@ -373,6 +376,51 @@ function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
     for (const word of wordsOf(run.text)) if (!visible.has(word) && ++novel >= MIN_NOVEL_WORDS) return true;
     return false;
   });
+}
+
+/**
+ * Screen-reader-only notes, hidden from sight on purpose ("(opens in a new window)", "external link", "Skip to
+ * main content"), in the languages instructions are read in: a short hidden run that is one such note and nothing
+ * else is not reported (it is still searched for instructions).
+ */
+const ACCESSIBILITY_NOTES = new RegExp(
+  `^(?:${[
+    "(?:this )?(?:link )?(?:opens|will open|open) in (?:a )?new (?:window|tab)",
+    "(?:link is )?external(?: link| site| website)?",
+    "opens (?:an )?external (?:site|website)",
+    "skip to (?:the )?(?:main )?(?:content|navigation|footer)",
+    "new (?:window|tab)",
+    "(?:link )?(?:öffnet|oeffnet) (?:sich )?in (?:einem )?neuen (?:fenster|tab)",
+    "externer link",
+    "zum (?:haupt)?inhalt springen",
+    "(?:s'ouvre|ouvre) dans (?:une nouvelle (?:fenêtre|fenetre)|un nouvel onglet)",
+    "lien externe",
+    "aller au contenu(?: principal)?",
+    "(?:se )?abre en una (?:nueva )?(?:ventana|pestaña)(?: nueva)?",
+    "enlace externo",
+    "(?:abre|abre-se) (?:em|numa) (?:uma )?nova (?:janela|aba|guia)",
+    "link externo",
+    "(?:si )?apre in una nuova (?:finestra|scheda)",
+    "link esterno",
+    "(?:opent|wordt geopend) in (?:een )?nieuwe? (?:venster|tabblad)",
+    "externe link",
+    "откроется в новом (?:окне|вкладке)",
+    "внешняя ссылка",
+    "在新窗口中打开",
+    "在新标签页中打开",
+    "新しいウィンドウで開きます",
+    "新しいタブで開きます",
+    "새 창(?:에서|으로) 열림",
+  ].join("|")})$`,
+  "u",
+);
+/** Longest hidden run read as an accessibility note. */
+const MAX_NOTE_CHARS = 80;
+
+function isAccessibilityNote(text: string): boolean {
+  if (text.length > MAX_NOTE_CHARS) return false;
+  const note = text.toLowerCase().replace(/[()[\]\-–—,.:;]+/g, " ").replace(/\s+/g, " ").trim();
+  return note.length > 0 && ACCESSIBILITY_NOTES.test(note);
 }
 
 function isPreheader(run: HiddenRun): boolean {
