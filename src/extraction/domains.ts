@@ -102,7 +102,7 @@ const BRAND_FAMILIES: Readonly<Record<string, readonly string[]>> = {
   "stripe.com": ["stripe-status.com"],
   "shopify.com": ["shopifyemail.com"],
   "bestbuy.com": ["bestbuy-email.com"],
-  "spotify.com": ["spoti.fi"],
+  "spotify.com": ["spoti.fi", "spotify.link"],
   "reddit.com": ["redd.it"],
   "britishairways.com": ["ba.com"],
   "lufthansa.com": ["lh.com"],
@@ -390,6 +390,11 @@ export class DomainReferences {
         return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
       }
     }
+    // A brand's own name under a cheap suffix phishing registers and the brand does not use ("paypal.xyz").
+    const sameName = EDITABLE_BRANDS_BY_LABEL.get(readsAs);
+    if (sameName && CHEAP_SUFFIXES.has(suffix) && !sameName.suffixes.has(suffix)) {
+      return this.unlessOwn({ kind: "typo", domain, imitates: sameName.domain });
+    }
     const tokens = parts.label.split("-");
     const lure = tokens.some(isLure);
     const credential = tokens.some(isCredentialLure);
@@ -645,6 +650,17 @@ const EDITABLE_BRANDS: readonly (Brand & { readonly suffixes: ReadonlySet<string
     const all = BRANDS.filter((b) => b.label === label);
     return { ...all[0]!, suffixes: new Set(all.map((b) => b.domain.slice(label.length + 1))) };
   });
+const EDITABLE_BRANDS_BY_LABEL = new Map(EDITABLE_BRANDS.map((b) => [b.label, b]));
+/**
+ * The new generic suffixes phishing registers most and the free or cheap country codes (the registries' abuse
+ * reports): a brand's exact name under one of them is not the brand's (brands keep their names under .com, .net,
+ * .org and their countries' suffixes; their own other domains are in BRAND_FAMILIES).
+ */
+const CHEAP_SUFFIXES = new Set([
+  "top", "xyz", "shop", "store", "online", "site", "website", "live", "life", "click", "link", "icu", "buzz", "club",
+  "vip", "work", "rest", "cfd", "sbs", "bond", "cyou", "lol", "quest", "monster", "fun", "space", "today", "support",
+  "services", "help", "center", "email", "digital", "tech", "cloud", "pw", "tk", "ml", "ga", "cf", "gq", "su", "ws", "cc",
+]);
 /**
  * Generic suffixes, where a brand's name with a slip is read as a typo whatever the brand's own suffix: the old
  * generic ones and the new ones the phishing reports of the registries' abuse groups name most (.top, .xyz, .shop …),

@@ -328,6 +328,9 @@ describe("look-alike domains", () => {
     ["typo", "https://yaho.com/", "yahoo.com"],
     ["typo", "https://netlfix.xyz/", "netflix.com"],
     ["typo", "https://www.coinbsae.top/", "coinbase.com"],
+    // The brand's own name under a cheap suffix it does not use.
+    ["typo", "https://paypal.xyz/", "paypal.com"],
+    ["typo", "https://secure.netflix.top/", "netflix.com"],
     ["brand_token", "https://paypail-secure.net/", "paypal.com"],
     ["brand_token", "https://boa-secure-alerts.com/", "bankofamerica.com"],
     ["brand_token", "https://wf-online-secure.com/", "wellsfargo.com"],
@@ -431,6 +434,7 @@ describe("look-alike domains", () => {
     ["a local savings bank", "https://www.sparkasse-koelnbonn.de/de/home.html"],
     ["a brand under another country's suffix, read through a letter pair", "https://www.icloud.com.cn/"],
     ["a brand's own name glued to a lure word", "https://contoso.sharepointonline.com/"],
+    ["a brand's own link domain under a cheap suffix", "https://spotify.link/AbCd123"],
     ["a word a letter from a brand", "https://www.strike.com/"],
     ["a word that changes a brand's first letter", "https://www.finance.com/"],
     ["a brand's name inflected", "https://www.stripes.com/"],
