@@ -55,20 +55,70 @@ export const KNOWN_BRANDS: readonly string[] = [
   "cloudflare.com", "steamcommunity.com", "steampowered.com", "roblox.com", "epicgames.com", "spotify.com",
   "yahoo.com", "aol.com", "protonmail.com", "proton.me", "openai.com", "anthropic.com", "notion.so", "atlassian.com",
   "mastercard.com", "visa.com", "norton.com", "mcafee.com", "telegram.org", "discord.com", "tiktok.com",
+  // Tax and post offices whose names refunds and parcels are faked in.
+  "hmrc.gov.uk", "auspost.com.au", "canadapost.ca", "laposte.fr", "postnl.nl", "poste.it", "correos.es", "evri.com",
 ];
 
-/** Domains the brands themselves use whose names carry the brand as a word ("google-analytics.com"). */
-const BRAND_OWNED = new Set([
-  "google-analytics.com", "googleusercontent.com", "googlemail.com", "googleapis.com", "googletagmanager.com",
-  "amazon-adsystem.com", "amazonaws.com", "media-amazon.com", "ssl-images-amazon.com", "amazontrust.com",
-  "paypal-community.com", "paypalobjects.com", "paypal-corp.com", "microsoft365.com", "office.net", "sharepoint.com",
-  "apple-dns.net", "icloud-content.com", "cdn-apple.com", "facebookmail.com", "fbcdn.net", "linkedin-ei.com",
-  "docusign-europe.net", "dropboxusercontent.com", "githubusercontent.com", "github.io", "githubassets.com",
-  "slack-edge.com", "zoomgov.com", "stripe-status.com", "shopifyemail.com", "ebay-kleinanzeigen.de", "bestbuy-email.com",
-  "chase-email.com", "netflix-email.com", "amazonpay.com", "paypal-prepaid.com", "googlecloud.com",
-  // A brand's name glued to a lure word, and its own: SharePoint's notifications, Microsoft's sign-in pages, Citi's
-  // online banking, Adobe's signing and sign-in, Amazon's payments.
-  "sharepointonline.com", "msftauth.net", "citibankonline.com", "adobesign.com", "adobelogin.com", "amazonpayments.com",
+/**
+ * The other domains of a brand's own, by its main one: short and link domains ("apple.co", "youtu.be", "aka.ms"),
+ * sister brands it sends mail and links for ("live.com" for Microsoft, "ba.com" for British Airways), and names
+ * that carry its name as a word ("google-analytics.com", "sharepointonline.com"). None of them is a look-alike, and
+ * a link's text naming one over a link to another is one organisation. Curated from the brands' own mail; kept to
+ * the brands above and a few airlines and networks whose short domains mail shows.
+ */
+const BRAND_FAMILIES: Readonly<Record<string, readonly string[]>> = {
+  "google.com": [
+    "youtube.com", "youtu.be", "gmail.com", "googlemail.com", "goo.gl", "g.co", "g.page", "withgoogle.com", "android.com",
+    "blogger.com", "googleusercontent.com", "googleapis.com", "gstatic.com", "google-analytics.com",
+    "googletagmanager.com", "googlecloud.com",
+  ],
+  "microsoft.com": [
+    "live.com", "outlook.com", "office.com", "office365.com", "hotmail.com", "microsoftonline.com", "microsoft365.com",
+    "office.net", "sharepoint.com", "sharepointonline.com", "onedrive.com", "aka.ms", "msft.it", "msftauth.net",
+    "skype.com", "xbox.com", "bing.com", "msn.com", "azure.com", "windows.com",
+  ],
+  "apple.com": ["apple.co", "icloud.com", "me.com", "itunes.com", "apple.news", "apple-dns.net", "icloud-content.com", "cdn-apple.com"],
+  "amazon.com": [
+    "amzn.to", "a.co", "amazon.de", "amazon.co.uk", "amazonpay.com", "amazonpayments.com", "amazon-adsystem.com",
+    "amazonaws.com", "media-amazon.com", "ssl-images-amazon.com", "amazontrust.com", "primevideo.com",
+  ],
+  "facebook.com": [
+    "fb.com", "fb.me", "facebookmail.com", "fbcdn.net", "meta.com", "instagram.com", "instagr.am", "whatsapp.com",
+    "wa.me", "messenger.com", "m.me",
+  ],
+  "twitter.com": ["x.com", "t.co"],
+  "linkedin.com": ["lnkd.in", "linkedin-ei.com"],
+  "paypal.com": ["paypal.me", "paypalobjects.com", "paypal-community.com", "paypal-corp.com", "paypal-prepaid.com"],
+  "dropbox.com": ["db.tt", "dropboxusercontent.com"],
+  "docusign.com": ["docusign.net", "docusign-europe.net"],
+  "github.com": ["github.io", "githubusercontent.com", "githubassets.com", "git.io"],
+  "adobe.com": ["adobesign.com", "adobelogin.com", "adobe.ly"],
+  "citibank.com": ["citi.com", "citibankonline.com"],
+  "chase.com": ["chase-email.com", "jpmorganchase.com", "jpmorgan.com"],
+  "netflix.com": ["netflix-email.com"],
+  "ebay.com": ["ebay.de", "ebay.co.uk", "ebay-kleinanzeigen.de"],
+  "slack.com": ["slack-edge.com"],
+  "zoom.us": ["zoom.com", "zoomgov.com"],
+  "stripe.com": ["stripe-status.com"],
+  "shopify.com": ["shopifyemail.com"],
+  "bestbuy.com": ["bestbuy-email.com"],
+  "spotify.com": ["spoti.fi", "spotify.link"],
+  "reddit.com": ["redd.it"],
+  "britishairways.com": ["ba.com"],
+  "lufthansa.com": ["lh.com"],
+};
+/** A brand's other domain → its main one. */
+const FAMILY_OF = new Map(Object.entries(BRAND_FAMILIES).flatMap(([main, others]) => others.map((d) => [d, main] as const)));
+
+/**
+ * Country suffixes under which a brand's own name is its own regional site ("amazon.com.au", "google.de"): the large
+ * markets' (brands register their names there first). Not the country codes sold as generic names (.co, .io, .me,
+ * .tk, .cc …), which anyone registers.
+ */
+const BRAND_COUNTRY_SUFFIXES = new Set([
+  "de", "fr", "it", "es", "nl", "be", "at", "ch", "pl", "se", "dk", "no", "fi", "ie", "pt", "cz", "gr", "hu", "ro",
+  "uk", "co.uk", "ca", "com.au", "com.br", "com.mx", "mx", "jp", "co.jp", "in", "co.in", "cn", "com.cn", "com.tr",
+  "sg", "com.sg", "co.nz", "co.za", "ae", "sa", "com.ar", "cl", "kr", "co.kr", "tw", "com.tw", "hk", "com.hk",
 ]);
 
 /**
@@ -102,6 +152,27 @@ const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
 const BRAND_BY_SKELETON = new Map([...BRANDS].reverse().map((b) => [b.skeleton, b]));
 const BRAND_BY_DOMAIN = new Map(BRANDS.map((b) => [b.domain, b]));
 const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
+
+/**
+ * The organisation a registrable domain (ASCII) belongs to, as its main domain: a brand's other domain's brand
+ * ("ba.com" → britishairways.com), a brand's name under a large market's country suffix its brand ("amazon.com.au"
+ * → amazon.com), any other domain itself.
+ */
+export function organisationOf(registrable: string): string {
+  const family = FAMILY_OF.get(registrable);
+  if (family) return family;
+  const dot = registrable.indexOf(".");
+  if (dot > 0 && BRAND_COUNTRY_SUFFIXES.has(registrable.slice(dot + 1))) {
+    const brand = BRAND_BY_SKELETON.get(registrable.slice(0, dot));
+    if (brand && brand.label === registrable.slice(0, dot)) return FAMILY_OF.get(brand.domain) ?? brand.domain;
+  }
+  return registrable;
+}
+
+/** Whether a registrable domain (ASCII) is a brand's own: one of the brands, its other domains, its regional sites. */
+function isBrandsOwn(registrable: string): boolean {
+  return KNOWN_BRAND_SET.has(registrable) || organisationOf(registrable) !== registrable;
+}
 
 export interface DomainParts {
   /** The host name as given, lower-case, in Unicode. */
@@ -284,7 +355,7 @@ export class DomainReferences {
     const domain = toAscii(parts.host);
     const registrable = toAscii(parts.registrable);
     // A brand's own domain is no look-alike of another brand's ("microsoftonline.com" is Microsoft's).
-    if (BRAND_OWNED.has(registrable) || KNOWN_BRAND_SET.has(registrable)) return null;
+    if (isBrandsOwn(registrable)) return null;
     // A capital I written where a small l belongs reads as that l ("appIe.com" is apple.com to a reader).
     if (asL !== null) {
       const readsAs = skeleton(domainParts(asL).label);
@@ -312,8 +383,21 @@ export class DomainReferences {
     for (const brand of FIVE_LETTER_BRANDS) {
       if (fiveLetterTypo(readsAs, brand, suffix)) return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
     }
+    // Any one-letter slip after the first letter, under the brand's own suffix or a generic one phishing registers
+    // ("paypail.com", "whatsaap.com", "amazone.com", "yaho.com"); a word of its own under a country's suffix is not.
+    for (const brand of EDITABLE_BRANDS) {
+      if ((GENERIC_SUFFIXES.has(suffix) || brand.suffixes.has(suffix)) && oneSlip(readsAs, brand.label)) {
+        return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
+      }
+    }
+    // A brand's own name under a cheap suffix phishing registers and the brand does not use ("paypal.xyz").
+    const sameName = EDITABLE_BRANDS_BY_LABEL.get(readsAs);
+    if (sameName && CHEAP_SUFFIXES.has(suffix) && !sameName.suffixes.has(suffix)) {
+      return this.unlessOwn({ kind: "typo", domain, imitates: sameName.domain });
+    }
     const tokens = parts.label.split("-");
     const lure = tokens.some(isLure);
+    const credential = tokens.some(isCredentialLure);
     if (parts.subdomain) {
       const words = withJoinedPairs(skeleton(parts.subdomain).split(/[.-]/));
       for (const brand of BRANDS) {
@@ -321,16 +405,24 @@ export class DomainReferences {
         // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
         // of the subdomain (for brands others name themselves after, only with a lure in the name).
         const wholeDomain = `.${parts.subdomain}.`.includes(`.${brand.domain}.`);
-        const asWord = words.includes(brand.skeleton) && (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)));
+        // An everyday word's brand only beside a word of signing in ("chase.account-verify-alerts.com").
+        const asWord =
+          words.includes(brand.skeleton) &&
+          (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)) || (credential && brand.label.length >= MIN_BRAND_WORD));
         if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
       // A brand's other name beside a lure ("amex.card-services.net").
-      const alias = lure ? words.map((w) => BRAND_ALIASES.get(w)).find((a) => a !== undefined && a !== registrable) : undefined;
+      const alias = words
+        .filter((w) => (w.length <= 3 ? credential : lure))
+        .map((w) => BRAND_ALIASES.get(w))
+        .find((a) => a !== undefined && a !== registrable);
       if (alias) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: alias });
     }
     // Each word, and each pair of words written with a hyphen between them ("we-transfer").
-    for (const token of tokens.length >= 2 ? withJoinedPairs(tokens) : []) {
-      const brand = brandOfToken(token, lure, tokens.some((t) => CREDENTIAL_LURES.has(t)));
+    // A slip of a letter only in a word as written: two words joined are seldom one slip from a name by design.
+    const words = tokens.length >= 2 ? withJoinedPairs(tokens) : [];
+    for (let k = 0; k < words.length; k++) {
+      const brand = brandOfToken(words[k]!, lure, credential, k < tokens.length);
       if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
     }
     // A brand glued to a lure word ("appleid", "paypalsecure", "securenetflix").
@@ -350,23 +442,36 @@ export class DomainReferences {
   }
 
   /**
-   * The domain of the message whose name is a word of this hyphenated one beside a word of signing in, or glued to
-   * one: a look-alike built on a name the message itself shows. Not a name that is itself a lure word. Each word is
-   * cut at each place once and both halves looked up, so the work is the word's length, not the message's names.
+   * The domain of the message whose name is a word of this hyphenated one (or a run of its words: "northwind-health"
+   * in "northwind-health-portal") beside a lure word, or glued to a word of signing in: a look-alike built on a name
+   * the message itself shows ("hmrc-refund-claim.net" in mail naming hmrc.gov.uk). Names of four letters or more,
+   * not themselves lure words; beside a word only of service or sharing ("team", "help", "docs"), only names of a
+   * brand's length; glued, only to a word of signing in. Each word is cut at each place once and both halves looked
+   * up, so the work is the name's length, not the message's names.
    */
   private messageNameWithLure(tokens: readonly string[], registrable: string): string | null {
-    const named = (name: string): string | null => {
-      const domain = name.length >= MIN_BRAND_WORD && !isLure(name) ? this.bySkeleton.get(name) : undefined;
+    const named = (name: string, min: number): string | null => {
+      const domain = name.length >= min && !isLure(name) ? this.bySkeleton.get(name) : undefined;
       return domain !== undefined && domain !== registrable ? domain : null;
     };
-    const credential = tokens.some(isCredentialLure);
+    if (tokens.length >= 2) {
+      const strong = tokens.some((t) => isLure(t) && !SOFT_LURES.has(t));
+      const min = strong ? MIN_SHOWN_NAME : MIN_BRAND_WORD;
+      if (strong || tokens.some(isLure)) {
+        for (let i = 0; i < tokens.length && i < 16; i++) {
+          for (let j = i + 1; j <= Math.min(tokens.length, i + 3); j++) {
+            if (j - i === tokens.length) continue;
+            const whole = named(tokens.slice(i, j).join("-"), min);
+            if (whole) return whole;
+          }
+        }
+      }
+    }
     for (const token of tokens) {
-      const whole = credential ? named(token) : null;
-      if (whole) return whole;
       for (let cut = 2; cut <= token.length - 2; cut++) {
         const head = token.slice(0, cut);
         const tail = token.slice(cut);
-        const glued = (isCredentialLure(tail) ? named(head) : null) ?? (isCredentialLure(head) ? named(tail) : null);
+        const glued = (isCredentialLure(tail) ? named(head, MIN_BRAND_WORD) : null) ?? (isCredentialLure(head) ? named(tail, MIN_BRAND_WORD) : null);
         if (glued) return glued;
       }
     }
@@ -450,6 +555,8 @@ function isCredentialLure(word: string): boolean {
  * "bofa-secure-alerts.com", "o365-login.com"); like the short brand names, only beside a lure.
  */
 const BRAND_ALIASES = new Map([
+  // Initials of the banks, only beside a word of signing in when of three letters or fewer ("boa-secure", "wf-login").
+  ["boa", "bankofamerica.com"], ["wf", "wellsfargo.com"], ["cap1", "capitalone.com"], ["jpmc", "chase.com"],
   ["amex", "americanexpress.com"], ["bofa", "bankofamerica.com"], ["citi", "citibank.com"], ["msft", "microsoft.com"],
   ["o365", "microsoft.com"], ["m365", "microsoft.com"], ["ms365", "microsoft.com"], ["onedrive", "microsoft.com"],
   ["sharepoint", "microsoft.com"], ["xbox", "microsoft.com"], ["itunes", "apple.com"], ["gdrive", "google.com"],
@@ -464,7 +571,9 @@ function withJoinedPairs(words: readonly string[]): string[] {
 }
 
 /** Short brand names that phishing puts in names as a word of their own ("dhl-express-delivery", "hsbc-uk-secure"). */
-const SHORT_BRAND_WORDS = new Set(["dhl", "ups", "usps", "hsbc", "irs", "zoom", "aol", "visa", "uber", "okta", "ebay", "ing", "n26", "wise"]);
+const SHORT_BRAND_WORDS = new Set([
+  "dhl", "ups", "usps", "hsbc", "irs", "zoom", "aol", "visa", "uber", "okta", "ebay", "ing", "n26", "wise", "hmrc", "evri",
+]);
 
 /** Suffixes that read as ".com" with a letter dropped or doubled ("co", "cm", "con", "corn"). */
 const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
@@ -473,10 +582,10 @@ const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
  * The brand a word of a hyphenated name stands for: its name, or one look-alike edit from it; a brand that other
  * businesses name themselves after only beside a lure word.
  */
-function brandOfToken(token: string, lure: boolean, credential: boolean): Brand | null {
+function brandOfToken(token: string, lure: boolean, credential: boolean, slips: boolean): Brand | null {
   if (SHORT_BRAND_WORDS.has(token)) return lure ? (BRAND_BY_SKELETON.get(token) ?? null) : null;
   const alias = BRAND_ALIASES.get(token);
-  if (alias) return lure ? (BRAND_BY_DOMAIN.get(alias) ?? null) : null;
+  if (alias) return (token.length <= 3 ? credential : lure) ? (BRAND_BY_DOMAIN.get(alias) ?? null) : null;
   if (token.length < MIN_BRAND_WORD) return null;
   const readsAs = skeleton(token);
   const exact = BRAND_BY_SKELETON.get(readsAs);
@@ -486,8 +595,9 @@ function brandOfToken(token: string, lure: boolean, credential: boolean): Brand 
   if (exact && exact.label.length >= MIN_BRAND_WORD && !plainWord && (lure || BRAND_WORDS.includes(exact))) return exact;
   for (const brand of lure ? BRANDS : BRAND_WORDS) {
     if (brand.label.length >= MIN_TYPO_LABEL && oneLookalikeEdit(readsAs, brand.skeleton)) return brand;
-    // The looser typos only beside a lure ("micosoft-support", "appie-id-verify").
+    // The looser typos only beside a lure ("micosoft-support", "appie-id-verify", "paypail-secure").
     if (lure && (droppedLetter(readsAs, brand.skeleton) || fiveLetterTypo(readsAs, brand, null))) return brand;
+    if (slips && lure && brand.label.length >= MIN_BRAND_WORD && !COMMON_WORD_BRANDS.has(brand.label) && oneSlip(readsAs, brand.label)) return brand;
   }
   return null;
 }
@@ -519,6 +629,10 @@ const COMMON_WORD_BRANDS = new Set(["office", "target", "booking", "slack", "not
 
 /** Brand names shorter than this are words of too many other names ("ups", "dhl", "chase" aside). */
 const MIN_BRAND_WORD = 5;
+/** A name the message shows, beside a lure in a look-alike, has at least this many letters ("hmrc"). */
+const MIN_SHOWN_NAME = 4;
+/** Lure words of service and sharing, which a company's own other names carry too ("acme-team", "acme-docs"). */
+const SOFT_LURES = new Set(["team", "help", "online", "service", "services", "notice", "check", "share", "sharing", "files", "docs", "document", "documents", "join", "meeting", "storage", "track", "tracking", "delivery", "parcel", "support", "webmail", "access"]);
 
 /** References taken from one message at most: its links and the names in its text. */
 const MAX_REFERENCES = 200;
@@ -526,6 +640,38 @@ const MAX_REFERENCES = 200;
 const MIN_TYPO_LABEL = 6;
 /** Brands of five letters, whose typos are read only under their own suffix. */
 const FIVE_LETTER_BRANDS = BRANDS.filter((b) => b.label.length === MIN_TYPO_LABEL - 1);
+/**
+ * Brands any one-letter slip of whose name is read as a typo: names of five letters or more that are not everyday
+ * words, once per name, with the suffixes the brand has.
+ */
+const EDITABLE_BRANDS: readonly (Brand & { readonly suffixes: ReadonlySet<string> })[] = [...new Set(BRANDS.map((b) => b.label))]
+  .filter((label) => label.length >= MIN_BRAND_WORD && !COMMON_WORD_BRANDS.has(label) && /^[a-z0-9]+$/.test(label))
+  .map((label) => {
+    const all = BRANDS.filter((b) => b.label === label);
+    return { ...all[0]!, suffixes: new Set(all.map((b) => b.domain.slice(label.length + 1))) };
+  });
+const EDITABLE_BRANDS_BY_LABEL = new Map(EDITABLE_BRANDS.map((b) => [b.label, b]));
+/**
+ * The new generic suffixes phishing registers most and the free or cheap country codes (the registries' abuse
+ * reports): a brand's exact name under one of them is not the brand's (brands keep their names under .com, .net,
+ * .org and their countries' suffixes; their own other domains are in BRAND_FAMILIES).
+ */
+const CHEAP_SUFFIXES = new Set([
+  "top", "xyz", "shop", "store", "online", "site", "website", "live", "life", "click", "link", "icu", "buzz", "club",
+  "vip", "work", "rest", "cfd", "sbs", "bond", "cyou", "lol", "quest", "monster", "fun", "space", "today", "support",
+  "services", "help", "center", "email", "digital", "tech", "cloud", "pw", "tk", "ml", "ga", "cf", "gq", "su", "ws", "cc",
+]);
+/**
+ * Generic suffixes, where a brand's name with a slip is read as a typo whatever the brand's own suffix: the old
+ * generic ones and the new ones the phishing reports of the registries' abuse groups name most (.top, .xyz, .shop …),
+ * and the country codes sold as generic names (.co, .io, .me, .cc, .tk …).
+ */
+const GENERIC_SUFFIXES = new Set([
+  "com", "net", "org", "info", "biz", "co", "io", "me", "cc", "ws", "pw", "tk", "ml", "ga", "cf", "gq", "su", "ly", "to",
+  "app", "dev", "page", "top", "xyz", "shop", "store", "online", "site", "website", "live", "life", "click", "link",
+  "icu", "buzz", "club", "vip", "work", "rest", "cfd", "sbs", "bond", "cyou", "lol", "quest", "monster", "fun",
+  "space", "today", "support", "services", "help", "center", "email", "digital", "tech", "cloud", "one", "pro", "mobi",
+]);
 
 /**
  * How a host name is shown to a model: in ASCII (xn--) when its Unicode form could pass for another name (mixed
@@ -584,10 +730,41 @@ function fiveLetterTypo(label: string, brand: Brand, suffix: string | null): boo
   return sameSuffix && brand.label.length === MIN_TYPO_LABEL - 1 && label.length === brand.label.length && oneLookalikeEdit(label, brand.skeleton);
 }
 
-/** Words and names of their own that are a brand's name with a letter dropped from inside. */
+/**
+ * Words and names of their own that are a brand's name with one letter slipped (from the words of an English
+ * dictionary one such slip from a brand, and names seen in mail): not typos.
+ */
 const REAL_NAMES_A_LETTER_SHORT = new Set([
   "papal", "inuit", "revolt", "stipe", "cosco", "titter", "booing", "goole", "betbuy", "deutschebank",
+  "ample", "apply", "twister", "twitted", "grail", "adore", "stride", "strife", "strike", "strive", "stript", "strips",
+  "barclay", "photon", "discard", "paypay", "adobo",
 ]);
+
+/**
+ * Whether a label is a name with one letter slipped after its first ("paypail", "goggle", "whatsaap", "amazone",
+ * "yaho"): one inserted, dropped (not the last, unless it was doubled) or replaced, or two neighbours swapped.
+ * Readers anchor on the first letter (a name with another one is mostly another word: "finance", "cooking"), and a
+ * letter added at the end that inflects the name ("stripes", "chased", "googler") leaves a word of its own.
+ */
+function oneSlip(label: string, name: string): boolean {
+  if (label === name || label[0] !== name[0] || Math.abs(label.length - name.length) > 1 || REAL_NAMES_A_LETTER_SHORT.has(label)) return false;
+  let i = 1;
+  while (i < label.length && i < name.length && label[i] === name[i]) i++;
+  if (label.length === name.length) {
+    const rest = i + 1;
+    if (label.slice(rest) === name.slice(rest)) return true;
+    return label[i] === name[i + 1] && label[i + 1] === name[i] && label.slice(i + 2) === name.slice(i + 2);
+  }
+  if (label.length > name.length) {
+    if (label.startsWith(name) && INFLECTIONS.has(label.at(-1)!)) return false;
+    return label.slice(i + 1) === name.slice(i);
+  }
+  const lastDropped = i === name.length - 1;
+  return label.slice(i) === name.slice(i + 1) && (!lastDropped || name[i] === name[i - 1]);
+}
+
+/** Letters that, added to a name's end, inflect it ("stripes", "googled", "chaser"). */
+const INFLECTIONS = new Set(["s", "d", "r"]);
 
 /**
  * A host name as written, with each capital I that follows a small letter read as a small l ("appIe.com" →

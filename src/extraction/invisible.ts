@@ -5,7 +5,11 @@
 // - a zero-width character inside a word of Latin, Greek or Cyrillic letters ("pa\u200Bypal", "ig\u200Bnore"),
 //   where it only serves to split the word for a filter (ZWJ and ZWNJ join letters in Arabic and Indic scripts,
 //   and ZWSP separates words in Thai: those are not reported);
+// - a zero-width character between a word and the dot, "@" or "/" of a domain or address ("paypal\u200B.com"),
+//   where it only serves to keep a filter from reading the name;
 // - a run of zero-width characters (a message spelled in them), but not a preheader's "&zwnj;&nbsp;" padding;
+// - blank-looking letters standing alone: the Hangul fillers (U+3164, U+FFA0, U+115F, U+1160) and the braille
+//   blank (U+2800) outside Hangul or braille text, where they pass for a blank name or word;
 // - a bidirectional override (U+202D, U+202E) anywhere, and an embedding or isolate in text with no right-to-left
 //   letters (where it has no typographic use);
 // - tag characters, except in an emoji flag's tag sequence;
@@ -27,12 +31,18 @@ export interface InvisibleFinding {
 
 /** Invisible characters of every kind, for a quick test before the character loop. */
 const ANY_INVISIBLE =
-  /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]|\udb40[\udc00-\uddef]/;
+  /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0]|\udb40[\udc00-\uddef]/;
 /** Zero-width characters that take no part in writing Latin, Greek or Cyrillic (soft hyphens do: not here). */
 const ZERO_WIDTH = new Set([
   0x034f, 0x061c, 0x115f, 0x1160, 0x17b4, 0x17b5, 0x180e, 0x200b, 0x200c, 0x200d, 0x200e, 0x200f, 0x2060, 0x2061,
-  0x2062, 0x2063, 0x2064, 0x3164, 0xfeff, 0xffa0,
+  0x2062, 0x2063, 0x2064, 0x2800, 0x3164, 0xfeff, 0xffa0,
 ]);
+/** Letters that show as a blank: Hangul fillers and the braille blank, which only Hangul or braille text uses. */
+const BLANK_LETTERS = new Set([0x115f, 0x1160, 0x2800, 0x3164, 0xffa0]);
+/** Hangul (jamo and syllables) and braille: the text blank letters belong to. */
+const HANGUL_OR_BRAILLE = /[\u1100-\u11ff\u2801-\u28ff\u3131-\u318e\uac00-\ud7af\ua960-\ua97f\ud7b0-\ud7ff]/;
+/** What follows a word in a domain or address: a zero-width character before it splits the name for a filter. */
+const NAME_JOINT = /^[.@/][\p{L}\p{N}]/u;
 /** Longest run of zero-width characters in visible text that is still typography. */
 const MAX_TYPOGRAPHIC_RUN = 7;
 /** Findings kept per part; more of the same say nothing new. */
@@ -174,8 +184,10 @@ export class InvisibleText {
     const after = next.slice(0, CONTEXT);
     if (run.codes.length > MAX_TYPOGRAPHIC_RUN) {
       this.push({ kind: "zero_width_run", evidence: evidenceOf(run.before, run.codes, after), offset: run.offset });
-    } else if (SPLITTABLE.test(run.previous) && SPLITTABLE.test(firstCodePoint(next))) {
+    } else if (splitsWordOrName(run.before, run.previous, next)) {
       this.push({ kind: "zero_width_in_word", evidence: evidenceOf(run.before, run.codes, after), offset: run.offset });
+    } else if (run.codes.some((cp) => BLANK_LETTERS.has(cp)) && !HANGUL_OR_BRAILLE.test(run.previous) && !HANGUL_OR_BRAILLE.test(firstCodePoint(next))) {
+      this.push({ kind: "zero_width_run", evidence: evidenceOf(run.before, run.codes, after), offset: run.offset });
     }
   }
 
@@ -190,6 +202,16 @@ export class InvisibleText {
   private push(finding: InvisibleFinding): void {
     if (this.found.length < MAX_FINDINGS) this.found.push(finding);
   }
+}
+
+/**
+ * Whether a zero-width character between `before` (ending in `previous`) and `next` splits a word ("pa|ypal") or a
+ * domain or address at its dot or "@" ("paypal|.com", "paypal.|com", "billing@|acme.com"); not a sentence's end
+ * ("Thanks.|See you": the next word starts with a capital).
+ */
+function splitsWordOrName(before: string, previous: string, next: string): boolean {
+  if (SPLITTABLE.test(previous)) return SPLITTABLE.test(firstCodePoint(next)) || NAME_JOINT.test(next);
+  return (previous === "." || previous === "@") && SPLITTABLE.test(before.at(-2) ?? "") && /^[\p{Ll}0-9]/u.test(next);
 }
 
 function evidenceOf(before: string, codes: readonly number[], after: string): string {

@@ -1,6 +1,8 @@
 // Where a link really goes. Link-protection services wrap the target in their own URL and say it in the URL
-// (Microsoft Safe Links, Proofpoint, Mimecast, Barracuda, Sophos, Trend Micro, Trellix, Cisco, Symantec, Google's
-// and Facebook's redirectors): those are unwrapped. Mail senders' click trackers (SendGrid, Mailchimp, Amazon SES …)
+// (Microsoft Safe Links, Proofpoint, Mimecast, Barracuda, Sophos, Trend Micro, Trellix, Cisco, Symantec, Menlo), and
+// so do the open redirectors and proxies of large sites that phishing sends links through (Google's /url, AMP
+// viewer, AMP cache and Translate proxy, Bing's click URLs, DoubleClick and Google Ads, Facebook, Instagram,
+// LinkedIn, YouTube, Slack, Steam, VK, Reddit, Tumblr, DuckDuckGo): those are unwrapped. Mail senders' click trackers (SendGrid, Mailchimp, Amazon SES …)
 // say nothing of the target: a link through one cannot be compared with its text, and is not reported as a
 // mismatch (its domain still is checked). So is a Mimecast link that does not show its target's domain.
 import { Buffer } from "node:buffer";
@@ -25,22 +27,9 @@ const OWN_SHORTENERS = new Map([
   ["lnkd.in", ["linkedin.com"]],
 ]);
 
-/** Short domains of a brand's own (the text names the brand's main domain, the link its short one). */
-const SHORT_DOMAINS = new Map([
-  ["youtu.be", "youtube.com"], ["x.com", "twitter.com"], ["goo.gl", "google.com"], ["g.co", "google.com"],
-  ["fb.me", "facebook.com"], ["amzn.to", "amazon.com"], ["a.co", "amazon.com"], ["msft.it", "microsoft.com"],
-  ["aka.ms", "microsoft.com"], ["spoti.fi", "spotify.com"], ["redd.it", "reddit.com"], ["wa.me", "whatsapp.com"],
-  ["apple.co", "apple.com"], ["db.tt", "dropbox.com"],
-]);
-
 /** Whether a link through `registrable` hides its target, in mail from `sender` (a registrable domain, or null). */
 export function isOpaqueTracker(registrable: string, sender: string | null): boolean {
   return OPAQUE_TRACKERS.has(registrable) || (sender !== null && (OWN_SHORTENERS.get(registrable)?.includes(sender) ?? false));
-}
-
-/** The main domain a brand's short domain stands for, or the domain itself. */
-export function mainDomain(registrable: string): string {
-  return SHORT_DOMAINS.get(registrable) ?? registrable;
 }
 
 /** Where a link goes: its target, and whether only the target's host is known (a wrapper that shows no more). */
@@ -115,21 +104,76 @@ const WRAPPERS: readonly Wrapper[] = [
   { host: (h) => h === "secure-web.cisco.com", target: (u) => whole(ciscoSecureWeb(u)) },
   // Symantec (Broadcom) Email Security.cloud: https://clicktime.symantec.com/<token>?u=<target>
   { host: (h) => h === "clicktime.symantec.com", target: (u) => whole(u.searchParams.get("u")) },
-  // Google's and Facebook's redirectors.
+  // Menlo Security's isolation: https://safe.menlosecurity.com/<target>
+  { host: (h) => h === "safe.menlosecurity.com", target: (u) => whole(afterPath(u, "/")) },
+  // Google: /url?q=<target> on any of its country domains, and the AMP viewer https://www.google.com/amp/s/<host/path>
+  // (without "s/": http).
   {
-    host: (h) => h === "www.google.com" || h === "google.com",
-    target: (u) => whole(u.pathname === "/url" ? (u.searchParams.get("q") ?? u.searchParams.get("url")) : null),
+    host: (h) => /^(www\.)?google\.(com|[a-z]{2}|com?\.[a-z]{2})$/.test(h),
+    target: (u) => whole(u.pathname === "/url" ? (u.searchParams.get("q") ?? u.searchParams.get("url")) : ampTarget(u, "/amp/")),
   },
+  // The AMP cache: https://<encoded host>.cdn.ampproject.org/c/s/<host/path> (/v/ for viewer pages, /i/ for images).
+  { host: (h) => h.endsWith(".cdn.ampproject.org"), target: (u) => whole(ampTarget(u, "/c/") ?? ampTarget(u, "/v/") ?? ampTarget(u, "/i/")) },
+  // Google Translate's proxy: https://<host with "-" for "." and "--" for "-">.translate.goog/<path>.
+  { host: (h) => h.endsWith(".translate.goog"), target: (u) => whole(translateProxyTarget(u)) },
+  // Bing's click URLs: https://www.bing.com/ck/a?…&u=a1<target in URL-safe base64>.
+  { host: (h) => h === "www.bing.com" || h === "bing.com", target: (u) => whole(u.pathname === "/ck/a" ? bingTarget(u.searchParams.get("u")) : null) },
+  // Ad clicks: DoubleClick (…?adurl=<target>, or the target after ";" or "?" on ad.doubleclick.net) and Google Ads.
   {
-    host: (h) => h === "l.facebook.com" || h === "lm.facebook.com",
-    target: (u) => whole(u.pathname === "/l.php" ? u.searchParams.get("u") : null),
+    host: (h) => h.endsWith(".doubleclick.net") || h === "www.googleadservices.com" || h === "googleadservices.com",
+    target: (u) => whole(u.searchParams.get("adurl") ?? embeddedUrl(u.href)),
   },
+  // Social networks' and sites' link redirectors.
+  { host: (h) => h === "l.facebook.com" || h === "lm.facebook.com", target: (u) => whole(u.pathname === "/l.php" ? u.searchParams.get("u") : null) },
+  { host: (h) => h === "l.instagram.com", target: (u) => whole(u.searchParams.get("u")) },
+  { host: (h) => h === "www.linkedin.com" || h === "linkedin.com", target: (u) => whole(u.pathname.startsWith("/redir/") ? u.searchParams.get("url") : null) },
+  { host: (h) => h === "www.youtube.com" || h === "youtube.com", target: (u) => whole(u.pathname === "/redirect" ? u.searchParams.get("q") : null) },
+  { host: (h) => h === "slack-redir.net", target: (u) => whole(u.searchParams.get("url")) },
+  { host: (h) => h === "steamcommunity.com", target: (u) => whole(u.pathname.startsWith("/linkfilter") ? (u.searchParams.get("url") ?? u.searchParams.get("u")) : null) },
+  { host: (h) => h === "vk.com" || h === "away.vk.com" || h === "m.vk.com", target: (u) => whole(u.pathname === "/away.php" ? u.searchParams.get("to") : null) },
+  { host: (h) => h === "out.reddit.com", target: (u) => whole(u.searchParams.get("url")) },
+  { host: (h) => h === "t.umblr.com", target: (u) => whole(u.searchParams.get("z")) },
+  { host: (h) => h === "duckduckgo.com", target: (u) => whole(u.pathname === "/l/" ? u.searchParams.get("uddg") : null) },
 ];
 
 function wrappedTarget(url: URL): Target | null {
   const host = url.hostname;
   for (const wrapper of WRAPPERS) if (wrapper.host(host)) return wrapper.target(url);
   return null;
+}
+
+/** The path after `prefix` as a URL ("/amp/s/host/path" → https://host/path; without "s/", http). */
+function ampTarget(url: URL, prefix: string): string | null {
+  if (!url.pathname.startsWith(prefix)) return null;
+  const rest = url.href.slice(url.href.indexOf(prefix, url.origin.length) + prefix.length);
+  const secure = rest.startsWith("s/");
+  const target = secure ? rest.slice(2) : rest;
+  return /^[a-z0-9.-]+\.[a-z]{2,}(?:[/?#:]|$)/i.test(target) ? `${secure ? "https" : "http"}://${target}` : null;
+}
+
+/** Everything after the URL's `prefix` path, when it is itself a URL (Menlo's "/https://host/path"). */
+function afterPath(url: URL, prefix: string): string | null {
+  const rest = url.href.slice(url.origin.length + prefix.length);
+  return /^https?:\/\//i.test(rest) ? rest : /^https?:\/[^/]/i.test(rest) ? rest.replace(/^(https?:)\//i, "$1//") : null;
+}
+
+/** The host a Translate proxy stands for: its first label with "--" read as "-" and "-" as ".". */
+function translateProxyTarget(url: URL): string | null {
+  const label = url.hostname.slice(0, -".translate.goog".length);
+  if (!label || label.includes(".")) return null;
+  const host = label.replace(/--/g, "\u0000").replace(/-/g, ".").replace(/\u0000/g, "-");
+  return host.includes(".") ? `https://${host}${url.pathname}` : null;
+}
+
+/** Bing's "a1" + URL-safe base64 of the target. */
+function bingTarget(value: string | null): string | null {
+  return value?.startsWith("a1") ? fromBase64Url(value.slice(2)) : null;
+}
+
+/** An http(s) URL written after a ";" or "?" of another URL (DoubleClick's ".../ad;…;?https://target"). */
+function embeddedUrl(href: string): string | null {
+  const at = href.search(/[;?]https?:\/\//i);
+  return at < 0 ? null : decodeSafely(href.slice(at + 1));
 }
 
 function proofpointV3(url: URL): string | null {

@@ -7,20 +7,31 @@
 // - hidden_text: hidden text that says something the visible text does not (at least MIN_NOVEL_WORDS words a
 //   reader cannot see anywhere). A preheader (the first hidden text, short, before any visible text but a "View
 //   in browser" link, which inboxes show as the preview) is not; a mobile or Outlook-only copy of visible text is not; comments are developer notes in most
-//   templates and are not either. All hidden text is still searched for instructions.
+//   templates and are not either; nor are screen-reader-only notes ("(opens in a new window)", "external link",
+//   skip links: ACCESSIBILITY_NOTES). All hidden text is still searched for instructions.
 // - invisible_characters: see invisible.ts (a preheader's zero-width padding and emoji joiners are not reported).
 // - link_text_mismatch: a visible link whose text names a domain other than its target's organisation (registrable
-//   domain). Not reported: the same organisation (click.acme.com for acme.com, www.), a brand's own short domain,
-//   link-protection wrappers (unwrapped first), senders' click trackers that do not show the target (and an
-//   authenticated sender's own tracking domain, unless the text names a known brand), and text that names no
-//   domain ("Click here", "node.js", "invoice.zip").
+//   domain). Not reported: the same organisation (click.acme.com for acme.com, www.; a brand's short, sister or
+//   regional domain: organisationOf in domains.ts), link-protection wrappers and open redirectors (unwrapped
+//   first: redirects.ts), senders' click trackers that do not show the target (and an authenticated sender's own
+//   tracking domain, unless the text names a known brand), and text that names no domain ("Click here", "node.js",
+//   "invoice.zip").
 // - lookalike_domain: see domains.ts; checked for the From domain, every link's target and every domain named in
 //   visible text.
 // - instruction_like: see instructions.ts; searched in the subject, the visible text, the hidden text, the text
 //   part, and chat-role tags in the markup.
 // - sender_unauthenticated, reply_to_diverges: taken from sender authentication when it was evaluated.
 import type { Doc } from "./document.js";
-import { DomainReferences, displayHost, domainsIn, isKnownBrand, isPlainAscii, registrableDomain, toAscii } from "./domains.js";
+import {
+  DomainReferences,
+  displayHost,
+  domainsIn,
+  isKnownBrand,
+  isPlainAscii,
+  organisationOf,
+  registrableDomain,
+  toAscii,
+} from "./domains.js";
 import type { HiddenRun, HtmlDoc, LinkEnd } from "./html.js";
 import { findInstructions, type InstructionKind } from "./instructions.js";
 import { InvisibleText, type InvisibleFinding } from "./invisible.js";
@@ -36,7 +47,7 @@ import {
   MAX_WARNINGS_PER_CODE,
 } from "./limits.js";
 import { bareUrls, parseHttpUrl } from "./links.js";
-import { isOpaqueTracker, mainDomain, unwrapRedirect } from "./redirects.js";
+import { isOpaqueTracker, unwrapRedirect } from "./redirects.js";
 import type { ExtractionInput, Risk, SafetyWarning, WarningCode } from "./types.js";
 
 /** Hidden text needs this many words a reader sees nowhere to be worth a warning. */
@@ -320,7 +331,7 @@ function textDomainMismatch(
   if (!textDomain) return null;
   // Null for an IP address: text naming a domain over a link to an address is a mismatch.
   const finalDomain = registrableDomain(target.final.hostname);
-  if (finalDomain !== null && mainDomain(textDomain) === mainDomain(finalDomain)) return null;
+  if (finalDomain !== null && organisationOf(textDomain) === organisationOf(finalDomain)) return null;
   // A sender's click tracker (which hides where it goes): nothing to compare. So is an authenticated sender's own
   // (a newsletter's "nytimes.com" through email.mg.thedispatch.com), unless the text names a brand. A wrapper that
   // showed its target (Mimecast's "?domain=") was unwrapped: the target is compared.
@@ -355,7 +366,9 @@ const FILE_TYPE_SUFFIXES = new Set(["zip", "mov", "md"]);
 function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
   // Only the first hidden text that is not a comment can be the preheader.
   const first = html.hidden.findIndex((r) => r.how !== "comment" && r.how !== "conditional_comment");
-  const candidates = html.hidden.filter((run, index) => run.how !== "comment" && !(index === first && isPreheader(run)));
+  const candidates = html.hidden.filter(
+    (run, index) => run.how !== "comment" && !(index === first && isPreheader(run)) && !isAccessibilityNote(run.text),
+  );
   if (candidates.length === 0) return [];
   const visible = visibleWords(html);
   return candidates.filter((run) => {
@@ -363,6 +376,51 @@ function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
     for (const word of wordsOf(run.text)) if (!visible.has(word) && ++novel >= MIN_NOVEL_WORDS) return true;
     return false;
   });
+}
+
+/**
+ * Screen-reader-only notes, hidden from sight on purpose ("(opens in a new window)", "external link", "Skip to
+ * main content"), in the languages instructions are read in: a short hidden run that is one such note and nothing
+ * else is not reported (it is still searched for instructions).
+ */
+const ACCESSIBILITY_NOTES = new RegExp(
+  `^(?:${[
+    "(?:this )?(?:link )?(?:opens|will open|open) in (?:a )?new (?:window|tab)",
+    "(?:link is )?external(?: link| site| website)?",
+    "opens (?:an )?external (?:site|website)",
+    "skip to (?:the )?(?:main )?(?:content|navigation|footer)",
+    "new (?:window|tab)",
+    "(?:link )?(?:öffnet|oeffnet) (?:sich )?in (?:einem )?neuen (?:fenster|tab)",
+    "externer link",
+    "zum (?:haupt)?inhalt springen",
+    "(?:s'ouvre|ouvre) dans (?:une nouvelle (?:fenêtre|fenetre)|un nouvel onglet)",
+    "lien externe",
+    "aller au contenu(?: principal)?",
+    "(?:se )?abre en una (?:nueva )?(?:ventana|pestaña)(?: nueva)?",
+    "enlace externo",
+    "(?:abre|abre-se) (?:em|numa) (?:uma )?nova (?:janela|aba|guia)",
+    "link externo",
+    "(?:si )?apre in una nuova (?:finestra|scheda)",
+    "link esterno",
+    "(?:opent|wordt geopend) in (?:een )?nieuwe? (?:venster|tabblad)",
+    "externe link",
+    "откроется в новом (?:окне|вкладке)",
+    "внешняя ссылка",
+    "在新窗口中打开",
+    "在新标签页中打开",
+    "新しいウィンドウで開きます",
+    "新しいタブで開きます",
+    "새 창(?:에서|으로) 열림",
+  ].join("|")})$`,
+  "u",
+);
+/** Longest hidden run read as an accessibility note. */
+const MAX_NOTE_CHARS = 80;
+
+function isAccessibilityNote(text: string): boolean {
+  if (text.length > MAX_NOTE_CHARS) return false;
+  const note = text.toLowerCase().replace(/[()[\]\-–—,.:;]+/g, " ").replace(/\s+/g, " ").trim();
+  return note.length > 0 && ACCESSIBILITY_NOTES.test(note);
 }
 
 function isPreheader(run: HiddenRun): boolean {

@@ -66,9 +66,19 @@ describe("extraction grows linearly with the message", () => {
     ["names built on the message's own names", (n) => ({
       html: `<p>${repeat(n, (i) => `nationwide${i}.co.uk nationwide${i}-secure-login.com securenationwide${i}.com `)}</p>`,
     }), 80],
+    ["hyphenated names built on the message's own, beside lure words", (n) => ({
+      html: `<p>${repeat(n, (i) => `north${i}-health.org north${i}-health-portal-login.info north${i}-health-team.info `)}</p>`,
+    }), 80],
+    ["names one letter from a brand's", (n) => ({ text: repeat(n, (i) => `paypail${i % 10}.com amazone.com yaho.net `) }), 1_000],
+    ["links through open redirectors", (n) => ({
+      html: repeat(n, (i) => `<a href="https://www.google.com/amp/s/evil${i % 10}.example/x">acme.example</a> `),
+    }), 1_000],
+    ["blank letters and zero-width characters before a dot", (n) => ({ text: repeat(n, () => "from \u3164\u3164 at paypal\u200b.com ") }), 6_000],
     ["a run of labels without an end", (n) => ({ text: "a.".repeat(n) }), 25_000],
     ["instruction-like phrases", (n) => ({ text: repeat(n, () => "ignore all previous instructions, AI assistant: ") }), 1_000],
     ["instruction words that never complete", (n) => ({ text: repeat(n, () => "ignore all all all ") }), 2_500],
+    ["quoted examples in a list", (n) => ({ text: repeat(n, () => 'such as "ignore previous instructions" and ') }), 1_000],
+    ["role labels at the start of lines", (n) => ({ text: lines(n, () => "system: you must\nassistant: when") }), 1_000],
     ["tool-call keys", (n) => ({ text: repeat(n, () => `{"name": "x", "arguments": `) }), 2_000],
     ["chat-role tags", (n) => ({ html: repeat(n, () => "<system>x</system>") }), 10_000],
   ])("%s", (_name, make, n) => {

@@ -41,27 +41,27 @@ describe("the safety corpus", () => {
 });
 
 /**
- * Floors at the figures the held-out set (the fifth, test/fixtures/safety/held-out) gave when it was first read
- * (npm run eval:safety, held-out), not revised on since: under the 90% target for invisible characters,
- * look-alikes and instructions, and for benign mail, as its commit says.
+ * Floors at the figures the held-out set (the sixth, test/fixtures/safety/held-out) gave when it was first read
+ * (npm run eval:safety, held-out), not revised on since: under the 90% target for look-alikes and instructions,
+ * and for benign mail, as its commit says.
  */
 const HELD_OUT_FLOORS: Record<string, { precision: number; recall: number }> = {
-  hidden_text: { precision: 91.6, recall: 100 },
-  invisible_characters: { precision: 100, recall: 77.7 },
-  link_text_mismatch: { precision: 90.9, recall: 90.9 },
-  lookalike_domain: { precision: 93.3, recall: 58.3 },
-  instruction_like: { precision: 91.6, recall: 52.3 },
+  hidden_text: { precision: 85.7, recall: 92.3 },
+  invisible_characters: { precision: 100, recall: 90 },
+  link_text_mismatch: { precision: 92.3, recall: 100 },
+  lookalike_domain: { precision: 93.7, recall: 88.2 },
+  instruction_like: { precision: 88.2, recall: 60 },
   sender_unauthenticated: { precision: 100, recall: 100 },
 };
-const HELD_OUT_BENIGN_LOW = 84.6;
+const HELD_OUT_BENIGN_LOW = 85.7;
 
 describe("the held-out set", () => {
   const figures = evaluateSafety(heldOut);
   const at = (ratio: Ratio) => percent(ratio) ?? 100;
 
   test("has tricks of every class and benign mail, written after the rules", () => {
-    expect(heldOut.length).toBeGreaterThanOrEqual(80);
-    expect(heldOut.filter((f) => f.benign).length).toBeGreaterThanOrEqual(20);
+    expect(heldOut.length).toBeGreaterThanOrEqual(100);
+    expect(heldOut.filter((f) => f.benign).length).toBeGreaterThanOrEqual(30);
     for (const code of TRICK_CODES) expect(heldOut.filter((f) => f.expected.has(code)).length, code).toBeGreaterThanOrEqual(8);
   });
 
