@@ -188,6 +188,8 @@ export interface Config {
     readonly concurrency: number;
     /** The longest a submission should wait for its first attempt; sends are refused (503) past half (DELIVERY_BACKLOG_MAX_S). */
     readonly backlogMaxMs: number;
+    /** How long a held send waits for a person's decision before it is rejected as hold_expired (HOLD_TIMEOUT, default 72h). */
+    readonly holdTimeoutMs: number;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
@@ -527,6 +529,7 @@ function parseDelivery(r: EnvReader): Pick<Config, "delivery"> {
       connectionIdleMs: r.int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
       concurrency: r.int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
       backlogMaxMs: r.int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
+      holdTimeoutMs: r.duration("HOLD_TIMEOUT", "72h", 1000),
     },
   };
 }

@@ -8,23 +8,29 @@
 // commit is never below one a reader has seen. A reader that read up to a position has missed nothing before it.
 import type { SqlTx } from "../db/database.js";
 import { eventsInsert } from "../db/tables/events.js";
-import type { NewEvent } from "./message-received.js";
-import { MESSAGE_RECEIVED } from "./message-received.js";
+import type { NewEvent } from "./event.js";
 
-/** The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId>". */
+/**
+ * The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId>", with "-" for an
+ * event without an inbox or a message (a submission.held of /v1/send).
+ */
 export const EVENTS_CHANNEL = "mailbox_events";
 
-/** What a notification tells: an event of this organization about a message of this inbox was committed. */
+/** What a notification tells: an event of this organization (about a message of this inbox) was committed. */
 export interface EventNotice {
   readonly organizationId: string;
-  readonly inboxId: string;
-  readonly messageId: string;
+  readonly inboxId: string | null;
+  readonly messageId: string | null;
 }
 
 export function noticeOf(payload: string): EventNotice | undefined {
   const [organizationId, inboxId, messageId] = payload.split(" ");
-  return organizationId && inboxId && messageId ? { organizationId, inboxId, messageId } : undefined;
+  if (!organizationId || !inboxId || !messageId) return undefined;
+  return { organizationId, inboxId: inboxId === NONE ? null : inboxId, messageId: messageId === NONE ? null : messageId };
 }
+
+/** A notice's place holder for an id the event does not have. */
+const NONE = "-";
 
 /**
  * Appends events in the caller's transaction, and announces them at its commit. Call it last in the transaction: the
@@ -40,11 +46,11 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Prom
   );
   const params: unknown[] = [];
   const bind = (value: unknown) => `$${params.push(value)}`;
-  const rows = events.map((e) => ({ id: e.eventId, organizationId: e.organizationId, inboxId: e.inboxId, type: MESSAGE_RECEIVED, payload: e.body, createdAt: e.createdAt }));
+  const rows = events.map((e) => ({ id: e.eventId, organizationId: e.organizationId, inboxId: e.inboxId, type: e.type, payload: e.body, createdAt: e.createdAt }));
   const appended = eventsInsert(rows)(bind);
   await tx.query(
     `with appended as (${appended} returning organization_id, inbox_id, id)
-     select count(pg_notify(${bind(EVENTS_CHANNEL)}, a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id))
+     select count(pg_notify(${bind(EVENTS_CHANNEL)}, a.organization_id || ' ' || coalesce(a.inbox_id, '${NONE}') || ' ' || coalesce(n.message_id, '${NONE}')))
        from appended a join unnest(${bind(events.map((e) => e.eventId))}::text[], ${bind(events.map((e) => e.messageId))}::text[]) as n(id, message_id)
          on n.id = a.id`,
     params,

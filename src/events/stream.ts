@@ -51,7 +51,7 @@ export function createEventStreams(deps: EventStreamsDeps) {
       const filter: InboxFilter = request.inboxId !== undefined ? [request.inboxId] : principal.inboxIds;
       const release = holds.acquire(principal.keyId);
       // Watching starts before the position is read, so nothing committed after it goes unannounced.
-      const watch = hub.watch(store.organizationId, (notice) => filter === null || filter.includes(notice.inboxId));
+      const watch = hub.watch(store.organizationId, (notice) => filter === null || (notice.inboxId !== null && filter.includes(notice.inboxId)));
       try {
         let position = await startOf(store, filter, request.lastEventId);
         let lastSent = Date.now();

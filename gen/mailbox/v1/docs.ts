@@ -481,7 +481,7 @@ export const docs: Readonly<Record<string, string>> = {
   "mailbox.v1.Submission.held_reason": "Why the send was held for a decision, by the holdFor policy of its key or organization (GET /v1/me): first_contact (a recipient the inbox never exchanged mail with), new_domain (a recipient domain it never did) or all; null when it was never held. It stays after the decision.",
   "mailbox.v1.Submission.id": "The submission id (UUID).",
   "mailbox.v1.Submission.metadata": "Free-form metadata given at send time.",
-  "mailbox.v1.Submission.queue_id": "The queue id, or null until queued.",
+  "mailbox.v1.Submission.queue_id": "The queue id, or null until queued. A held submission has one once its delivery workflow waits for the decision (as a message in a mail server's hold queue has its queue id).",
   "mailbox.v1.Submission.recipients": "Per-recipient delivery state.",
   "mailbox.v1.Submission.response": "The latest SMTP-style response text, or null.",
   "mailbox.v1.Submission.status": "pending, queued, deferred, delivered, partially_delivered or failed; and, additions to the spec's values, held (the send waits for a person's decision: ApproveSubmission or RejectSubmission; nothing is sent meanwhile) and rejected (a held send that was rejected, or not decided within HOLD_TIMEOUT: nothing was sent).",

@@ -11,6 +11,7 @@ import { Migration20261124100000_send_window_shards } from "./Migration202611241
 import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
 import { Migration20261125100000_events } from "./Migration20261125100000_events.js";
 import { Migration20261126104755_uploads } from "./Migration20261126104755_uploads.js";
+import { Migration20261126122630_holds } from "./Migration20261126122630_holds.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -24,4 +25,5 @@ export const migrations = [
   Migration20261124100000_send_window_shards,
   Migration20261125100000_events,
   Migration20261126104755_uploads,
+  Migration20261126122630_holds,
 ];

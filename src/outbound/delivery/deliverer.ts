@@ -14,7 +14,7 @@ import type { AddressPolicy } from "../../net/address-policy.js";
 import { classifyTransportFailure, type DeliveryVerdict } from "../classify-smtp-result.js";
 import type { SmtpRoute } from "../smtp-routes.js";
 import { connectHostOf, nextHops } from "./next-hop.js";
-import type { DeliveryOperations, DomainAttemptResult } from "./operations.js";
+import type { DeliveryOperations, DomainAttemptResult, RecipientAttemptOutcome } from "./operations.js";
 import { attemptSmtp, createSmtpConnections, type SmtpConnections } from "./smtp-attempt.js";
 import { failOpenRecipients, queueSubmission, readAttemptInput, recordOutcomes, type BouncedRecipient, type RecipientOutcome } from "./store.js";
 
@@ -148,7 +148,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
     const recordedAt = Date.now();
     for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
     deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });
-    return { remaining: outcomes.filter((o) => o.status === "deferred").length };
+    return { remaining: outcomes.filter((o) => o.status === "deferred").length, recipients: input.recipients.map((r, i) => attemptOutcomeOf(r.email, outcomes[i]!)) };
   }
 
   return {
@@ -177,6 +177,12 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
       await failOpenRecipients(sql, submissionId, domain, QUEUE_LIFETIME_EXCEEDED, "queue lifetime exceeded");
     },
   };
+}
+
+/** A recipient's outcome as the attempt's result names it: the reply code read from the reply's start, when a server gave one. */
+function attemptOutcomeOf(email: string, outcome: RecipientOutcome): RecipientAttemptOutcome {
+  const code = /^([2-5]\d\d)[ -]/.exec(outcome.response);
+  return { email, status: outcome.status, replyCode: code ? Number(code[1]) : null, reply: outcome.response };
 }
 
 /**

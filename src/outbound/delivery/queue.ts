@@ -26,6 +26,7 @@ import type { Logger } from "../../logger.js";
 import type { DeliveryQueue } from "../ports.js";
 import { FIRST_ATTEMPT_BUDGET_MS } from "./deliverer.js";
 import type { QueuedSubmission } from "./operations.js";
+import { heldAmong, heldStart } from "./holds.js";
 import { claimSubmissions, type ClaimedSubmission } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
@@ -39,6 +40,8 @@ export interface DeliveryStarter {
     readonly inboxId: string | null;
     /** What the claim queued; absent, the workflow queues the submission itself. */
     readonly queued?: QueuedSubmission;
+    /** A held submission: its workflow waits for the decision first (src/outbound/delivery/holds.ts). */
+    readonly held?: { readonly reason: string; readonly recipients: number };
   }): Promise<void>;
 }
 
@@ -287,6 +290,20 @@ class Dispatcher implements DeliveryDispatcher {
       const expires = Date.now() + IN_FLIGHT_TTL_MS;
       for (const c of claimed) this.inFlight.set(c.submissionId, expires);
       await Promise.all(claimed.map((c) => this.startWorkflow(c)));
+      if (claimed.length < ids.length) await this.startHeld(ids.filter((id) => !claimed.some((c) => c.submissionId === id)));
+    }
+  }
+
+  /**
+   * Held submissions are not claimed: their workflows start at once, take no slot (they wait for a person), and enter
+   * the hold themselves. Every worker may start one; a start finds a running workflow and leaves it be.
+   */
+  private async startHeld(ids: readonly string[]): Promise<void> {
+    try {
+      const held = await heldAmong(this.deps.db.sql, ids);
+      await Promise.all(held.map((h) => this.starter!.start(heldStart(h))));
+    } catch (e) {
+      this.deps.log.warn("held submissions' workflows not started; the hold reconciler will start them", { submissionIds: ids, error: e });
     }
   }
 
