@@ -31,7 +31,7 @@ export const Message = defineEntity({
     from: p.json<StoredAddress>(),
     to: p.json<StoredAddress[]>(),
     /** Cc recipients as sent or received (empty for messages stored before Cc was kept); never Bcc. */
-    cc: p.json<StoredAddress[]>().default("[]"),
+    cc: p.json<StoredAddress[]>().defaultRaw("'[]'"),
     replyTo: p.json<StoredAddress>().nullable(),
     subject: p.text(),
     text: p.text(),
