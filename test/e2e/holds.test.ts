@@ -16,6 +16,7 @@ import { verifiedDomain } from "../support/customer-domains.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type HttpsReceiver } from "../support/https-receiver.js";
+import { attemptResults } from "../support/delivery-history.js";
 import { openSse } from "../support/sse-client.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
@@ -171,7 +172,7 @@ describe("deciding", () => {
     expect(sink.copiesFor(to)).toHaveLength(1);
 
     // The history names each recipient's outcome: its state and the peer's reply code and text.
-    const results = await attemptResults(held.id);
+    const results = await attemptResults(app.temporal, held.id);
     expect(results).toContainEqual({ remaining: 0, recipients: [{ email: to, status: "delivered", replyCode: 250, reply: expect.stringMatching(/^250 2\.0\.0 Ok: queued as SINK\d+$/) }] });
     expect((await handle.query<{ currentDetails: string }>("__temporal_workflow_metadata")).currentDetails).toBe("Recipients attempted: 1 delivered");
   });
@@ -321,25 +322,26 @@ describe("submission.held as an event", () => {
       expect(JSON.parse(delivered!.body)).toEqual(event);
       expect(verifySignature(hook.body.signingSecret, delivered!)).toBe(true);
       // A message.received endpoint got nothing: its delivery rows would have been made in the same transaction.
-      const rows = await app.db.sql.query<{ n: number }>(
-        "select count(*)::int as n from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where e.url = $1",
-        [notAsked.url],
-      );
-      expect(rows[0]!.n).toBe(0);
+      const deliveriesTo = async (url: string) =>
+        (
+          await app.db.sql.query<{ type: string }>(
+            "select d.event_type as type from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where e.url = $1 order by d.created_at",
+            [url],
+          )
+        ).map((r) => r.type);
+      expect(await deliveriesTo(notAsked.url)).toEqual([]);
       expect(notAsked.requests).toEqual([]);
+      // And the other way round: mail that arrives goes to message.received endpoints only.
+      await receive(org.owner, org.inbox, at("writer"));
+      const [received] = await notAsked.waitFor(1);
+      expect(JSON.parse(received!.body).type).toBe("message.received");
+      expect(JSON.parse((await stream.nextEvent()).data!).type).toBe("message.received");
+      // Its delivery rows were made in the transaction that stored the mail: none for the endpoint that did not ask.
+      expect(await deliveriesTo(asked.url)).toEqual(["submission.held"]);
+      expect(await deliveriesTo(notAsked.url)).toEqual(["message.received"]);
+      expect(asked.requests).toHaveLength(1);
     } finally {
       stream.close();
     }
   });
 });
-
-/** Every attempt's result in a delivery's history: local activities' markers and activities' completions. */
-async function attemptResults(submissionId: string): Promise<unknown[]> {
-  const history = await handleOf(submissionId).fetchHistory();
-  const decode = (payloads: { data?: Uint8Array | null }[] | null | undefined) =>
-    (payloads ?? []).flatMap((p) => (p.data ? [JSON.parse(Buffer.from(p.data).toString("utf8")) as unknown] : []));
-  return (history.events ?? []).flatMap((e) => [
-    ...decode(e.markerRecordedEventAttributes?.details?.result?.payloads),
-    ...decode(e.activityTaskCompletedEventAttributes?.result?.payloads),
-  ]).filter((r): r is { remaining: number } => typeof r === "object" && r !== null && "remaining" in r);
-}

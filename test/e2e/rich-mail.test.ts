@@ -7,6 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { EICAR } from "../../src/scanning/builtin.js";
 import { verifiedDomain } from "../support/customer-domains.js";
+import { attemptResults } from "../support/delivery-history.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsFileServer, type HttpsFileServer } from "../support/https-file-server.js";
@@ -127,6 +128,16 @@ describe("attachments, cc and bcc", () => {
       ["bcc", "deferred"],
     ]);
     expect(settled.status).toBe("partially_delivered");
+    // The workflow's history tells the same: the first attempt's result names each recipient's outcome and reply.
+    const [first] = await attemptResults(app.temporal, submission.id);
+    expect(first).toEqual({
+      remaining: 1,
+      recipients: [
+        { email: to, status: "delivered", replyCode: 250, reply: expect.stringMatching(/^250 /) },
+        { email: cc, status: "bounced", replyCode: 550, reply: expect.stringMatching(/^550 5\.1\.1 /) },
+        { email: bcc, status: "deferred", replyCode: 451, reply: expect.stringMatching(/^451 4\.2\.0 /) },
+      ],
+    });
 
     // One transaction: every recipient in the envelope; Bcc in no header and nowhere in the bytes.
     const copy = copyFor(to);
