@@ -7,6 +7,7 @@ import type { MessageRow, StoredAddress } from "../db/entities/message.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { Unprocessable } from "../errors.js";
 import { composeMime, type ComposeAttachment } from "./compose.js";
+import { mediaTypeOf } from "./media-type.js";
 import { prefixedSubject } from "./reply.js";
 
 export type ForwardMode = "inline" | "attachment";
@@ -70,7 +71,9 @@ export async function forwardContent(original: ForwardOriginal, mode: ForwardMod
       : `${given.html ?? paragraphs(given.text ?? "")}<br><br><div>---------- Forwarded message ---------<br>${header
           .map(([k, v]) => `${k}: ${escapeHtml(v)}`)
           .join("<br>")}</div><br>${message.html ?? `<pre>${escapeHtml(message.text)}</pre>`}`;
-  const files = original.attachments.filter((a) => a.scanState === "clean").map(({ filename, contentType, content }) => ({ filename, contentType, content }));
+  const files = original.attachments
+    .filter((a) => a.scanState === "clean")
+    .map(({ filename, contentType, content }) => ({ filename, contentType: safeType(contentType), content }));
   return { subject, text, html, files };
 }
 
@@ -140,7 +143,11 @@ function rebuilt(original: ForwardOriginal): Promise<Buffer> {
   });
 }
 
-/** An inbound attachment's declared type when it is one the composer may write; else application/octet-stream. */
+/** An inbound attachment's declared type (untrusted) when it is one the composer may write; else application/octet-stream. */
 function safeType(contentType: string): string {
-  return /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i.test(contentType.split(";", 1)[0]!.trim()) ? contentType.split(";", 1)[0]!.trim() : "application/octet-stream";
+  try {
+    return mediaTypeOf(contentType);
+  } catch {
+    return "application/octet-stream";
+  }
 }

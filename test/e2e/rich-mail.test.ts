@@ -284,6 +284,8 @@ describe("forward", () => {
       attachments: [
         { filename: "quote.pdf", content: clean, scanState: "clean", contentType: "application/pdf" },
         { filename: "macro.docm", content: "suspicious", scanState: "infected" },
+        // A type as a sender may declare it: untrusted, so it travels as application/octet-stream.
+        { filename: "notes.txt", content: "notes", scanState: "clean", contentType: "text plain; x" },
       ],
     });
     const to = at("boss");
@@ -291,13 +293,19 @@ describe("forward", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     expect(res.body.message).toMatchObject({ threadId: inbound.threadId, subject: "Fwd: Quote", direction: "outbound" });
     expect(res.body.message.text).toMatch(/^FYI, see below\.\n\n---------- Forwarded message ---------\nFrom: Sender <vendor@example\.net>\nDate: .+\nSubject: Quote\nTo: agent@agents\.test\n\nPrice: 42$/);
-    expect(res.body.message.attachments.map((a: any) => a.filename)).toEqual(["quote.pdf"]);
+    expect(res.body.message.attachments.map((a: any) => [a.filename, a.contentType])).toEqual([
+      ["quote.pdf", "application/pdf"],
+      ["notes.txt", "application/octet-stream"],
+    ]);
     const thread = await tenant.request("GET", `/v1/threads/${inbound.threadId}`);
     expect(thread.body.messages.map((m: any) => m.id)).toContain(res.body.message.id);
     await submissionWhen(res.body.submission.id, (s) => s.status === "delivered");
     const parsed = parseWithPython(copyFor(to).raw);
     expect(parsed.headers.Subject).toBe("Fwd: Quote");
-    expect(leaves(parsed.tree).filter((p) => p.filename).map((p) => [p.filename, p.sha256])).toEqual([["quote.pdf", sha256(clean)]]);
+    expect(leaves(parsed.tree).filter((p) => p.filename).map((p) => [p.filename, p.sha256])).toEqual([
+      ["quote.pdf", sha256(clean)],
+      ["notes.txt", sha256(Buffer.from("notes"))],
+    ]);
   });
 
   test("attachment: the original travels whole as message/rfc822; refused while any attachment of it is not clean", async () => {
