@@ -192,8 +192,16 @@ export const FORMATS: Readonly<Record<string, JsonSchema>> = {
   uri: { format: "uri" },
 };
 
-/** What the JSON face reads as bytes: base64 or base64url, padded or not, white space ignored (protobuf-es's decoder). */
-const REQUEST_BASE64 = "^[A-Za-z0-9+/=_ \\t\\r\\n-]*$";
+const B64 = "[A-Za-z0-9+/_-]";
+const B64_SPACE = "[ \\t\\r\\n]*";
+/**
+ * What the JSON face reads as bytes, exactly as protobuf-es's decoder does: base64 or base64url, padded or not, white
+ * space ignored, "=" ending a group; after the last "=" the characters left may not be one more than a whole group
+ * (four), which decodes to no byte and is refused.
+ */
+export const REQUEST_BASE64 =
+  `^(?:[A-Za-z0-9+/_ \\t\\r\\n-]*=)*${B64_SPACE}(?:${B64}${B64_SPACE}${B64}${B64_SPACE}${B64}${B64_SPACE}${B64}${B64_SPACE})*` +
+  `(?:${B64}${B64_SPACE}${B64}${B64_SPACE}(?:${B64}${B64_SPACE})?)?$`;
 
 /** The component every free-form JSON value of a request refers to. */
 const JSON_VALUE = "JsonValue";
