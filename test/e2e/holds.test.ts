@@ -208,6 +208,18 @@ describe("deciding", () => {
     expect(thread.body.messages[0].delivery).toMatchObject({ status: "rejected", failureCode: "rejected" });
   });
 
+  test("of decisions made at once, exactly one wins", async () => {
+    const org = await organization("all");
+    const held = (await org.send(at("race"))).body.submission;
+    const second = await org.owner.issueKey({ scopes: ["delivery:approve"] });
+    const answers = await Promise.all([org.decide(held.id, "approve"), org.decide(held.id, "reject", second), org.decide(held.id, "approve", second)]);
+    const won = answers.filter((a) => a.status === 200);
+    expect(won).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 409).map((a) => a.body.error)).toEqual(["submission_already_decided", "submission_already_decided"]);
+    // The submission is as the winner left it.
+    expect((await org.submission(held.id)).status === "rejected").toBe(won[0]!.body.status === "rejected");
+  });
+
   test("GET /v1/submissions?status=held is the queue of held sends, newest first, page by page", async () => {
     const org = await organization("all");
     const ids = [];
