@@ -2,13 +2,8 @@
 // (test/fixtures/extraction), and separately over the held-out fixtures written after the rules were done:
 // one-time codes (top-1 and any), the marked verification / sign-in / reset link, and replyText (exact and with
 // whitespace normalised). `--misses` lists each fixture that missed. No network, no database; it only reads files.
-import { evaluate, HELD_OUT_DIR, loadCorpus, type Figures, type Ratio } from "../test/fixtures/extraction/corpus.js";
-
-const showMisses = process.argv.includes("--misses");
-
-function pct({ hits, of }: Ratio): string {
-  return of === 0 ? "     –" : `${((hits / of) * 100).toFixed(1).padStart(5)}% (${hits}/${of})`;
-}
+import { evaluate, HELD_OUT_DIR, loadCorpus, type Figures } from "../test/fixtures/extraction/corpus.js";
+import { pct, printMisses } from "./eval-report.js";
 
 function report(title: string, f: Figures): void {
   console.log(`\n${title}: ${f.fixtures} fixtures`);
@@ -16,8 +11,7 @@ function report(title: string, f: Figures): void {
   console.log(`  codes, any       precision ${pct(f.codesAnyPrecision)}   recall ${pct(f.codesAnyRecall)}`);
   console.log(`  action link      precision ${pct(f.linkPrecision)}   recall ${pct(f.linkRecall)}`);
   console.log(`  replyText        exact     ${pct(f.replyExact)}   normalised ${pct(f.replyNormalised)}`);
-  if (showMisses) for (const miss of f.misses) console.log(`    miss: ${miss}`);
-  else if (f.misses.length > 0) console.log(`  (${f.misses.length} misses; --misses lists them)`);
+  printMisses(f.misses);
 }
 
 report("corpus", evaluate(loadCorpus()));

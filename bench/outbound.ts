@@ -1,5 +1,6 @@
 // `npm run bench:outbound`: sending through our JSON API (api, worker and smtp roles on the embedded PostgreSQL
-// and Temporal dev server, one `deliver/<submissionId>` workflow per message) beside the same messages submitted
+// and Temporal dev server; the worker makes each first attempt itself, a `deliver/<submissionId>` workflow retries
+// only what a first attempt deferred) beside the same messages submitted
 // over SMTP to Postfix (Debian's, a relay instance of its own), both delivering to the same bench sink
 // (bench/outbound-sink.ts, smtp-server on 127.0.0.1). Loopback only; every loop bounded in count and time.
 //
@@ -14,10 +15,10 @@
 //               right after it one with every BENCH_DEFER_EVERY-th message (10%) to a recipient the sink answers 451
 //               at RCPT on its first BENCH_DEFER_ATTEMPTS attempts: accepted → received of the other 90% beside the
 //               clean run's, and how long the deferred ones took
-//   floor       ours only, once: what one workflow per message costs on the same Temporal dev server when it does
-//               nothing (bench/outbound-floor.ts: an empty workflow, one and two no-op activities — the shape of a
-//               delivery — and two local activities; BENCH_FLOOR_COUNT at BENCH_FLOOR_RATE each): server and
-//               worker CPU per workflow, the part of ours' CPU per message that is the workflow itself
+//   floor       ours only, once: what one workflow per message would cost on the same Temporal dev server when it
+//               does nothing (bench/outbound-floor.ts: an empty workflow, one and two no-op activities — the shape
+//               a delivery had — and two local activities; BENCH_FLOOR_COUNT at BENCH_FLOOR_RATE each): server and
+//               worker CPU per workflow, what a deferred message's workflow adds and why first attempts have none
 //   throughput  open loop stepping the offered rate (BENCH_STEPS) for BENCH_STEP_S each: the sink's received msg/s
 //               in the second half of each step; a step holds when acceptance and delivery both keep ≥ 95% of the
 //               offered rate with no errors; stepping stops at the first step that does not (where it breaks);

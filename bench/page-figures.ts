@@ -2,6 +2,7 @@
 // tables the benchmarks print, ours beside the peer's, from the JSON they wrote. The benchmark modules are imported
 // for their types only (they start their work when loaded); the row builders are the ones their reports use.
 import type { ApiRecord } from "./api.js";
+import type { AuthenticationRecord } from "./authentication.js";
 import type { CliRecord } from "./cli.js";
 import type { FaultsRecord } from "./faults.js";
 import { LOADS, PHASE_HEAD, phaseCells, refusedNote, THROUGHPUT_HEAD, throughputCells } from "./faults-report.js";
@@ -176,6 +177,32 @@ function rolesFigures(record: RolesRecord): string {
   ].join("\n");
 }
 
+function authenticationFigures(record: AuthenticationRecord): string {
+  const { settings, figures } = record;
+  const phases = ["cold", "warm"] as const;
+  return [
+    `${settings.cold} messages one at a time from domains never seen (cold), then ${settings.warm} from one domain with ${settings.concurrency} in flight (warm); ` +
+      `DNS answers held ${settings.dnsDelayMs} ms; peer: mailauth's own authenticate() over the same caching resolver. Load average at the start: ${dec(record.loadBefore[0] ?? Number.NaN)}.`,
+    "",
+    markdownTable(
+      ["phase", "side", "CPU ms/msg", "DNS questions/msg", "msg/s", "p50 ms", "p99 ms"],
+      phases.flatMap((phase) =>
+        (["ours", "peer"] as const).flatMap((side) => {
+          const f = figures[`${side} ${phase}`];
+          return f ? [[phase, side === "ours" ? "ours" : "mailauth", dec(f.cpuMsPerMessage), dec(f.dnsQuestionsPerMessage), int(f.messagesPerSecond), dec(f.p50Ms), dec(f.p99Ms)]] : [];
+        }),
+      ),
+    ),
+    "",
+    "DKIM body hash alone (mailauth's dkimVerify, key cached):",
+    "",
+    markdownTable(
+      ["body", "canonicalization", "CPU ms/msg", "MB/s"],
+      record.bodyHash.map((b) => [`${int(b.bytes / 1024)} KB`, b.canonicalization, dec(b.msPerMessage), dec(b.mbPerSecond)]),
+    ),
+  ].join("\n");
+}
+
 /** Per benchmark (the name its records carry), its figures as Markdown. */
 export const FIGURES = {
   cli: cliFigures,
@@ -185,6 +212,7 @@ export const FIGURES = {
   outbound: outboundFigures,
   faults: faultsFigures,
   roles: rolesFigures,
+  authentication: authenticationFigures,
 } as const satisfies Record<string, (record: never) => string>;
 
 export type BenchName = keyof typeof FIGURES;

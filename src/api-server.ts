@@ -59,7 +59,7 @@ function interceptorsOf(deps: ApiServerDeps): Interceptor[] {
 export function createApiHandler(deps: ApiServerDeps): RequestHandler {
   const interceptors = interceptorsOf(deps);
   const authenticateBeforeBody = observeGate(authenticateRequest(deps.authenticator, deps.log), deps.status.metrics.api);
-  const status = createStatusHandler(deps.status);
+  const status = createStatusHandler(deps.status, "api");
   const specs = createServiceSpecs({ ...deps, uploads: deps.uploads ?? configuredUploadDeps(deps.config, deps.log) });
   const router = createConnectRouter({
     interceptors,

@@ -4,6 +4,7 @@ import type { UploadSettings } from "./uploads/settings.js";
 import { resolve } from "node:path";
 import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
+import { parseAddressRanges, type AddressRange } from "./net/address-ranges.js";
 import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
 
 export interface Config {
@@ -21,6 +22,8 @@ export interface Config {
   readonly api: {
     /** Concurrent TCP connections on the API port; more are closed at once. */
     readonly maxConnections: number;
+    /** Concurrent TCP connections from one peer (an IPv4 address, an IPv6 /64); more from it are closed at once. */
+    readonly maxConnectionsPerPeer: number;
     /** An HTTP/1.1 request's header section (431 beyond), an h2 request's header list. */
     readonly maxHeaderBytes: number;
     /** How long a client may take to send a request's headers (and a new connection its first bytes). */
@@ -64,8 +67,11 @@ export interface Config {
     readonly refusalDelayMs: number;
     /** Bytes of DATA held in memory across sessions; beyond it (or past 1 MiB for one message) DATA goes to a spool file. */
     readonly receiveMemoryBytes: number;
-    /** Expect a PROXY protocol (v1/v2) header on every connection (a TCP load balancer in front): the client IP is taken from it. */
-    readonly proxyProtocol: boolean;
+    /**
+     * The load balancers whose connections start with a PROXY protocol (v1 or v2) header, the client IP taken from it
+     * (SMTP_PROXY_PROTOCOL with SMTP_PROXY_TRUSTED); undefined: no header is read from anyone.
+     */
+    readonly proxyTrusted: readonly AddressRange[] | undefined;
   };
   /** Processing of received mail: the parse budget (a parse that exceeds it is stored partial, the raw kept). */
   readonly inbound: {
@@ -78,6 +84,10 @@ export interface Config {
     /** Accepted messages (and their bytes) waiting for processing in one process beyond which MAIL FROM gets 451 4.3.1. */
     readonly maxBacklogMessages: number;
     readonly maxBacklogBytes: number;
+    /** SPF, DKIM, DMARC and ARC of every message at receipt (INBOUND_AUTHENTICATION=on|off); off stores not_evaluated. */
+    readonly authentication: boolean;
+    /** One message's sender authentication, DNS included; what is unfinished then is temperror. */
+    readonly authenticationTimeoutMs: number;
   };
   /** External PostgreSQL; undefined starts an embedded one under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -190,6 +200,12 @@ export interface Config {
     readonly backlogMaxMs: number;
     /** How long a held send waits for a person's decision before it is rejected as hold_expired (HOLD_TIMEOUT, default 72h). */
     readonly holdTimeoutMs: number;
+    /**
+     * Which deliveries are Temporal workflows (DELIVERY_WORKFLOWS): `deferred` (default), only those whose first
+     * attempt by the delivery queue left recipients deferred; `all`, every one, its first attempt made by the
+     * workflow. Held sends always have one.
+     */
+    readonly workflows: DeliveryWorkflows;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
@@ -199,6 +215,10 @@ export interface Config {
   /** `mailbox mcp`: the service it relays MCP over stdio to (MAILBOX_URL), and the key it calls with (MAILBOX_API_KEY). */
   readonly mcpBridge: { readonly url: string; readonly apiKey: string | undefined };
 }
+
+/** DELIVERY_WORKFLOWS: which deliveries run as Temporal workflows. */
+export const DELIVERY_WORKFLOWS = ["deferred", "all"] as const;
+export type DeliveryWorkflows = (typeof DELIVERY_WORKFLOWS)[number];
 
 /** Paths are read when connecting; tls undefined means plaintext. */
 export interface TemporalAccess {
@@ -228,6 +248,13 @@ export interface DatabaseSettings {
 }
 
 export class ConfigError extends Error {}
+
+/**
+ * The feedback loops of the big providers: Yahoo's Complaint Feedback Loop (for Yahoo and AOL users) sends as
+ * feedback@arf.mail.yahoo.com, signed by arf.mail.yahoo.com; Microsoft's JMRP (Outlook.com, Hotmail, Live) from
+ * staff@hotmail.com.
+ */
+const DEFAULT_FEEDBACK_LOOP_SENDERS = "arf.mail.yahoo.com,staff@hotmail.com";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -276,6 +303,12 @@ class EnvReader {
     return raw && resolve(raw);
   }
 
+  /** One of `choices`, `fallback` when unset. */
+  choice<T extends string>(name: string, choices: readonly T[], fallback: T): T {
+    const raw = this.str(name, fallback, new RegExp(`^(${choices.join("|")})$`), `one of ${choices.join(", ")}`);
+    return choices.find((c) => c === raw) ?? fallback;
+  }
+
   /** true or false, "false" when unset. */
   flag(name: string): boolean {
     return this.str(name, "false", /^(true|false)$/, "true or false") === "true";
@@ -300,9 +333,8 @@ class EnvReader {
 
 /** Where the process keeps its data and tools, how it logs, how long it may take to stop, the domain it serves. */
 function parseProcess(r: EnvReader): Pick<Config, "logLevel" | "dataDir" | "toolsDir" | "bindHost" | "shutdownTimeoutMs" | "managedDomain"> {
-  const logLevel = r.str("LOG_LEVEL", "info", /^(debug|info|warn|error)$/, "one of debug, info, warn, error");
   return {
-    logLevel: (["debug", "info", "warn", "error"] as const).find((l) => l === logLevel) ?? "info",
+    logLevel: r.choice("LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
     dataDir: resolve(r.str("DATA_DIR", "./.data")),
     toolsDir: resolve(r.str("TOOLS_DIR", "./.tools")),
     bindHost: r.str("BIND_HOST", "127.0.0.1"),
@@ -325,6 +357,7 @@ function parseHttp(r: EnvReader): Pick<Config, "httpPort" | "statusPort" | "metr
     metricsToken,
     api: {
       maxConnections: r.int("API_MAX_CONNECTIONS", 1000, 1, 1_000_000),
+      maxConnectionsPerPeer: r.int("API_MAX_CONNECTIONS_PER_PEER", 100, 1, 1_000_000),
       maxHeaderBytes: r.int("API_MAX_HEADER_BYTES", 16 * 1024, 1024, 1024 * 1024),
       headersTimeoutMs,
       requestTimeoutMs,
@@ -361,6 +394,13 @@ function parseSmtp(r: EnvReader, managedDomain: string): Pick<Config, "smtpPort"
   const tlsCertPath = r.path("SMTP_TLS_CERT");
   const tlsKeyPath = r.path("SMTP_TLS_KEY");
   if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) r.fail("SMTP_TLS_CERT and SMTP_TLS_KEY must be set together");
+  // A PROXY header names any address its sender likes: it is read from the operator's load balancers only.
+  const proxyProtocol = r.flag("SMTP_PROXY_PROTOCOL");
+  const proxyTrusted = parseAddressRanges(r.env.SMTP_PROXY_TRUSTED ?? "");
+  if (proxyTrusted.invalid.length > 0) r.fail(`SMTP_PROXY_TRUSTED must list IP addresses or CIDR ranges such as 10.0.0.0/8, got "${proxyTrusted.invalid.join(",")}"`);
+  else if (proxyProtocol !== proxyTrusted.ranges.length > 0) {
+    r.fail("SMTP_PROXY_PROTOCOL=true and SMTP_PROXY_TRUSTED (the load balancers' addresses or ranges, which alone may send the header) go together");
+  }
   return {
     smtpPort: r.int("SMTP_PORT", 2525, 0, 65535),
     smtp: {
@@ -380,7 +420,7 @@ function parseSmtp(r: EnvReader, managedDomain: string): Pick<Config, "smtpPort"
       refusalDelayAfter: r.int("SMTP_REFUSAL_DELAY_AFTER", 10, 0, 10_000),
       refusalDelayMs: r.int("SMTP_REFUSAL_DELAY_MS", 1000, 0, 60_000),
       receiveMemoryBytes: r.int("SMTP_RECEIVE_MEMORY_BYTES", 32 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
-      proxyProtocol: r.flag("SMTP_PROXY_PROTOCOL"),
+      proxyTrusted: proxyProtocol ? proxyTrusted.ranges : undefined,
     },
   };
 }
@@ -395,6 +435,8 @@ function parseInbound(r: EnvReader): Pick<Config, "inbound"> {
       processingMemoryBytes: r.int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
       maxBacklogMessages: r.int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
       maxBacklogBytes: r.int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+      authentication: r.str("INBOUND_AUTHENTICATION", "on", /^(on|off)$/, "on or off") === "on",
+      authenticationTimeoutMs: r.int("INBOUND_AUTHENTICATION_TIMEOUT_MS", 5000, 100, 60_000),
     },
   };
 }
@@ -530,13 +572,14 @@ function parseDelivery(r: EnvReader): Pick<Config, "delivery"> {
       concurrency: r.int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
       backlogMaxMs: r.int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
       holdTimeoutMs: r.duration("HOLD_TIMEOUT", "72h", 1000),
+      workflows: r.choice("DELIVERY_WORKFLOWS", DELIVERY_WORKFLOWS, "deferred"),
     },
   };
 }
 
 /** Where ARF feedback reports are received, and the feedback loops believed about any recipient. */
 function parseFeedback(r: EnvReader, managedDomain: string): Pick<Config, "feedbackAddress" | "feedbackLoopSenders"> {
-  const senders = (r.env.FEEDBACK_LOOP_SENDERS ?? "").split(",").map((s) => s.trim().toLowerCase());
+  const senders = (r.env.FEEDBACK_LOOP_SENDERS || DEFAULT_FEEDBACK_LOOP_SENDERS).split(",").map((s) => s.trim().toLowerCase());
   return {
     feedbackAddress: r.str("FEEDBACK_ADDRESS", `feedback@${managedDomain}`, /^[a-z0-9._+-]+@[a-z0-9.-]+$/, "a lower-case address"),
     feedbackLoopSenders: senders.filter((entry) => {

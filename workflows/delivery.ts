@@ -3,13 +3,16 @@
 // (counted from the submission's creation) runs out, and a deferring domain never holds up another. Every state
 // change is written by the activities; the workflow only keeps the schedule.
 //
-// The delivery queue claims a submission (pending → queued) and starts this workflow with what the claim found
-// (`queued`); started without it, the workflow queues the submission itself. The first attempt to each domain is
-// a local activity, run by the worker inside the workflow task: no activity task for the server to dispatch
-// (bench:outbound's floor: two activities cost the dev server twice the CPU of two local ones and 100+ ms of
-// dispatch). It is bounded (FIRST_ATTEMPT_BUDGET_MS); retries are regular activities that heartbeat, so a long
-// schedule of retries costs a workflow task per attempt only. A worker lost during a first attempt loses its
-// workflow task: another worker replays it and runs the attempt again, as a retried activity would.
+// The delivery queue claims a submission (pending → queued) and makes the first attempt to each domain itself; it
+// starts this workflow only for the domains left open, with what the claim found (`queued`), the attempts made
+// (`attempts`) and `attemptedBeforeStart`: each of those domains waits its backoff, then retries. Started without
+// `queued` (the reconciler, a dead worker's claim taken over), the workflow queues the submission itself and makes
+// the first attempts. A first attempt here is a local activity, run by the worker inside the workflow task: no
+// activity task for the server to dispatch (bench:outbound's floor: two activities cost the dev server twice the
+// CPU of two local ones and 100+ ms of dispatch). It is bounded (FIRST_ATTEMPT_BUDGET_MS); retries are regular
+// activities that heartbeat, so a long schedule of retries costs a workflow task per attempt only. A worker lost
+// during a first attempt loses its workflow task: another worker replays it and runs the attempt again, as a
+// retried activity would.
 import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryActivities } from "../src/temporal/activities/delivery.js";
 import { awaitHoldDecision, DeliveryStory } from "./delivery-story.js";
@@ -63,6 +66,9 @@ export async function delivery(args: DeliveryArgs): Promise<DeliveryResult> {
         attempts[domain] = 1;
         if (first.remaining === 0) return "done";
         await sleep(retryWait(attempts[domain], deadline, queued));
+      } else if (args.attemptedBeforeStart && Date.now() < deadline) {
+        // The delivery queue's own first attempt deferred: the backoff after it, as after one of ours.
+        await sleep(retryWait(attempts[domain]!, deadline, queued));
       }
       return deliverDomain(args.submissionId, domain, deadline, queued, attempts, story);
     }),

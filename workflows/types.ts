@@ -29,6 +29,11 @@ export interface DeliveryArgs {
   readonly queued?: QueuedSubmission;
   /** Set when the submission was held for a person's decision: the workflow waits for it before anything is sent. */
   readonly held?: boolean;
+  /**
+   * Set when the delivery queue made the first attempts itself (counted in `attempts`): each of those domains waits
+   * its backoff before its next attempt, as after an attempt of this workflow.
+   */
+  readonly attemptedBeforeStart?: boolean;
 }
 
 export interface DeliveryResult {

@@ -18,6 +18,8 @@ export interface RecordValue {
   MX: { readonly preference: number; readonly exchange: string };
   /** A TXT record's character-strings joined without separator, as SPF (RFC 7208 §3.3) and DKIM read them. */
   TXT: string;
+  /** The host name a reverse-mapping name points to, lower-cased, without the trailing dot. */
+  PTR: string;
 }
 
 export type DnsLookup<T extends QueryType = QueryType> =
@@ -201,6 +203,8 @@ function valueOf<T extends QueryType>(data: RecordData, type: T): RecordValue[T]
       return { preference: data.preference, exchange: data.exchange } as RecordValue[T];
     case "TXT":
       return data.strings.join("") as RecordValue[T];
+    case "PTR":
+      return data.target as RecordValue[T];
     default:
       return undefined;
   }

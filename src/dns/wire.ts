@@ -1,18 +1,20 @@
 // The DNS wire format (RFC 1035 §4) for the few things the resolver asks: one question out, one message back with
-// A, AAAA, MX, TXT, CNAME and SOA records decoded. It is small enough to own; the test DNS server (dns2) is a
+// A, AAAA, MX, TXT, PTR, CNAME and SOA records decoded. It is small enough to own; the test DNS server (dns2) is a
 // separate implementation, so the tests check this codec against another one rather than against itself.
 
 /** Record type codes (RFC 1035 §3.2.2, RFC 3596 for AAAA, RFC 6891 for OPT). */
-export const TYPE = { A: 1, CNAME: 5, SOA: 6, MX: 15, TXT: 16, AAAA: 28, OPT: 41 } as const;
+export const TYPE = { A: 1, CNAME: 5, SOA: 6, PTR: 12, MX: 15, TXT: 16, AAAA: 28, OPT: 41 } as const;
 
 /** Response codes (RFC 1035 §4.1.1). */
 export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
 
-export type QueryType = "A" | "AAAA" | "MX" | "TXT";
+/** PTR is asked only by SPF (its ptr mechanism and %{p} macro, RFC 7208 §5.5 and §7.3). */
+export type QueryType = "A" | "AAAA" | "MX" | "TXT" | "PTR";
 
 export type RecordData =
   | { readonly type: "A" | "AAAA"; readonly address: string }
   | { readonly type: "CNAME"; readonly target: string }
+  | { readonly type: "PTR"; readonly target: string }
   | { readonly type: "MX"; readonly preference: number; readonly exchange: string }
   /** The character-strings of one TXT record, in order (RFC 1035 §3.3.14). */
   | { readonly type: "TXT"; readonly strings: readonly string[] }
@@ -149,6 +151,8 @@ function readData(r: Reader, type: number, end: number): RecordData {
     }
     case TYPE.CNAME:
       return { type: "CNAME", target: readName(r) };
+    case TYPE.PTR:
+      return { type: "PTR", target: readName(r) };
     case TYPE.MX: {
       need(r, 2);
       const preference = buf.readUInt16BE(r.at);

@@ -19,6 +19,12 @@ export interface NewEvent {
   readonly messageId: string | null;
   readonly createdAt: Date;
   readonly body: string;
+  /**
+   * message.received: whether the message's sender authenticated (DMARC), kept beside the body, which the spec fixes
+   * for webhooks, so that waits and streams filter on it without reading the message, and streams say it. Null for
+   * an event not about an inbound sender (submission.held): a stream of authenticated senders only leaves it out.
+   */
+  readonly senderAuthenticated: boolean | null;
 }
 
 /** The JSON body of an event: the ids of `data` that are set, in a fixed order. */

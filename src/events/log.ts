@@ -11,8 +11,9 @@ import { eventsInsert } from "../db/tables/events.js";
 import type { NewEvent } from "./event.js";
 
 /**
- * The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId>", with "-" for an
- * event without an inbox or a message (a submission.held of /v1/send).
+ * The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId> <a|->", with "-"
+ * for an id the event does not have (a submission.held of /v1/send), the last word saying whether the message's
+ * sender authenticated ("-" too for an event not about an inbound sender).
  */
 export const EVENTS_CHANNEL = "mailbox_events";
 
@@ -21,12 +22,19 @@ export interface EventNotice {
   readonly organizationId: string;
   readonly inboxId: string | null;
   readonly messageId: string | null;
+  /** Whether the message's sender authenticated; undefined when the notice does not say (a process not upgraded yet). */
+  readonly senderAuthenticated: boolean | undefined;
 }
 
 export function noticeOf(payload: string): EventNotice | undefined {
-  const [organizationId, inboxId, messageId] = payload.split(" ");
+  const [organizationId, inboxId, messageId, authenticated] = payload.split(" ");
   if (!organizationId || !inboxId || !messageId) return undefined;
-  return { organizationId, inboxId: inboxId === NONE ? null : inboxId, messageId: messageId === NONE ? null : messageId };
+  return {
+    organizationId,
+    inboxId: inboxId === NONE ? null : inboxId,
+    messageId: messageId === NONE ? null : messageId,
+    senderAuthenticated: authenticated === undefined ? undefined : authenticated === "a",
+  };
 }
 
 /** A notice's place holder for an id the event does not have. */
@@ -46,11 +54,21 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Prom
   );
   const params: unknown[] = [];
   const bind = (value: unknown) => `$${params.push(value)}`;
-  const rows = events.map((e) => ({ id: e.eventId, organizationId: e.organizationId, inboxId: e.inboxId, type: e.type, payload: e.body, createdAt: e.createdAt }));
+  const rows = events.map((e) => ({
+    id: e.eventId,
+    organizationId: e.organizationId,
+    inboxId: e.inboxId,
+    type: e.type,
+    payload: e.body,
+    senderAuthenticated: e.senderAuthenticated,
+    createdAt: e.createdAt,
+  }));
   const appended = eventsInsert(rows)(bind);
   await tx.query(
-    `with appended as (${appended} returning organization_id, inbox_id, id)
-     select count(pg_notify(${bind(EVENTS_CHANNEL)}, a.organization_id || ' ' || coalesce(a.inbox_id, '${NONE}') || ' ' || coalesce(n.message_id, '${NONE}')))
+    `with appended as (${appended} returning organization_id, inbox_id, id, sender_authenticated)
+     select count(pg_notify(${bind(EVENTS_CHANNEL)},
+              a.organization_id || ' ' || coalesce(a.inbox_id, '${NONE}') || ' ' || coalesce(n.message_id, '${NONE}')
+                || case when a.sender_authenticated then ' a' else ' -' end))
        from appended a join unnest(${bind(events.map((e) => e.eventId))}::text[], ${bind(events.map((e) => e.messageId))}::text[]) as n(id, message_id)
          on n.id = a.id`,
     params,
@@ -63,6 +81,8 @@ export interface LoggedEvent {
   readonly seq: string;
   readonly id: string;
   readonly payload: string;
+  /** Whether the message's sender authenticated; null for events stored before sender authentication. */
+  readonly sender_authenticated: boolean | null;
   readonly created_at: Date;
 }
 
@@ -91,12 +111,12 @@ export function latestPositionStatement(organizationId: string): Statement {
   return { text: `select coalesce(max(seq), 0)::text as seq from events where organization_id = $1`, values: [organizationId] };
 }
 
-/** Up to `limit` events after position `after`, in log order. */
-export function eventsAfterStatement(organizationId: string, inboxes: InboxFilter, after: string, limit: number): Statement {
+/** Up to `limit` events after position `after`, in log order; only those of authenticated senders when asked. */
+export function eventsAfterStatement(organizationId: string, inboxes: InboxFilter, after: string, limit: number, senderAuthenticated = false): Statement {
   const values: unknown[] = [organizationId, after, limit];
   return {
-    text: `select seq::text, id, payload, created_at from events
-            where organization_id = $1 and seq > $2::int8 ${inboxCondition(inboxes, values)}
+    text: `select seq::text, id, payload, sender_authenticated, created_at from events
+            where organization_id = $1 and seq > $2::int8 ${inboxCondition(inboxes, values)} ${senderAuthenticated ? "and sender_authenticated" : ""}
             order by seq limit $3`,
     values,
   };

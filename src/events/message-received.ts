@@ -19,14 +19,18 @@ export interface ReceivedEvent extends NewEvent {
   readonly inboxId: string;
   readonly threadId: string;
   readonly messageId: string;
+  readonly senderAuthenticated: boolean;
 }
 
-/** One event per stored message, made at `createdAt` (the store transaction's time). */
-export function messageReceivedEvents(messages: readonly MessageReceivedEvent[], createdAt: Date): ReceivedEvent[] {
-  return messages.map(({ organizationId, inboxId, threadId, messageId }) => {
+/**
+ * One event per stored message, made at `createdAt` (the store transaction's time); a message whose sender
+ * authentication is not given did not authenticate.
+ */
+export function messageReceivedEvents(messages: readonly (MessageReceivedEvent & { readonly senderAuthenticated?: boolean })[], createdAt: Date): ReceivedEvent[] {
+  return messages.map(({ organizationId, inboxId, threadId, messageId, senderAuthenticated = false }) => {
     const eventId = newId("evt");
     const about = { organizationId, inboxId, threadId, messageId };
-    return { ...about, eventId, type: MESSAGE_RECEIVED, createdAt, body: messageReceivedBody(eventId, createdAt, about) };
+    return { ...about, eventId, type: MESSAGE_RECEIVED, createdAt, senderAuthenticated, body: messageReceivedBody(eventId, createdAt, about) };
   });
 }
 

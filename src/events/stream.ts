@@ -2,10 +2,13 @@
 // client takes them, then again whenever the log announces more (src/events/hub.ts). A stream holds no events of
 // its own beyond one page it is handing over: a slow client is read for at its own pace, the events waiting in the
 // log, so no client makes the server buffer. A stream further behind than the log keeps (EVENT_RETENTION) ends with
-// event_expired rather than skip what was pruned.
-import type { Principal } from "../auth/principal.js";
+// event_expired rather than skip what was pruned. A stream outlives the authentication it opened with, so at each
+// wake-up and keep-alive it asks how its key stands now: revoked, expired, without the scope, its organization
+// suspended or the key no longer allowed the stream's inbox, the stream ends with the error a new one would get; a
+// stream of all the key's inboxes follows the key's inbox restriction as it changes.
+import { canAccessInbox, type Principal } from "../auth/principal.js";
 import type { TenantStore } from "../db/tenant-store.js";
-import { Gone } from "../errors.js";
+import { Gone, NotFound } from "../errors.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Holds } from "./holds.js";
 import type { EventHub } from "./hub.js";
@@ -31,6 +34,8 @@ export interface StreamRequest {
   readonly inboxId?: string | undefined;
   /** Resume after this event. */
   readonly lastEventId?: string | undefined;
+  /** Only the events of messages whose sender authenticated. */
+  readonly senderAuthenticated?: boolean | undefined;
 }
 
 /** Events read from the log at once: what a stream holds at most. */
@@ -44,14 +49,27 @@ export function createEventStreams(deps: EventStreamsDeps) {
   return {
     /**
      * The events, or null for a keep-alive: one as soon as the stream is open (its checks passed), then one after
-     * each keepAliveMs without an event. Ends when `signal` aborts or the process shuts down.
+     * each keepAliveMs without an event. Ends when `signal` aborts or the process shuts down, or with the error of
+     * `principalNow` (how the key stands now) or its inbox no longer allowed.
      */
-    async *stream(store: TenantStore, principal: Principal, request: StreamRequest, signal: AbortSignal): AsyncGenerator<LoggedEvent | null> {
+    async *stream(
+      store: TenantStore,
+      principal: Principal,
+      request: StreamRequest,
+      signal: AbortSignal,
+      principalNow: () => Promise<Principal>,
+    ): AsyncGenerator<LoggedEvent | null> {
       if (request.inboxId !== undefined) await inboxes.findActive(store, principal, request.inboxId);
-      const filter: InboxFilter = request.inboxId !== undefined ? [request.inboxId] : principal.inboxIds;
+      let filter = filterOf(principal, request);
       const release = holds.acquire(principal.keyId);
       // Watching starts before the position is read, so nothing committed after it goes unannounced.
-      const watch = hub.watch(store.organizationId, (notice) => filter === null || (notice.inboxId !== null && filter.includes(notice.inboxId)));
+      const authenticatedOnly = request.senderAuthenticated === true;
+      const watch = hub.watch(
+        store.organizationId,
+        (notice) =>
+          (filter === null || (notice.inboxId !== null && filter.includes(notice.inboxId))) &&
+          (!authenticatedOnly || notice.senderAuthenticated !== false),
+      );
       try {
         let position = await startOf(store, filter, request.lastEventId);
         let lastSent = Date.now();
@@ -59,11 +77,17 @@ export function createEventStreams(deps: EventStreamsDeps) {
         let woken = true;
         while (!signal.aborted) {
           if (woken) {
+            filter = filterOf(await principalNow(), request);
             if (position.horizon < Date.now() - deps.retentionMs) {
               throw new Gone("event_expired", "this stream fell further behind than the event log keeps events; open a new one");
             }
             const readAt = Date.now();
-            const page = await store.sqlRead<LoggedEvent>((organizationId) => eventsAfterStatement(organizationId, filter, position.seq, PAGE));
+            // A filtered read skips events: it covers at least the log as it ended before it (an organization's
+            // appends commit in position order), so the next read starts there, not at the last event it kept.
+            const end = authenticatedOnly ? await logEnd(store) : position.seq;
+            const page = await store.sqlRead<LoggedEvent>((organizationId) =>
+              eventsAfterStatement(organizationId, filter, position.seq, PAGE, authenticatedOnly),
+            );
             for (const event of page) {
               lastSent = Date.now();
               yield event;
@@ -75,12 +99,13 @@ export function createEventStreams(deps: EventStreamsDeps) {
               continue;
             }
             // The end of the log when it was read: what came after was made about then or later.
-            position = { seq: last?.seq ?? position.seq, horizon: readAt - CLOCK_SLACK_MS };
+            position = { seq: furthest(last?.seq ?? position.seq, end), horizon: readAt - CLOCK_SLACK_MS };
           }
           const wake = await watch.next(Math.max(0, lastSent + deps.keepAliveMs - Date.now()), signal);
           if (wake.closed || signal.aborted) return;
           woken = wake.resync || wake.notices.length > 0;
           if (!woken && Date.now() >= lastSent + deps.keepAliveMs) {
+            filter = filterOf(await principalNow(), request);
             lastSent = Date.now();
             yield null;
           }
@@ -91,6 +116,13 @@ export function createEventStreams(deps: EventStreamsDeps) {
       }
     },
   };
+}
+
+/** The inboxes a stream shows: the one it names, which the key must still be allowed (404 as at opening), or the key's. */
+function filterOf(principal: Principal, request: StreamRequest): InboxFilter {
+  if (request.inboxId === undefined) return principal.inboxIds;
+  if (!canAccessInbox(principal, request.inboxId)) throw new NotFound("inbox");
+  return [request.inboxId];
 }
 
 interface Position {
@@ -105,12 +137,20 @@ interface Position {
 /** How much earlier than its commit an event's time may be (it is taken when its transaction stores the message). */
 const CLOCK_SLACK_MS = 60_000;
 
+/** The organization's latest position. */
+async function logEnd(store: TenantStore): Promise<string> {
+  const [latest] = await store.sqlRead<{ seq: string }>((organizationId) => latestPositionStatement(organizationId));
+  return latest!.seq;
+}
+
+/** The later of two positions (int8 as text). */
+function furthest(a: string, b: string): string {
+  return BigInt(a) >= BigInt(b) ? a : b;
+}
+
 /** After the given event, which must still be in the log (410 event_expired otherwise), or after the log's end. */
 async function startOf(store: TenantStore, filter: InboxFilter, lastEventId: string | undefined): Promise<Position> {
-  if (lastEventId === undefined) {
-    const [latest] = await store.sqlRead<{ seq: string }>((organizationId) => latestPositionStatement(organizationId));
-    return { seq: latest!.seq, horizon: Date.now() - CLOCK_SLACK_MS };
-  }
+  if (lastEventId === undefined) return { seq: await logEnd(store), horizon: Date.now() - CLOCK_SLACK_MS };
   const [found] = await store.sqlRead<{ seq: string; created_at: Date }>((organizationId) => eventPositionStatement(organizationId, lastEventId, filter));
   if (!found) {
     throw new Gone("event_expired", "the event log no longer keeps this event (or never had it): resume without it, and catch up by listing threads");

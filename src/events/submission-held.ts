@@ -29,5 +29,6 @@ export function submissionHeldEvent(held: HeldSubmission, createdAt: Date): NewE
     messageId: held.message?.messageId ?? null,
     createdAt,
     body: JSON.stringify(payload),
+    senderAuthenticated: null,
   };
 }

@@ -4,7 +4,7 @@
 // names them as something else (an order, an invoice, a phone…), or when they sit in an address or a footer.
 import { trimChars, type Emphasis } from "./document.js";
 import { keywordHits, type Hit, type Hits } from "./keywords.js";
-import { MAX_CODE_SCAN_CHARS, MAX_CODE_SCAN_LINE, MAX_CODES } from "./limits.js";
+import { MAX_CODE_CANDIDATES_PER_LINE, MAX_CODE_SCAN_CHARS, MAX_CODE_SCAN_LINE, MAX_CODES, MAX_KEYWORD_HITS_PER_LINE } from "./limits.js";
 import type { ExtractedCode } from "./types.js";
 
 export interface ScanLine {
@@ -45,8 +45,8 @@ const BELOW = [1, 0.5, 0.35];
 export function findCodes(source: readonly ScanLine[], subject: string): ExtractedCode[] {
   const lines = bounded(source);
   const subjectLine = prepare(subject.slice(0, MAX_CODE_SCAN_LINE));
-  const subjectHits = keywordHits(subjectLine);
-  const hits = lines.map((l) => keywordHits(l.masked));
+  const subjectHits = boundedHits(keywordHits(subjectLine));
+  const hits = lines.map((l) => boundedHits(keywordHits(l.masked)));
   // A message that names no code anywhere has none: the cheap answer for most mail.
   if (subjectHits.code.length === 0 && hits.every((h) => h.code.length === 0)) return [];
 
@@ -76,7 +76,7 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
       if (subjectValues.has(c.value)) score += 2;
       if (subjectNamesCode) score += 1;
       if (near.code < 0.3 && !subjectValues.has(c.value)) continue;
-      if (score >= THRESHOLD) add({ value: c.value, score, context: contextOf(line.text, c), order: index, repeated: false });
+      if (score >= THRESHOLD) add({ value: c.value, score, context: contextOf(line, c), order: index, repeated: false });
     }
   });
   // "123456 is your verification code": a subject that names the code is enough on its own.
@@ -84,7 +84,7 @@ export function findCodes(source: readonly ScanLine[], subject: string): Extract
     if (refused(subjectLine, c) || found.has(c.value)) continue;
     const near = nearness([subjectHits], 0, c);
     const score = KEYWORD_WEIGHT * near.code + shapeScore(c) - KEYWORD_WEIGHT * near.decoy;
-    if (near.code >= 0.5 && score >= THRESHOLD) add({ value: c.value, score, context: contextOf(subject, c), order: -1, repeated: false });
+    if (near.code >= 0.5 && score >= THRESHOLD) add({ value: c.value, score, context: contextOf({ text: subject }, c), order: -1, repeated: false });
   }
   const ranked = [...found.values()].map((s) => ({ ...s, score: s.score + (s.repeated ? 0.5 : 0) }));
   return ranked
@@ -98,6 +98,19 @@ interface Prepared extends ScanLine {
   readonly masked: string;
   /** The masked text without surrounding blanks and a closing full stop: a code alone on its line equals it. */
   readonly alone: string;
+  /** Whether the line reads as an address or a legal footer; read once per line, not once per candidate. */
+  readonly footer: boolean;
+  /** The text with its whitespace collapsed, made when a code on the line first needs it as context. */
+  flat?: string;
+}
+
+/**
+ * A line's keyword hits, at most MAX_KEYWORD_HITS_PER_LINE of each kind: every candidate is compared with every
+ * hit of its own and nearby lines, so the caps keep a line of thousands of "code 123456" linear.
+ */
+function boundedHits(hits: Hits): Hits {
+  if (hits.code.length <= MAX_KEYWORD_HITS_PER_LINE && hits.decoy.length <= MAX_KEYWORD_HITS_PER_LINE) return hits;
+  return { code: hits.code.slice(0, MAX_KEYWORD_HITS_PER_LINE), decoy: hits.decoy.slice(0, MAX_KEYWORD_HITS_PER_LINE) };
 }
 
 function bounded(source: readonly ScanLine[]): Prepared[] {
@@ -109,7 +122,7 @@ function bounded(source: readonly ScanLine[]): Prepared[] {
     const text = line.text.slice(0, Math.min(MAX_CODE_SCAN_LINE, budget));
     budget -= text.length;
     const masked = prepare(text);
-    out.push({ text, emphasis: line.emphasis, masked, alone: trimChars(masked, ".:!", "end").trim() });
+    out.push({ text, emphasis: line.emphasis, masked, alone: trimChars(masked, ".:!", "end").trim(), footer: FOOTER.test(text) });
   }
   return out;
 }
@@ -145,13 +158,16 @@ interface Atom {
   readonly end: number;
 }
 
-/** Digit runs, digit groups ("123 456", "123-456", "1 2 3 4 5 6") and letter codes ("A7K-9QZ", "X7K2PQ"). */
+/**
+ * Digit runs, digit groups ("123 456", "123-456", "1 2 3 4 5 6") and letter codes ("A7K-9QZ", "X7K2PQ"); at most
+ * MAX_CODE_CANDIDATES_PER_LINE, from the start of the line.
+ */
 function candidates(line: string): Candidate[] {
   const atoms: Atom[] = [];
   for (const m of line.matchAll(ATOM)) atoms.push({ text: m[0], start: m.index, end: m.index + m[0].length });
   const out: Candidate[] = [];
   let k = 0;
-  while (k < atoms.length) {
+  while (k < atoms.length && out.length < MAX_CODE_CANDIDATES_PER_LINE) {
     const chain = chainFrom(line, atoms, k);
     const members = atoms.slice(k, k + chain.length);
     k += chain.length;
@@ -358,7 +374,7 @@ function features(line: Prepared, c: Candidate): number {
   let emphasis = 0;
   for (const e of line.emphasis) if (e.start < c.end && e.end > c.start) emphasis = Math.max(emphasis, e.level);
   score += emphasis === 2 ? 1.5 : emphasis === 1 ? 0.7 : 0;
-  if (FOOTER.test(line.text)) score -= 3;
+  if (line.footer) score -= 3;
   if (c.shape === "grouped-digits" && isPhoneShaped(c.groups)) score -= 2;
   return score;
 }
@@ -388,8 +404,9 @@ function isPhoneShaped(groups: readonly number[]): boolean {
   return ["3-3-4", "3-4", "2-4-4", "4-3-3", "3-3-3", "3-3-2-2", "2-2-2-2", "3-2-2", "4-4-2", "3-3-3-3", "4-3-4"].includes(shape);
 }
 
-function contextOf(text: string, c: Candidate): string {
-  const flat = text.replace(/\s+/g, " ");
+function contextOf(line: { readonly text: string; flat?: string }, c: Candidate): string {
+  line.flat ??= line.text.replace(/\s+/g, " ");
+  const flat = line.flat;
   if (flat.length <= 120) return flat.trim();
   const from = Math.max(0, Math.min(c.start - 50, flat.length - 120));
   return flat.slice(from, from + 120).trim();

@@ -24,8 +24,9 @@ export interface Anchor {
   readonly href: string;
   /** Visible text, else the alt text of an image in it. */
   readonly text: string;
-  /** The line the anchor starts on. */
+  /** The line the anchor starts on, and where on it (a character index into its text). */
   readonly line: number;
+  readonly column: number;
 }
 
 export interface Doc {

@@ -1,14 +1,20 @@
 // HTML → the lines a reader sees. A small forward-only tokenizer (every scan starts where the last one ended, so
 // the work is linear in the input however broken it is) tracks the open elements for what a reader cannot see
-// (display:none, zero or tiny font sizes, text coloured like its background, hidden preheaders), what the client
-// marked as quoted (blockquote, gmail_quote, Outlook's divRplyFwdMsg) or as a signature, and what is shown
-// prominently (big, letter-spaced, monospace or bold text), and collects the anchors with their visible text.
+// (display:none, zero or tiny font sizes, text coloured like its background, off-screen or clipped boxes, hidden
+// preheaders), what the client marked as quoted (blockquote, gmail_quote, Outlook's divRplyFwdMsg) or as a
+// signature, and what is shown prominently (big, letter-spaced, monospace or bold text), and collects the anchors
+// with their visible text. For the safety analysis (safety.ts) it also keeps, bounded, what a reader does not see
+// (hidden text with how it was hidden, comments, templates, chat-role tags), the invisible characters in visible
+// text, where each line starts in the HTML and where each anchor ends on its line.
 import { decodeHTML, decodeHTMLAttribute } from "entities";
 import type { Anchor, Doc, Emphasis, Line } from "./document.js";
+import { InvisibleText, type InvisibleFinding } from "./invisible.js";
 import {
   MAX_ATTRIBUTE_VALUE,
   MAX_ELEMENT_DEPTH,
   MAX_END_TAG_SEARCH,
+  MAX_HIDDEN_CHARS,
+  MAX_HIDDEN_RUNS,
   MAX_HTML_CHARS,
   MAX_LINES,
   MAX_LINK_CANDIDATES,
@@ -48,23 +54,100 @@ const EMPHASIS_BY_TAG = new Map<string, 1 | 2>([
   ["b", 1], ["strong", 1], ["th", 1], ["h4", 1], ["h5", 1], ["h6", 1],
   ["h1", 2], ["h2", 2], ["h3", 2], ["big", 2], ["code", 2], ["kbd", 2], ["samp", 2], ["tt", 2], ["pre", 2],
 ]);
-/** Zero-width and invisible characters: preheader spacers and soft hyphens. */
-const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]/g;
 const WHITESPACE = /[\s\u00a0\u2000-\u200a\u202f\u205f\u3000]+/g;
 const DEFAULT_FONT_PX = 16;
 /** Text smaller than this (in px) is not meant to be read. */
 const TINY_FONT_PX = 3;
+/** Classes and ids whose style sheet colours are remembered. */
+const MAX_SHEET_SELECTORS = 1_000;
 const BIG_FONT_PX = 20;
 /** A mail client's page is white unless the message says otherwise. */
-const DEFAULT_BACKGROUND = "#ffffff";
+const DEFAULT_BACKGROUND: Rgb = { r: 255, g: 255, b: 255 };
+/** Text with less contrast than this against its background is not meant to be read (#eee on white is 1.16). */
+const MIN_CONTRAST = 1.2;
+/** Tags of chat templates and tool calls: markup no mail needs, and a model reading the raw HTML sees. */
+const ROLE_TAGS = new Set([
+  "system", "assistant", "user", "human", "instructions", "instruction", "prompt", "system_prompt", "tool_call",
+  "tool_use", "function_calls", "function_call", "invoke", "im_start", "im_end",
+]);
+
+/**
+ * How text was kept from the reader: by its element's style (display:none, visibility:hidden, opacity 0, a
+ * collapsed box, off the page, clipped), by the `hidden` attribute or a style sheet's rule, by a size too small to
+ * read, by a colour that does not stand out from its background, or by being a comment or a template.
+ */
+export type HidingKind =
+  | "display_none"
+  | "visibility_hidden"
+  | "opacity_zero"
+  | "zero_size"
+  | "offscreen"
+  | "clipped"
+  | "hidden_attribute"
+  | "style_sheet"
+  | "tiny_font"
+  | "same_colour"
+  | "comment"
+  | "conditional_comment"
+  | "template";
+
+/**
+ * Hidden text in document order: the hidden pieces of one block (a div, a paragraph, a cell) with no visible text
+ * between them form one run.
+ */
+export interface HiddenRun {
+  readonly text: string;
+  /** Where its first piece starts in the HTML. */
+  readonly offset: number;
+  /** How its first piece was hidden. */
+  readonly how: HidingKind;
+  /**
+   * Visible characters rendered before it outside links: 0 for a preheader at the top, or after only a "View in
+   * browser" link.
+   */
+  readonly visibleBefore: number;
+}
+
+/** Where an anchor's text ends on its line: safe text shows the link's target there. */
+export interface LinkEnd {
+  /** Its index in `anchors`. */
+  readonly anchor: number;
+  readonly line: number;
+  readonly column: number;
+  /** The anchor shows only an image: its alt text is shown with the target. */
+  readonly imageOnly: boolean;
+  /** An image link with no text beside it: shown on a line of its own, before `line`. */
+  readonly alone: boolean;
+}
+
+/** A rendered HTML body: the lines and anchors, and what the safety analysis reads. */
+export interface HtmlDoc extends Doc {
+  /** Where each line's first text starts in the HTML (-1 for a blank line). */
+  readonly lineOffsets: readonly number[];
+  readonly linkEnds: readonly LinkEnd[];
+  readonly hidden: readonly HiddenRun[];
+  /** Invisible characters used as tricks in visible text. */
+  readonly invisible: readonly InvisibleFinding[];
+  /** ASCII spelled in tag characters in visible text (what a model reads and a person does not see). */
+  readonly tagText: string;
+  /** Chat-role and tool-call tags (`<system>`, `</assistant>`, `<tool_call>`) with where they are. */
+  readonly roleTags: readonly { readonly name: string; readonly offset: number }[];
+}
+
+interface Rgb {
+  readonly r: number;
+  readonly g: number;
+  readonly b: number;
+}
 
 interface Frame {
   readonly name: string;
-  /** Hidden by this element or an ancestor; no descendant can show again. */
-  readonly hidden: boolean;
+  /** Hidden by this element or an ancestor, and how; no descendant can show again. */
+  readonly hiddenBy: HidingKind | null;
   readonly fontPx: number;
-  readonly color: string | null;
-  readonly background: string | null;
+  /** The text colour, "transparent" for one with no opacity, null when none was set. */
+  readonly color: Rgb | "transparent" | null;
+  readonly background: Rgb | null;
   readonly emphasis: 0 | 1 | 2;
   readonly quoted: boolean;
   readonly signature: boolean;
@@ -72,16 +155,21 @@ interface Frame {
   readonly anchor: boolean;
 }
 
-interface OpenAnchor {
+/** An anchor being read; its lines are known only when the lines it is on are pushed. */
+interface AnchorRecord {
   readonly href: string;
-  readonly line: number;
   text: string;
   alt: string;
+  alone: boolean;
+  line: number;
+  column: number;
+  endLine: number;
+  endColumn: number;
 }
 
 const ROOT: Frame = {
   name: "#root",
-  hidden: false,
+  hiddenBy: null,
   fontPx: DEFAULT_FONT_PX,
   color: null,
   background: null,
@@ -93,7 +181,7 @@ const ROOT: Frame = {
 };
 
 /** Renders (the first MAX_HTML_CHARS of) an HTML body into visible lines and anchors. */
-export function docFromHtml(source: string): Doc {
+export function docFromHtml(source: string): HtmlDoc {
   const html = source.length > MAX_HTML_CHARS ? source.slice(0, MAX_HTML_CHARS) : source;
   const r = new Renderer();
   const n = html.length;
@@ -101,21 +189,23 @@ export function docFromHtml(source: string): Doc {
   while (i < n && !r.full()) {
     const lt = html.indexOf("<", i);
     if (lt < 0) {
-      r.text(html.slice(i));
+      r.text(html.slice(i), i);
       break;
     }
-    if (lt > i) r.text(html.slice(i, lt));
+    if (lt > i) r.text(html.slice(i, lt), i);
     const next = html.charCodeAt(lt + 1);
     if (next === 0x21 /* ! */) {
       // Comments (including Outlook's conditional ones, whose content is for Outlook only), doctypes, CDATA.
-      const end = html.startsWith("<!--", lt) ? html.indexOf("-->", lt + 2) : html.indexOf(">", lt + 2);
-      i = end < 0 ? n : end + (html.startsWith("<!--", lt) ? 3 : 1);
+      const comment = html.startsWith("<!--", lt);
+      const end = comment ? html.indexOf("-->", lt + 2) : html.indexOf(">", lt + 2);
+      if (comment) r.comment(html, lt + 4, end < 0 ? n : end);
+      i = end < 0 ? n : end + (comment ? 3 : 1);
     } else if (next === 0x3f /* ? */) {
       const end = html.indexOf(">", lt + 2);
       i = end < 0 ? n : end + 1;
     } else if (next === 0x2f /* / */) {
       const tag = readTag(html, lt + 2);
-      if (tag.name) r.endTag(tag.name);
+      if (tag.name) r.endTag(tag.name, lt);
       i = tag.end;
     } else if (isAsciiLetter(next)) {
       const tag = readTag(html, lt + 1);
@@ -126,12 +216,13 @@ export function docFromHtml(source: string): Doc {
         const found = close.exec(html);
         const contentEnd = found ? found.index : n;
         if (tag.name === "style") r.styleSheet(html.slice(i, Math.min(contentEnd, i + MAX_STYLE_SHEET_CHARS)));
+        if (tag.name === "template") r.hiddenMarkup(html, i, contentEnd, "template");
         i = found ? skipPast(html, contentEnd, ">") : n;
       } else {
-        r.startTag(tag.name, tag.attributes, tag.selfClosing);
+        r.startTag(tag.name, tag.attributes, tag.selfClosing, lt);
       }
     } else {
-      r.text("<");
+      r.text("<", lt);
       i = lt + 1;
     }
   }
@@ -213,10 +304,25 @@ function isAttributeNameEnd(c: number): boolean {
 class Renderer {
   private readonly stack: Frame[] = [ROOT];
   private readonly lines: Line[] = [];
-  private readonly anchors: Anchor[] = [];
+  private readonly lineOffsets: number[] = [];
+  private readonly anchors: AnchorRecord[] = [];
+  /** Anchors whose text started or ended in the line being built: they learn its index when it is pushed. */
+  private awaiting: { record: AnchorRecord; end: boolean }[] = [];
   /** Classes and ids a top-level style sheet rule hides. */
   private readonly hiddenSelectors = new Set<string>();
-  private anchor: OpenAnchor | null = null;
+  /** Text and background colours top-level style sheet rules give a class or an id (a button's `.btn{…}`). */
+  private readonly sheetColours = new Map<string, { color?: string; background?: string }>();
+  private anchor: AnchorRecord | null = null;
+  private readonly hidden: HiddenRun[] = [];
+  /** The run hidden text is added to until visible text interrupts it. */
+  private hiddenRun: { pieces: string[]; offset: number; how: HidingKind; visibleBefore: number } | null = null;
+  private hiddenChars = 0;
+  private readonly invisible = new InvisibleText();
+  private readonly roleTags: { name: string; offset: number }[] = [];
+  /** Where the line being built starts in the HTML. */
+  private lineOffset = -1;
+  /** Visible characters rendered outside links so far. */
+  private visibleOutsideLinks = 0;
   /** The line being built, in pieces: appending to one long string and reading its end would flatten it each time. */
   private pieces: string[] = [];
   private bufferLength = 0;
@@ -238,23 +344,59 @@ class Renderer {
     return this.stack[this.stack.length - 1]!;
   }
 
-  text(raw: string): void {
+  text(raw: string, offset: number): void {
     const frame = this.top;
-    if (!isVisible(frame)) return;
-    let text = raw.includes("&") ? decodeHTML(raw) : raw;
-    text = text.replace(INVISIBLE, "");
+    const hiddenBy = hidingOf(frame);
+    if (hiddenBy) return this.hiddenText(raw, offset, hiddenBy);
+    const text = this.invisible.clean(raw.includes("&") ? decodeHTML(raw) : raw, offset, true);
     if (frame.pre) {
       const parts = text.split("\n");
       parts.forEach((part, index) => {
         if (index > 0) this.lineBreak();
-        this.append(part.replace(WHITESPACE, " "), frame);
+        this.append(part.replace(WHITESPACE, " "), frame, offset);
       });
     } else {
-      this.append(text.replace(WHITESPACE, " "), frame);
+      this.append(text.replace(WHITESPACE, " "), frame, offset);
     }
   }
 
-  private append(text: string, frame: Frame): void {
+  /** A comment's text (tags taken out): hidden from every reader, Outlook's conditional ones from most. */
+  comment(html: string, start: number, end: number): void {
+    if (!html.startsWith("[if", start)) return this.hiddenMarkup(html, start, end, "comment");
+    // Outlook's "[if mso]>" … "<![endif]": the condition is not content.
+    const open = html.indexOf("]>", start);
+    this.hiddenMarkup(html, open >= 0 && open < Math.min(end, start + 200) ? open + 2 : start, end, "conditional_comment");
+  }
+
+  /** The text of markup no reader sees (a comment, a template), as one hidden run of its own. */
+  hiddenMarkup(html: string, start: number, end: number, how: HidingKind): void {
+    if (this.hiddenChars >= MAX_HIDDEN_CHARS || end <= start) return;
+    this.endHiddenRun();
+    const text = textOfMarkup(html, start, Math.min(end, start + MAX_HIDDEN_CHARS - this.hiddenChars));
+    if (text) this.hiddenText(text, start, how);
+    this.endHiddenRun();
+  }
+
+  private hiddenText(raw: string, offset: number, how: HidingKind): void {
+    if (this.hiddenChars >= MAX_HIDDEN_CHARS || (this.hiddenRun === null && this.hidden.length >= MAX_HIDDEN_RUNS)) return;
+    const bounded = raw.length > MAX_HIDDEN_CHARS - this.hiddenChars ? raw.slice(0, MAX_HIDDEN_CHARS - this.hiddenChars) : raw;
+    const decoded = bounded.includes("&") ? decodeHTML(bounded) : bounded;
+    const text = this.invisible.clean(decoded, offset, false).replace(WHITESPACE, " ");
+    if (!text.trim()) return;
+    this.hiddenChars += text.length;
+    if (this.hiddenRun) this.hiddenRun.pieces.push(text);
+    else this.hiddenRun = { pieces: [text], offset, how, visibleBefore: this.visibleOutsideLinks };
+  }
+
+  private endHiddenRun(): void {
+    const run = this.hiddenRun;
+    if (!run) return;
+    this.hiddenRun = null;
+    const text = run.pieces.join("").replace(WHITESPACE, " ").trim();
+    if (text) this.hidden.push({ text, offset: run.offset, how: run.how, visibleBefore: run.visibleBefore });
+  }
+
+  private append(text: string, frame: Frame, offset: number): void {
     let piece = text;
     if (piece.startsWith(" ") && (this.bufferLength === 0 || this.lastChar === " ")) piece = piece.slice(1);
     const room = MAX_VISIBLE_CHARS - this.visible;
@@ -266,6 +408,14 @@ class Renderer {
     this.lastChar = piece[piece.length - 1]!;
     this.visible += piece.length;
     if (piece.trim()) {
+      this.endHiddenRun();
+      if (!frame.anchor) this.visibleOutsideLinks += piece.length;
+      if (this.lineOffset < 0) this.lineOffset = offset;
+      const anchor = this.anchor;
+      if (anchor && anchor.column < 0) {
+        anchor.column = start + (piece.length - piece.trimStart().length);
+        this.awaiting.push({ record: anchor, end: false });
+      }
       this.bufferHasText = true;
       this.lineQuoted ||= frame.quoted || this.restQuoted;
       this.lineSignature ||= frame.signature;
@@ -274,7 +424,8 @@ class Renderer {
     if (this.anchor && this.anchor.text.length < MAX_LINK_TEXT) this.anchor.text += piece.slice(0, MAX_LINK_TEXT);
   }
 
-  startTag(name: string, attributes: ReadonlyMap<string, string>, selfClosing: boolean): void {
+  startTag(name: string, attributes: ReadonlyMap<string, string>, selfClosing: boolean, offset: number): void {
+    if (ROLE_TAGS.has(name)) this.roleTag(name, offset);
     if (name === "br") return this.lineBreak();
     const implied = IMPLIED_END.get(name);
     if (implied) this.endImplied(implied.ends, implied.within);
@@ -288,17 +439,22 @@ class Renderer {
     }
     if (BLOCK.has(name)) this.flush();
     else if (CELL.has(name) && this.bufferLength > 0 && this.lastChar !== " ") this.pushSpace();
+    // Hidden text in another block is another piece of hidden text (a preheader, then something else).
+    if (BLOCK.has(name) || CELL.has(name)) this.endHiddenRun();
     const frame = this.frameFor(name, attributes, this.top);
     if (name === "img") return this.image(attributes, frame);
     if (name === "a") this.openAnchor(attributes, frame);
     if (!VOID.has(name) && !selfClosing && this.stack.length < MAX_ELEMENT_DEPTH) this.stack.push(frame);
   }
 
-  endTag(name: string): void {
+  /** An end tag; `offset` is where it is in the HTML, -1 for one implied by another start tag. */
+  endTag(name: string, offset = -1): void {
+    if (offset >= 0 && ROLE_TAGS.has(name)) this.roleTag(`/${name}`, offset);
     if (name === "br") return this.lineBreak();
     const found = this.findOpen(name);
     if (found < 0) return;
     if (BLOCK.has(name)) this.flush();
+    if (BLOCK.has(name) || CELL.has(name)) this.endHiddenRun();
     if (PARAGRAPH.has(name)) this.paragraphGap = true;
     this.stack.length = found;
     if (this.anchor && !this.top.anchor) this.closeAnchor();
@@ -307,18 +463,61 @@ class Renderer {
   /** Top-level rules of a <style> sheet that hide a class or an id (a preheader's `.preheader{display:none}`). */
   styleSheet(css: string): void {
     for (const rule of topLevelRules(css)) {
-      if (!hidesElement(declarations(rule.body))) continue;
+      const style = declarations(rule.body);
+      const hides = hidesElement(style) !== null;
+      const color = style.get("color");
+      const background = style.get("background-color") ?? style.get("background");
+      if (!hides && color === undefined && background === undefined) continue;
       for (const selector of rule.selector.split(",")) {
         const m = /^\s*[a-z0-9]*([.#][\w-]+)\s*$/i.exec(selector);
-        if (m) this.hiddenSelectors.add(m[1]!.toLowerCase());
+        if (!m) continue;
+        const key = m[1]!.toLowerCase();
+        if (hides) this.hiddenSelectors.add(key);
+        if ((color !== undefined || background !== undefined) && this.sheetColours.size < MAX_SHEET_SELECTORS) {
+          const seen = this.sheetColours.get(key) ?? {};
+          this.sheetColours.set(key, { color: color ?? seen.color, background: background ?? seen.background });
+        }
       }
     }
   }
 
-  finish(): Doc {
+  finish(): HtmlDoc {
     this.closeAnchor();
     this.flush();
-    return { lines: this.lines, anchors: this.anchors };
+    this.endHiddenRun();
+    // Image links after the last line of text: they start on the last line, and are shown after it.
+    for (const { record, end } of this.awaiting) {
+      if (end) {
+        record.endLine = this.lines.length;
+        record.endColumn = 0;
+        record.alone = true;
+      } else {
+        record.line = Math.max(0, this.lines.length - 1);
+      }
+    }
+    this.awaiting = [];
+    const anchors: Anchor[] = this.anchors.map((a) => ({ href: a.href, text: a.text, line: a.line, column: a.column }));
+    const linkEnds: LinkEnd[] = this.anchors.map((a, index) => ({
+      anchor: index,
+      line: a.endLine,
+      column: a.endColumn,
+      imageOnly: a.text === a.alt && a.alt !== "",
+      alone: a.alone,
+    }));
+    return {
+      lines: this.lines,
+      anchors,
+      lineOffsets: this.lineOffsets,
+      linkEnds,
+      hidden: this.hidden,
+      invisible: this.invisible.findings(),
+      tagText: this.invisible.tagText(),
+      roleTags: this.roleTags,
+    };
+  }
+
+  private roleTag(name: string, offset: number): void {
+    if (this.roleTags.length < MAX_HIDDEN_RUNS) this.roleTags.push({ name, offset });
   }
 
   /** The stack index of the open element an end tag closes, or -1 when it closes none. */
@@ -351,21 +550,28 @@ class Renderer {
     const style = declarations(attributes.get("style") ?? "");
     const classes = (attributes.get("class") ?? "").toLowerCase().split(/\s+/).filter(Boolean);
     const id = (attributes.get("id") ?? "").toLowerCase();
-    let hidden = parent.hidden || attributes.has("hidden") || hidesElement(style);
-    if (!hidden && this.hiddenSelectors.size > 0) {
-      hidden = classes.some((c) => this.hiddenSelectors.has(`.${c}`)) || (id !== "" && this.hiddenSelectors.has(`#${id}`));
+    let hiddenBy: HidingKind | null = parent.hiddenBy ?? (attributes.has("hidden") ? "hidden_attribute" : hidesElement(style));
+    if (!hiddenBy && this.hiddenSelectors.size > 0) {
+      const bySheet = classes.some((c) => this.hiddenSelectors.has(`.${c}`)) || (id !== "" && this.hiddenSelectors.has(`#${id}`));
+      if (bySheet) hiddenBy = "style_sheet";
     }
     const fontPx = fontSize(style, attributes.get("size"), name, parent.fontPx);
-    const color = colour(style.get("color") ?? (name === "font" ? attributes.get("color") : undefined)) ?? parent.color;
-    const background =
-      colour(style.get("background-color") ?? style.get("background") ?? attributes.get("bgcolor")) ?? parent.background;
+    // Inline style first, then the style sheet's rules for the element's classes and id, then the old attributes.
+    const sheet = this.sheetColours.size > 0 ? this.sheetColoursOf(classes, id) : {};
+    const declaredColour = colour(style.get("color") ?? sheet.color ?? (name === "font" ? attributes.get("color") : undefined));
+    const color = declaredColour === null ? parent.color : declaredColour.a < MIN_ALPHA ? "transparent" : declaredColour;
+    const declaredBackground = colour(
+      style.get("background-color") ?? style.get("background") ?? sheet.background ?? attributes.get("bgcolor"),
+    );
+    // A transparent background shows the one behind it.
+    const background = declaredBackground === null || declaredBackground.a < MIN_ALPHA ? parent.background : declaredBackground;
     let emphasis: 0 | 1 | 2 = parent.emphasis;
     const own = ownEmphasis(name, style, fontPx, parent.fontPx);
     if (own > emphasis) emphasis = own;
     const smartmail = (attributes.get("data-smartmail") ?? "").toLowerCase();
     return {
       name,
-      hidden,
+      hiddenBy,
       fontPx,
       color,
       background,
@@ -385,17 +591,26 @@ class Renderer {
     };
   }
 
+  private sheetColoursOf(classes: readonly string[], id: string): { color?: string; background?: string } {
+    let found: { color?: string; background?: string } = {};
+    for (const key of [...classes.map((c) => `.${c}`), ...(id ? [`#${id}`] : [])]) {
+      const rule = this.sheetColours.get(key);
+      if (rule) found = { color: rule.color ?? found.color, background: rule.background ?? found.background };
+    }
+    return found;
+  }
+
   private image(attributes: ReadonlyMap<string, string>, frame: Frame): void {
     // Images show no text; an image's alt text only names the link it sits in. Tracking pixels name nothing.
-    if (!this.anchor || !isVisible(frame) || isPixel(attributes)) return;
+    if (!this.anchor || hidingOf(frame) || isPixel(attributes)) return;
     const alt = (attributes.get("alt") ?? "").replace(WHITESPACE, " ").trim();
     if (alt && !this.anchor.alt) this.anchor.alt = alt.slice(0, MAX_LINK_TEXT);
   }
 
   private openAnchor(attributes: ReadonlyMap<string, string>, frame: Frame): void {
     const href = attributes.get("href");
-    if (href === undefined || !isVisible(frame) || this.anchors.length >= MAX_LINK_CANDIDATES) return;
-    this.anchor = { href, line: this.lines.length, text: "", alt: "" };
+    if (href === undefined || hidingOf(frame) || this.anchors.length >= MAX_LINK_CANDIDATES) return;
+    this.anchor = { href, text: "", alt: "", alone: false, line: -1, column: -1, endLine: -1, endColumn: -1 };
   }
 
   private closeAnchor(): void {
@@ -404,8 +619,19 @@ class Renderer {
     this.anchor = null;
     const text = a.text.replace(WHITESPACE, " ").trim() || a.alt;
     // An anchor with nothing to see (empty, or around a pixel) is not a link a reader could follow.
-    if (!text) return;
-    this.anchors.push({ href: a.href, text: text.slice(0, MAX_LINK_TEXT), line: a.line });
+    if (!text) {
+      this.awaiting = this.awaiting.filter((w) => w.record !== a);
+      return;
+    }
+    a.text = text.slice(0, MAX_LINK_TEXT);
+    a.alone = a.column < 0 && !this.bufferHasText;
+    if (a.column < 0) {
+      a.column = this.bufferLength;
+      this.awaiting.push({ record: a, end: false });
+    }
+    a.endColumn = this.bufferLength;
+    this.awaiting.push({ record: a, end: true });
+    this.anchors.push(a);
   }
 
   private lineBreak(): void {
@@ -420,8 +646,18 @@ class Renderer {
       if (this.paragraphGap && this.lines.length > 0 && this.lines[this.lines.length - 1]!.text !== "") {
         this.push(blank(this.top, this.restQuoted || this.lineQuoted));
       }
-      this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis });
+      this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis }, this.lineOffset);
       this.paragraphGap = false;
+      const index = this.lines.length - 1;
+      for (const { record, end } of this.awaiting) {
+        if (end) {
+          record.endLine = index;
+          record.endColumn = Math.min(record.endColumn, text.length);
+        } else {
+          record.line = index;
+        }
+      }
+      this.awaiting = this.awaiting.filter((w) => !w.end && w.record.line < 0);
     }
     this.clearBuffer();
     this.emphasis = [];
@@ -441,10 +677,14 @@ class Renderer {
     this.bufferLength = 0;
     this.lastChar = "";
     this.bufferHasText = false;
+    this.lineOffset = -1;
   }
 
-  private push(line: Line): void {
-    if (this.lines.length < MAX_LINES) this.lines.push(line);
+  private push(line: Line, offset = -1): void {
+    if (this.lines.length < MAX_LINES) {
+      this.lines.push(line);
+      this.lineOffsets.push(offset);
+    }
   }
 }
 
@@ -452,9 +692,28 @@ function blank(frame: Frame, quoted: boolean): Line {
   return { text: "", quoted: frame.quoted || quoted, signature: frame.signature, emphasis: [] };
 }
 
-function isVisible(frame: Frame): boolean {
-  if (frame.hidden || frame.fontPx < TINY_FONT_PX) return false;
-  return frame.color === null || frame.color !== (frame.background ?? DEFAULT_BACKGROUND);
+/** How the text of an element is kept from the reader, or null when it shows. */
+function hidingOf(frame: Frame): HidingKind | null {
+  if (frame.hiddenBy) return frame.hiddenBy;
+  if (frame.fontPx < TINY_FONT_PX) return "tiny_font";
+  if (frame.color === null) return null;
+  if (frame.color === "transparent") return "same_colour";
+  return contrast(frame.color, frame.background ?? DEFAULT_BACKGROUND) < MIN_CONTRAST ? "same_colour" : null;
+}
+
+/** The WCAG contrast ratio of two colours: 1 for the same colour, 21 for black on white. */
+function contrast(a: Rgb, b: Rgb): number {
+  const la = luminance(a);
+  const lb = luminance(b);
+  return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+}
+
+function luminance({ r, g, b }: Rgb): number {
+  const channel = (v: number) => {
+    const c = v / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
 }
 
 /** CSS declarations, lower-cased, without !important; the last of a property wins, as in CSS. */
@@ -471,22 +730,34 @@ function declarations(style: string): Map<string, string> {
   return map;
 }
 
-/** Whether declarations hide an element and all its content from a reader. */
-function hidesElement(style: ReadonlyMap<string, string>): boolean {
-  if (style.size === 0) return false;
-  if (style.get("display") === "none" || style.get("visibility") === "hidden") return true;
+/** Whether declarations hide an element and all its content from a reader, and how. */
+function hidesElement(style: ReadonlyMap<string, string>): HidingKind | null {
+  if (style.size === 0) return null;
+  if (style.get("display") === "none") return "display_none";
+  const visibility = style.get("visibility");
+  if (visibility === "hidden" || visibility === "collapse") return "visibility_hidden";
   const opacity = style.get("opacity");
-  if (opacity !== undefined && Number.parseFloat(opacity) === 0) return true;
-  // Collapsed boxes (max-height:0, width:0 …) hide what overflows them.
-  const overflowHidden = style.get("overflow") === "hidden";
-  for (const property of ["max-height", "height", "max-width", "width"]) {
-    const value = style.get(property);
-    if (overflowHidden && value !== undefined && /^0(?:\.0*)?(?:px|pt|em|rem|%)?$/.test(value)) return true;
+  if (opacity !== undefined && Number.parseFloat(opacity) <= 0.05) return "opacity_zero";
+  // Collapsed boxes (max-height:0, width:0, the 1px box of a screen-reader-only element) hide what overflows them.
+  const overflow = style.get("overflow") ?? style.get("overflow-x") ?? style.get("overflow-y");
+  if (overflow === "hidden" || overflow === "clip") {
+    for (const property of ["max-height", "height", "max-width", "width"]) {
+      const value = style.get(property);
+      if (value !== undefined && /^(?:0(?:\.0*)?|1)(?:px|pt|em|rem|%)?$/.test(value) && !/^1(?:em|rem|%)$/.test(value)) return "zero_size";
+    }
   }
+  const transform = style.get("transform");
+  if (transform !== undefined && /scale[xy]?\(\s*0(?:\.0*)?\s*[,)]/.test(transform)) return "zero_size";
+  const clip = style.get("clip");
+  if (clip !== undefined && /^rect\(\s*0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?\s*\)$/.test(clip)) return "clipped";
+  const clipPath = style.get("clip-path");
+  if (clipPath !== undefined && /^(?:inset\(\s*(?:50|100)%|circle\(\s*0)/.test(clipPath)) return "clipped";
   // Text pushed off the page.
-  const indent = Number.parseFloat(style.get("text-indent") ?? "0");
-  const left = Number.parseFloat(style.get("left") ?? "0");
-  return indent <= -1000 || left <= -1000;
+  for (const property of ["text-indent", "left", "top", "right", "margin-left", "margin-top"]) {
+    const value = style.get(property);
+    if (value !== undefined && Number.parseFloat(value) <= -1000) return "offscreen";
+  }
+  return null;
 }
 
 const FONT_KEYWORDS = new Map([
@@ -544,24 +815,49 @@ function ownEmphasis(name: string, style: ReadonlyMap<string, string>, fontPx: n
   return 0;
 }
 
-const NAMED_COLOURS = new Map([["white", "#ffffff"], ["black", "#000000"], ["transparent", "transparent"]]);
+/** Text or a background fainter than this is not there. */
+const MIN_ALPHA = 0.1;
+const NAMED_COLOURS = new Map<string, Rgb & { a: number }>([
+  ["white", { r: 255, g: 255, b: 255, a: 1 }],
+  ["black", { r: 0, g: 0, b: 0, a: 1 }],
+  ["transparent", { r: 0, g: 0, b: 0, a: 0 }],
+]);
 
-/** A colour as #rrggbb, from the first colour in a value ("#fff", "white", "rgb(…)", "url(x) #0b5fff"). */
-function colour(value: string | undefined): string | null {
+/** The first colour in a value ("#fff", "white", "rgb(…)", "rgba(…, 0)", "url(x) #0b5fff"), with its opacity. */
+function colour(value: string | undefined): (Rgb & { a: number }) | null {
   if (!value) return null;
   const v = value.slice(0, 200).toLowerCase();
   const hex = /#([0-9a-f]{3}|[0-9a-f]{6})\b/.exec(v);
-  const rgb = /rgba?\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*,\s*(\d{1,3})/.exec(v);
+  const rgb = /rgba?\(\s*(\d{1,3})\s*[,\s]\s*(\d{1,3})\s*[,\s]\s*(\d{1,3})(?:\s*[,/]\s*(\d*\.?\d+)(%?))?/.exec(v);
   const named = /\b(white|black|transparent)\b/.exec(v);
   // The earliest colour in the value is the one that applies (a gradient's first stop is close enough).
   const found = [hex, rgb, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
   if (!found) return null;
   if (found === named) return NAMED_COLOURS.get(found[1]!) ?? null;
   if (found === rgb) {
-    return `#${[found[1], found[2], found[3]].map((c) => Math.min(255, Number(c)).toString(16).padStart(2, "0")).join("")}`;
+    const [r, g, b] = [found[1], found[2], found[3]].map((c) => Math.min(255, Number(c))) as [number, number, number];
+    const alpha = found[4] === undefined ? 1 : Number(found[4]) / (found[5] === "%" ? 100 : 1);
+    return { r, g, b, a: alpha };
   }
   const h = found[1]!;
-  return h.length === 3 ? `#${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : `#${h}`;
+  const full = h.length === 3 ? `${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : h;
+  return { r: Number.parseInt(full.slice(0, 2), 16), g: Number.parseInt(full.slice(2, 4), 16), b: Number.parseInt(full.slice(4, 6), 16), a: 1 };
+}
+
+/** The text of a piece of markup (a comment's, a template's), tags taken out: one forward pass. */
+function textOfMarkup(html: string, start: number, end: number): string {
+  const out: string[] = [];
+  let i = start;
+  while (i < end) {
+    const lt = html.indexOf("<", i);
+    const stop = lt < 0 || lt >= end ? end : lt;
+    if (stop > i) out.push(html.slice(i, stop));
+    if (stop >= end) break;
+    out.push(" ");
+    const gt = html.indexOf(">", stop + 1);
+    i = gt < 0 || gt >= end ? end : gt + 1;
+  }
+  return out.join("");
 }
 
 function isPixel(attributes: ReadonlyMap<string, string>): boolean {
@@ -569,7 +865,7 @@ function isPixel(attributes: ReadonlyMap<string, string>): boolean {
   const size = (v: string | undefined) => (v === undefined ? Number.NaN : Number.parseFloat(v));
   const width = size(attributes.get("width") ?? style.get("width"));
   const height = size(attributes.get("height") ?? style.get("height"));
-  return width <= 2 || height <= 2 || hidesElement(style);
+  return width <= 2 || height <= 2 || hidesElement(style) !== null;
 }
 
 interface Rule {

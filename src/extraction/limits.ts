@@ -30,3 +30,21 @@ export const MAX_END_TAG_SEARCH = 64;
 export const MAX_ATTRIBUTE_VALUE = 4_096;
 export const MAX_STYLE_SHEET_CHARS = 100_000;
 export const MAX_SUBJECT_CHARS = 1_000;
+/** Hidden text kept for the safety analysis (what a preheader, a comment or a hidden block says). */
+export const MAX_HIDDEN_CHARS = 50_000;
+/** Separate pieces of hidden text kept, and chat-role tags. */
+export const MAX_HIDDEN_RUNS = 200;
+/** Code candidates read per line, and code (and decoy) words per line: a real line has a few of each. */
+export const MAX_CODE_CANDIDATES_PER_LINE = 50;
+export const MAX_KEYWORD_HITS_PER_LINE = 50;
+/** Safe text kept; the rest is cut (a model is told it was). */
+export const MAX_SAFE_TEXT_CHARS = 200_000;
+/** Longest link target shown in safe text: the scheme and host whole, then as much of the path as fits. */
+export const MAX_SHOWN_URL = 100;
+/** Warnings kept per message, and per code. */
+export const MAX_WARNINGS = 30;
+export const MAX_WARNINGS_PER_CODE = 5;
+/** Domain names read from a message's text and links for the look-alike check. */
+export const MAX_DOMAIN_CANDIDATES = 1_000;
+/** Longest evidence of a warning. */
+export const MAX_EVIDENCE_CHARS = 160;

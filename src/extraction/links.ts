@@ -84,11 +84,16 @@ export function parseHttpUrl(href: string): URL | null {
   return url;
 }
 
-/** Bare URLs in a line of text, without the punctuation that ends a sentence around them. */
-export function bareUrls(line: string): string[] {
-  const out: string[] = [];
+/**
+ * Bare URLs in a line of text, without the punctuation that ends a sentence around them, with where each starts;
+ * at most `limit` (the scan stops there, however many more the line holds).
+ */
+export function bareUrls(line: string, limit: number): { url: string; index: number }[] {
+  const out: { url: string; index: number }[] = [];
+  if (limit <= 0) return out;
   for (const m of line.matchAll(/https?:\/\/[^\s<>"'`\u00a0]+/gi)) {
-    out.push(withoutTrailingPunctuation(m[0]));
+    out.push({ url: withoutTrailingPunctuation(m[0]), index: m.index });
+    if (out.length >= limit) break;
   }
   return out;
 }

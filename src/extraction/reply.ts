@@ -207,20 +207,23 @@ export function findSignature(lines: readonly Line[], end: number): number {
   for (let i = 0; i < end; i++) if (!isBlank(lines[i]!)) content.push(i);
   if (content.length < 2) return end;
   const first = content[0]!;
+  // The last line of the sender's own (not in a marked signature): a marked line after it starts the signature.
+  let lastOwn = -1;
+  for (const i of content) if (!lines[i]!.signature) lastOwn = i;
   // "-- " (RFC 3676) and the HTML signature containers clients mark: everything after is signature.
   for (const i of content) {
     if (i === first) continue;
     const text = lines[i]!.text;
-    if (text === "--" || text === "-- " || text === "—" || (lines[i]!.signature && allSignature(lines, i, end))) {
+    if (text === "--" || text === "-- " || text === "—" || (lines[i]!.signature && i > lastOwn)) {
       return withSignOffAbove(lines, content, i);
     }
   }
   // A client line or a sign-off among the last few lines, with only short lines after it.
   const tail = content.slice(-MAX_SIGNATURE_LINES - 1);
-  for (const i of tail) {
+  for (const [at, i] of tail.entries()) {
     if (i === first) continue;
     const text = lines[i]!.text.trim();
-    const after = content.filter((k) => k > i);
+    const after = tail.slice(at + 1);
     if (CLIENT_SIGNATURE.test(text) && after.length <= 3) return withSignOffAbove(lines, content, i);
     if (isSignOff(text) && after.every((k) => isContactLine(lines[k]!.text))) return i;
   }
@@ -236,11 +239,6 @@ function withSignOffAbove(lines: readonly Line[], content: readonly number[], si
     if (!isContactLine(lines[k]!.text) || lines[k]!.text.trim().length > 40) break;
   }
   return signature;
-}
-
-function allSignature(lines: readonly Line[], from: number, end: number): boolean {
-  for (let k = from; k < end; k++) if (!lines[k]!.signature && !isBlank(lines[k]!)) return false;
-  return true;
 }
 
 function isSignOff(text: string): boolean {

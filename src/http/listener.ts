@@ -1,14 +1,16 @@
 // The API's listening socket: HTTP/1.1 and h2c on one port, with what one peer may hold bounded before any request
-// is authenticated: connections, header size, the time to send headers and a whole request, h2 streams and session
-// memory. Connect and JSON clients speak HTTP/1.1; gRPC clients speak h2c. Node serves both on one port only
+// is authenticated: connections (in all, and per peer), header size, the time to send headers and a whole request,
+// h2 streams and session memory. Connect and JSON clients speak HTTP/1.1; gRPC clients speak h2c. Node serves both on one port only
 // through TLS ALPN, so plain-text connections are routed by their first bytes to an HTTP/1.1 or an HTTP/2 server.
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from "node:http2";
 import net, { type AddressInfo, type Socket } from "node:net";
 import { Duplex } from "node:stream";
+import { PeerConnections } from "../net/peer-connections.js";
 
 export interface ListenerLimits {
   readonly maxConnections: number;
+  readonly maxConnectionsPerPeer: number;
   readonly maxHeaderBytes: number;
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
@@ -95,9 +97,16 @@ export async function listen(limits: ListenerLimits, port: number, host: string,
   });
 
   const sockets = new Set<Socket>();
+  const perPeer = new PeerConnections(limits.maxConnectionsPerPeer);
   const server = net.createServer((socket) => {
+    // One peer (an address, an IPv6 /64) must not hold every connection: /healthz alone needs no key.
+    const release = perPeer.admit(socket.remoteAddress);
+    if (!release) return void socket.destroy();
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      release();
+    });
     // A connection that sends nothing is closed like one that never finishes its headers.
     const silent = () => socket.destroy();
     socket.setTimeout(limits.headersTimeoutMs);

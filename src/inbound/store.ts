@@ -11,10 +11,13 @@
 // statements are the same dozen whatever the batch's size (each round trip waits its turn on a busy machine; per
 // message they capped bench:inbound), in plain SQL on the driver's pool, not the ORM: this is the hot path of inbound
 // mail, and the ORM's unit of work cost more CPU than the statements themselves (measured with bench:inbound).
+import type { SenderAuthentication, SenderAuthenticator } from "../authentication/sender-authentication.js";
 import type { Database, SqlTx } from "../db/database.js";
+import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
 import { insertAttachments } from "../db/tables/attachments.js";
 import { insertContacts } from "../db/tables/contacts.js";
 import { insertMessages, type MessageInsert } from "../db/tables/messages.js";
+import { rulesForInboxes } from "../db/tables/sender-rules.js";
 import {
   insertThreads,
   summaryColumns,
@@ -31,6 +34,7 @@ import { newId } from "../ids.js";
 import { contactsOf } from "../mailbox/contacts.js";
 import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedAddress, ParsedEmail } from "../mail/parse.js";
+import { judgeSender, senderOf } from "../senders/sender-rules.js";
 import { attachmentId, MAX_ATTACHMENTS, sanitizeFilename } from "./attachments.js";
 import type { AttachmentScanStarter, MessageReceivedEvent, MessageReceivedOutbox } from "./ports.js";
 import { readChunks, type ReceivedMessage } from "./receive.js";
@@ -56,6 +60,8 @@ export interface InboundStoreDeps {
   readonly hostname: string;
   /** Mail to the feedback address: ARF reports, recorded as complaints instead of stored (src/outbound/feedback-reports.ts). */
   readonly feedbackReports?: FeedbackReports | undefined;
+  /** SPF, DKIM, DMARC and ARC of each message for inboxes; absent with INBOUND_AUTHENTICATION=off (not evaluated). */
+  readonly authenticator?: SenderAuthenticator | undefined;
   readonly clock: StoreClock;
 }
 
@@ -91,6 +97,8 @@ export interface ParsedRaw {
   /** Null when the message goes to the feedback address only (there is no inbox to store it in). */
   readonly email: ParsedEmail | null;
   readonly feedback: CheckedFeedback | undefined;
+  /** Who sent it, as far as authentication can tell; null when not evaluated (switched off, or no inbox copy). */
+  readonly authentication: SenderAuthentication | null;
   /** What it adds to a batch's statements: its size once per inbox copy. */
   readonly bytes: number;
 }
@@ -110,6 +118,8 @@ export class StoreClock {
 
 interface StoredInboundMessage extends MessageReceivedEvent {
   readonly attachmentCount: number;
+  readonly senderAuthenticated: boolean;
+  readonly blocked: boolean;
 }
 
 interface InboxRef {
@@ -127,6 +137,8 @@ interface Copy {
   readonly internetMessageId: string;
   /** From as stored: the envelope sender when the message has no From header. */
   readonly from: ParsedAddress;
+  /** What the inbox's sender rules (else its organization's) decided, with the rules committed now. */
+  readonly senderRule: SenderRuleOutcome;
   readonly at: Date;
 }
 
@@ -134,17 +146,34 @@ interface Copy {
 const MAX_ATTEMPTS = 5;
 
 /**
- * The raw message read (unless known) and parsed, its feedback report checked; null when it is no longer pending
- * (done, or being processed by another process).
+ * The raw message read (unless known) and parsed, its sender authenticated while it parses (the safety analysis
+ * after the parse waits for the verdict, at most INBOUND_AUTHENTICATION_TIMEOUT_MS), its feedback report checked;
+ * null when it is no longer pending (done, or being processed by another process).
  */
 export async function prepareRaw(deps: InboundStoreDeps, rawId: string, known: RawRow | undefined): Promise<ParsedRaw | null> {
   const raw = known ?? (await readBack(deps.db, rawId));
   if (!raw) return null;
   const { feedbackReports } = deps;
   const feedback = feedbackReports && raw.rcpt_to.includes(feedbackReports.address) ? await feedbackReports.check(raw, rawId) : undefined;
-  const forInboxes = raw.inbox_ids.length > (feedback ? 1 : 0);
-  const email = forInboxes ? await deps.parser.parse(raw.raw) : null;
-  return { rawId, raw, email, feedback, bytes: raw.raw.byteLength * Math.max(1, raw.inbox_ids.length) };
+  const bytes = raw.raw.byteLength * Math.max(1, raw.inbox_ids.length);
+  // A report to the feedback address alone is not stored in an inbox: its own check authenticates it.
+  if (raw.inbox_ids.length <= (feedback ? 1 : 0)) return { rawId, raw, email: null, feedback, authentication: null, bytes };
+  const authentication = authenticate(deps, rawId, raw);
+  const email = await deps.parser.parse(raw.raw, { authentication: authentication.then(forExtraction) });
+  return { rawId, raw, email, feedback, authentication: await authentication, bytes };
+}
+
+/** The sender authentication of a message, once for all its inbox copies; null when switched off. Never rejects. */
+async function authenticate(deps: InboundStoreDeps, rawId: string, raw: RawRow): Promise<SenderAuthentication | null> {
+  if (!deps.authenticator) return null;
+  const result = await deps.authenticator.evaluate(raw.raw, { remoteIp: raw.remote_ip, helo: raw.helo, mailFrom: raw.mail_from });
+  deps.log.debug("sender authentication", { rawId, result: result.summary });
+  return result;
+}
+
+/** What the safety analysis takes of the verdict (null: not evaluated, no sender warnings). */
+function forExtraction(a: SenderAuthentication | null) {
+  return a && { evaluated: true, senderAuthenticated: a.senderAuthenticated, replyToDiverges: a.replyToDiverges };
 }
 
 async function readBack(db: Database, rawId: string): Promise<RawRow | null> {
@@ -187,8 +216,14 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     inboxId: c.inbox.id,
     threadId: threadIds[i]!,
     attachmentCount: Math.min(c.email.attachments.length, MAX_ATTACHMENTS),
+    senderAuthenticated: c.message.authentication?.senderAuthenticated ?? false,
+    blocked: c.senderRule === "blocked",
   }));
-  const events = messageReceivedEvents(stored, now);
+  // Mail a sender rule refused is stored, and announced nowhere: no webhook, no wait or stream woken.
+  const events = messageReceivedEvents(
+    stored.filter((m) => !m.blocked),
+    now,
+  );
   const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
   await finishRaw(deps.log, tx, claimed, now);
   // Last: it holds the organizations' event-log turns until the commit.
@@ -205,7 +240,10 @@ async function claimPending(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<Par
   return batch.filter((m) => claimedSet.has(m.rawId));
 }
 
-/** One copy per parsed message and admitted inbox that is still active (held FOR SHARE until the commit). */
+/**
+ * One copy per parsed message and admitted inbox that is still active (held FOR SHARE until the commit), judged by
+ * the sender rules that apply to its inbox as committed now.
+ */
 async function copiesOf(deps: InboundStoreDeps, tx: SqlTx, claimed: readonly ParsedRaw[], now: Date): Promise<Copy[]> {
   const parsed = claimed.filter((m) => m.email !== null);
   const inboxIds = [...new Set(parsed.flatMap((m) => m.raw.inbox_ids))];
@@ -215,16 +253,18 @@ async function copiesOf(deps: InboundStoreDeps, tx: SqlTx, claimed: readonly Par
     inboxIds.length === 0
       ? []
       : await tx.query<InboxRef>(`select id, organization_id, address from inboxes where id = any($1) and status = 'active' order by id for share`, [inboxIds]);
+  const rules = await rulesForInboxes(tx, inboxes);
   return parsed.flatMap((message): Copy[] => {
     const email = message.email!;
     // RFC 5321 lets the receiving server supply a missing Message-ID; one per raw message, so every inbox's copy
     // carries the same.
     const internetMessageId = email.messageId ?? `<${message.rawId}@${deps.hostname}>`;
     const from = email.from ?? { email: message.raw.mail_from };
+    const sender = senderOf(from.email, message.authentication);
     const at = deps.clock.next(now);
     return inboxes
       .filter((inbox) => message.raw.inbox_ids.includes(inbox.id))
-      .map((inbox) => ({ message, email, inbox, id: newId("msg"), internetMessageId, from, at }));
+      .map((inbox) => ({ message, email, inbox, id: newId("msg"), internetMessageId, from, senderRule: judgeSender(rules.get(inbox.id), sender), at }));
   });
 }
 
@@ -233,6 +273,8 @@ interface ThreadChange {
   readonly id: string;
   readonly inbox: InboxRef;
   readonly isNew: boolean;
+  /** A thread of blocked mail (see threadsFor). */
+  readonly blocked: boolean;
   /** For a new thread, when its first message came. */
   readonly createdAt: Date;
   summary: ThreadSummary;
@@ -244,7 +286,9 @@ interface ThreadChange {
  * The thread of each copy, in copy order: the thread of the newest message of its inbox it answers, else a new
  * one. Messages of the batch are newer than any stored one, so an earlier copy of the batch is looked for first,
  * then the database; the summaries of the threads touched are folded over the batch's messages in order and
- * written (existing threads locked FOR UPDATE by the lookup).
+ * written (existing threads locked FOR UPDATE by the lookup). Mail a sender rule blocked joins only threads of
+ * blocked mail, and other mail only threads that are not: a thread is left out of lists whole or not at all, and
+ * blocked mail never changes the summary of one that is listed.
  */
 async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]> {
   const inBatchParent = parentsInBatch(copies);
@@ -263,13 +307,15 @@ async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]>
     }
     const id = row?.id ?? newId("thr");
     const summary = summaryWith(row ? summaryOf(row) : null, joining(copy));
-    changes.set(id, { id, inbox: copy.inbox, isNew: !row, createdAt: copy.at, summary, updatedAt: copy.at });
+    changes.set(id, { id, inbox: copy.inbox, isNew: !row, blocked: isBlocked(copy), createdAt: copy.at, summary, updatedAt: copy.at });
     threadIds.push(id);
   }
   const all = [...changes.values()];
   await insertThreads(
     tx,
-    all.filter((t) => t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, createdAt: t.createdAt, updatedAt: t.updatedAt })),
+    all
+      .filter((t) => t.isNew)
+      .map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, blocked: t.blocked, createdAt: t.createdAt, updatedAt: t.updatedAt })),
   );
   await updateThreadSummaries(
     tx,
@@ -278,16 +324,23 @@ async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]>
   return threadIds;
 }
 
-/** For each copy, the index of the newest earlier copy of the batch in its inbox that it answers, if any. */
+function isBlocked(copy: Copy): boolean {
+  return copy.senderRule === "blocked";
+}
+
+/**
+ * For each copy, the index of the newest earlier copy of the batch in its inbox that it answers, if any (blocked
+ * mail answering blocked mail, other mail other mail).
+ */
 function parentsInBatch(copies: readonly Copy[]): (number | undefined)[] {
   const inBatchParent: (number | undefined)[] = [];
   const latestInBatch = new Map<string, number>();
-  const key = (inboxId: string, internetMessageId: string) => `${inboxId} ${internetMessageId}`;
+  const key = (copy: Copy, internetMessageId: string) => `${copy.inbox.id} ${isBlocked(copy)} ${internetMessageId}`;
   for (const [i, copy] of copies.entries()) {
-    const parents = parentMessageIds(copy.email).map((id) => latestInBatch.get(key(copy.inbox.id, id)) ?? -1);
+    const parents = parentMessageIds(copy.email).map((id) => latestInBatch.get(key(copy, id)) ?? -1);
     const newest = Math.max(-1, ...parents);
     inBatchParent.push(newest >= 0 ? newest : undefined);
-    latestInBatch.set(key(copy.inbox.id, copy.internetMessageId), i);
+    latestInBatch.set(key(copy, copy.internetMessageId), i);
   }
   return inBatchParent;
 }
@@ -299,7 +352,9 @@ async function lockStoredThreads(
   inBatchParent: readonly (number | undefined)[],
 ): Promise<Map<number, ThreadSummaryRow & { copy: number; id: string }>> {
   const lookups = copies.flatMap((copy, i) =>
-    inBatchParent[i] === undefined ? parentMessageIds(copy.email).map((parent) => ({ copy: i, inboxId: copy.inbox.id, parent })) : [],
+    inBatchParent[i] === undefined
+      ? parentMessageIds(copy.email).map((parent) => ({ copy: i, inboxId: copy.inbox.id, parent, blocked: isBlocked(copy) }))
+      : [],
   );
   if (lookups.length === 0) return new Map();
   // One lookup for the whole batch; the threads are locked in id order, so batches that share threads never
@@ -307,14 +362,15 @@ async function lockStoredThreads(
   const found = await tx.query<ThreadSummaryRow & { copy: number; id: string }>(
     `with parent as (
        select distinct on (w.copy) w.copy, m.thread_id
-         from unnest($1::int[], $2::text[], $3::text[]) as w(copy, inbox_id, internet_message_id)
+         from unnest($1::int[], $2::text[], $3::text[], $4::bool[]) as w(copy, inbox_id, internet_message_id, blocked)
          join messages m on m.inbox_id = w.inbox_id and m.internet_message_id = w.internet_message_id
+         join threads pt on pt.id = m.thread_id and pt.blocked = w.blocked
         order by w.copy, m.created_at desc, m.id desc)
      select p.copy, t.id, ${summaryColumns("t")}
        from parent p join threads t on t.id = p.thread_id
       order by t.id
         for update of t`,
-    [lookups.map((l) => l.copy), lookups.map((l) => l.inboxId), lookups.map((l) => l.parent)],
+    [lookups.map((l) => l.copy), lookups.map((l) => l.inboxId), lookups.map((l) => l.parent), lookups.map((l) => l.blocked)],
   );
   return new Map(found.map((row) => [row.copy, row]));
 }
@@ -382,15 +438,24 @@ function messageOf(copy: Copy, threadId: string): MessageInsert {
       remoteIp: raw.remote_ip,
       helo: raw.helo,
       tls: { encrypted: raw.tls_protocol !== null, protocol: raw.tls_protocol, cipher: raw.tls_cipher },
+      ...(message.authentication ? { authentication: storedAuthentication(message.authentication) } : {}),
+      senderRule: copy.senderRule,
     },
     // Nothing to scan is as good as scanned clean.
     attachmentsScanState: email.attachments.length > 0 ? "unscanned" : "clean",
     rawId: message.rawId,
     parseProblem: email.problem,
     extracted: email.extracted,
+    senderAuthenticated: message.authentication?.senderAuthenticated ?? null,
+    senderBlocked: isBlocked(copy),
     createdAt: copy.at,
     updatedAt: copy.at,
   };
+}
+
+/** The verdict as messages keep it (its log summary aside). */
+function storedAuthentication({ summary: _, ...verdict }: SenderAuthentication): StoredAuthentication {
+  return { ...verdict, dkimDomains: [...verdict.dkimDomains] };
 }
 
 /**

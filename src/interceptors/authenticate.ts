@@ -6,10 +6,10 @@ import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import type { ContextValues, Interceptor } from "@connectrpc/connect";
 import { method as methodRule } from "../../gen/mailbox/v1/options_pb.js";
 import type { Authenticator } from "../auth/authenticator.js";
-import { hasScope } from "../auth/principal.js";
+import { hasScope, type Principal } from "../auth/principal.js";
 import { PermissionDenied, Unauthenticated } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { kPeerAddress, kPrincipal } from "./context.js";
+import { kPeerAddress, kPrincipal, kReauthenticate } from "./context.js";
 import { toConnectError } from "./error-boundary.js";
 
 const scopes = new WeakMap<DescMethod, string>();
@@ -40,7 +40,14 @@ export function authenticateRequest(authenticator: Authenticator, log: Logger): 
       throw toConnectError(e, log, method ? `${method.parent.typeName}/${method.name}` : "mcp");
     }
     values.set(kPrincipal, principal);
+    values.set(kReauthenticate, () => authenticator.authenticate(apiKey, values.get(kPeerAddress)));
   };
+}
+
+/** The principal must hold the scope the method declares in the contract (403 missing_scope). */
+export function requireScope(principal: Principal, method: DescMethod): void {
+  const scope = scopeOf(method);
+  if (!hasScope(principal, scope)) throw new PermissionDenied(`this key lacks the scope ${scope}`, "missing_scope");
 }
 
 export function authenticate(): Interceptor {
@@ -48,10 +55,7 @@ export function authenticate(): Interceptor {
     const principal = req.contextValues.get(kPrincipal);
     // Every face runs authenticateRequest first; a call that did not is refused, never authenticated a second way.
     if (!principal) throw new Unauthenticated();
-    const scope = scopeOf(req.method);
-    if (!hasScope(principal, scope)) {
-      throw new PermissionDenied(`this key lacks the scope ${scope}`, "missing_scope");
-    }
+    requireScope(principal, req.method);
     return next(req);
   };
 }

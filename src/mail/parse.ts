@@ -5,7 +5,7 @@
 // Extraction (reply text, codes, links: src/extraction) runs in the same workers right after, as a job of its own,
 // so hostile HTML that makes it slow or large costs the extraction only, never the parsed message.
 import { Worker } from "node:worker_threads";
-import type { Extracted, ExtractionInput } from "../extraction/index.js";
+import type { Extracted, ExtractionInput, SenderAuthentication } from "../extraction/index.js";
 import { siblingModule } from "../runtime/sibling-module.js";
 
 export interface ParsedAddress {
@@ -56,13 +56,21 @@ export interface EmailParserOptions {
   readonly maxMimeParts: number;
 }
 
+export interface ParseOptions {
+  /**
+   * What sender authentication found, computed while the message parses (null: not evaluated); extraction waits for
+   * it, since the safety analysis reads it. It must resolve (its own budget bounds it) and never reject.
+   */
+  readonly authentication?: Promise<SenderAuthentication | null>;
+}
+
 export interface EmailParser {
   /**
    * A parse that fails or exceeds its budget yields what did parse (at least the headers), with `problem` set; an
    * extraction that does yields `extracted` null. Rejects only when no parse can run at all (a worker cannot start,
    * the parser is closed).
    */
-  parse(raw: Uint8Array): Promise<ParsedEmail>;
+  parse(raw: Uint8Array, options?: ParseOptions): Promise<ParsedEmail>;
   close(): Promise<void>;
 }
 
@@ -98,12 +106,13 @@ const WORKER_URL = siblingModule("./parse-worker", import.meta.url);
 export function createEmailParser(options: EmailParserOptions): EmailParser {
   const workers = new ParseWorkers(options);
   return {
-    async parse(raw) {
+    async parse(raw, parseOptions = {}) {
       const parsed = await parseMessage(workers, options, raw);
       // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
       const textFromParts = parsed.text.trim() !== "";
       const email = await withText(workers, options, raw, parsed);
-      return { ...email, extracted: await extract(workers, email, textFromParts) };
+      const authentication = (await parseOptions.authentication) ?? null;
+      return { ...email, extracted: await extract(workers, email, textFromParts, authentication) };
     },
     close: () => workers.close(),
   };
@@ -213,8 +222,20 @@ async function parseMessage(workers: ParseWorkers, options: EmailParserOptions, 
  * What extraction reads out of the message. It gets the text only when it came from text parts: text made from
  * the HTML would lose what the HTML says (what is hidden, quoted or prominent), so it reads the HTML then.
  */
-async function extract(workers: ParseWorkers, email: ParsedMessage, textFromParts: boolean): Promise<Extracted | null> {
-  const input = { text: textFromParts ? email.text : null, html: email.html, subject: email.subject, from: email.from?.email ?? null };
+async function extract(
+  workers: ParseWorkers,
+  email: ParsedMessage,
+  textFromParts: boolean,
+  authentication: SenderAuthentication | null,
+): Promise<Extracted | null> {
+  const input: ExtractionInput = {
+    text: textFromParts ? email.text : null,
+    html: email.html,
+    subject: email.subject,
+    from: email.from?.email ?? null,
+    replyTo: email.replyTo?.email ?? null,
+    authentication,
+  };
   const extracted = await workers.attempt<Extracted>({ kind: "extract", input });
   return extracted.ok ? extracted.value : null;
 }

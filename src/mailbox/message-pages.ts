@@ -20,6 +20,14 @@ export interface MessagePage {
   readonly nextCursor: string | undefined;
 }
 
+/** Which messages a page lists beyond its thread or inbox. */
+export interface MessageFilter {
+  /** Only inbound messages whose sender authenticated (DMARC pass). */
+  readonly senderAuthenticated?: boolean | undefined;
+  /** Mail that sender rules blocked too (left out otherwise). */
+  readonly includeBlocked?: boolean | undefined;
+}
+
 /** A page whose content would exceed the byte bound: the caller retries with a smaller limit (spec: 413). */
 export class PageTooLarge extends DomainError {
   constructor(bound: number) {
@@ -39,12 +47,12 @@ export async function readMessagePage(
   cursors: CursorCodec,
   scope: CursorScope,
   where: { threadId: string } | { inboxId: string },
-  page: { limit?: number; cursor?: string },
+  page: { limit?: number; cursor?: string } & MessageFilter,
   maxPageBytes: number,
 ): Promise<MessagePage> {
   const position = page.cursor === undefined ? undefined : cursors.decode(scope, page.cursor);
   const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const candidates = await store.sqlRead<PageCandidate>((organizationId) => candidatesStatement(organizationId, where, position, limit + 1));
+  const candidates = await store.sqlRead<PageCandidate>((organizationId) => candidatesStatement(organizationId, where, page, position, limit + 1));
   const members = candidates.slice(0, limit);
   const bytes = members.reduce((sum, m) => sum + Number(m.content_bytes), 0);
   if (members.length > 1 && bytes > maxPageBytes) throw new PageTooLarge(maxPageBytes);
@@ -72,6 +80,7 @@ interface PageCandidate {
 function candidatesStatement(
   organizationId: string,
   where: { threadId: string } | { inboxId: string },
+  filter: MessageFilter,
   position: KeysetPosition | undefined,
   take: number,
 ): { text: string; values: unknown[] } {
@@ -79,9 +88,11 @@ function candidatesStatement(
   const values: unknown[] = [organizationId, value, take];
   const after = position ? `and (created_at, id) < ($4, $5)` : "";
   if (position) values.push(position.createdAt, position.id);
+  const authenticated = filter.senderAuthenticated ? "and sender_authenticated" : "";
+  const blocked = filter.includeBlocked ? "" : "and not sender_blocked";
   return {
     text: `select id, created_at, octet_length(text)::int8 + coalesce(octet_length(html), 0) as content_bytes
-             from messages where organization_id = $1 and ${column} = $2 ${after}
+             from messages where organization_id = $1 and ${column} = $2 ${after} ${authenticated} ${blocked}
             order by created_at desc, id desc limit $3`,
     values,
   };

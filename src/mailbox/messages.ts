@@ -9,7 +9,7 @@ import type { TenantStore } from "../db/tenant-store.js";
 import { Conflict, NotFound, PermissionDenied } from "../errors.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { CursorCodec } from "../pagination/cursor.js";
-import { readMessagePage, type MessagePage } from "./message-pages.js";
+import { readMessagePage, type MessageFilter, type MessagePage } from "./message-pages.js";
 
 export interface MessagesDeps {
   readonly inboxes: Inboxes;
@@ -39,7 +39,7 @@ export function createMessages(deps: MessagesDeps) {
       store: TenantStore,
       principal: Principal,
       inboxId: string,
-      page: { limit?: number; cursor?: string },
+      page: { limit?: number; cursor?: string } & MessageFilter,
     ): Promise<{ inbox: InboxRow; messages: MessagePage }> {
       const inbox = await inboxes.findReadable(store, principal, inboxId, page.cursor !== undefined);
       const scope = { organizationId: store.organizationId, resource: `export:${inboxId}` };

@@ -1,4 +1,5 @@
 // Reading conversations: thread summaries of an inbox, and one thread with a page of its messages.
+import { raw } from "@mikro-orm/core";
 import type { Principal } from "../auth/principal.js";
 import { canAccessInbox } from "../auth/principal.js";
 import { Thread } from "../db/entities/index.js";
@@ -8,7 +9,7 @@ import { Gone, NotFound } from "../errors.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Page } from "../pagination/keyset.js";
 import { DEFAULT_PAGE_SIZE, type CursorCodec, type KeysetPosition } from "../pagination/cursor.js";
-import { readMessagePage, type MessagePage } from "./message-pages.js";
+import { readMessagePage, type MessageFilter, type MessagePage } from "./message-pages.js";
 
 export interface ThreadsDeps {
   readonly inboxes: Inboxes;
@@ -22,15 +23,28 @@ export function createThreads(deps: ThreadsDeps) {
   const { inboxes, cursors } = deps;
 
   return {
-    /** Summaries, most recent activity first. */
-    async list(store: TenantStore, principal: Principal, inboxId: string, page: { limit?: number; cursor?: string }): Promise<Page<ThreadRow>> {
+    /**
+     * Summaries, most recent activity first: without threads of blocked mail unless asked, and with senderAuthenticated
+     * only threads with an inbound message whose sender authenticated.
+     */
+    async list(
+      store: TenantStore,
+      principal: Principal,
+      inboxId: string,
+      page: { limit?: number; cursor?: string } & MessageFilter,
+    ): Promise<Page<ThreadRow>> {
       await inboxes.findReadable(store, principal, inboxId, page.cursor !== undefined);
       const scope = { organizationId: store.organizationId, resource: `threads:${inboxId}` };
       const position = page.cursor === undefined ? undefined : cursors.decode(scope, page.cursor);
       const limit = page.limit ?? DEFAULT_PAGE_SIZE;
       const rows = await store.find(
         Thread,
-        { inboxId, ...afterActivity(position) },
+        {
+          inboxId,
+          ...afterActivity(position),
+          ...(page.includeBlocked ? {} : { blocked: false }),
+          ...(page.senderAuthenticated ? { [hasAuthenticatedMessage()]: [] } : {}),
+        },
         { orderBy: [{ lastMessageAt: "desc" }, { id: "desc" }], limit: limit + 1, disableIdentityMap: true },
       );
       const items = rows.slice(0, limit);
@@ -46,7 +60,7 @@ export function createThreads(deps: ThreadsDeps) {
       store: TenantStore,
       principal: Principal,
       threadId: string,
-      page: { limit?: number; cursor?: string },
+      page: { limit?: number; cursor?: string; senderAuthenticated?: boolean | undefined },
     ): Promise<{ thread: ThreadRow; messages: MessagePage }> {
       const scope = { organizationId: store.organizationId, resource: `thread:${threadId}` };
       const thread = await store.findOne(Thread, { id: threadId });
@@ -59,10 +73,19 @@ export function createThreads(deps: ThreadsDeps) {
         throw new NotFound("thread");
       }
       await inboxes.findReadable(store, principal, thread.inboxId, page.cursor !== undefined);
-      const messages = await readMessagePage(store, cursors, scope, { threadId }, page, deps.maxPageBytes);
+      // A thread is all blocked mail or none (but for replies to it): a thread named by its id is read whole.
+      const messages = await readMessagePage(store, cursors, scope, { threadId }, { ...page, includeBlocked: true }, deps.maxPageBytes);
       return { thread, messages };
     },
   };
+}
+
+/**
+ * A thread with an inbound message whose sender authenticated (through the partial index of such messages); a new
+ * fragment per query, as MikroORM's raw keys are used once.
+ */
+function hasAuthenticatedMessage(): string {
+  return raw((alias: string) => `exists (select 1 from messages m where m.thread_id = ${alias}.id and m.sender_authenticated)`);
 }
 
 // Threads are ordered by (lastMessageAt, id); the cursor's createdAt holds the last summary's lastMessageAt.

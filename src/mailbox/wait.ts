@@ -25,6 +25,8 @@ export interface WaitRequest {
   readonly subjectContains?: string | undefined;
   /** A message id of the inbox: only messages stored after it. */
   readonly after?: string | undefined;
+  /** Only messages whose sender authenticated (DMARC pass). */
+  readonly senderAuthenticated?: boolean | undefined;
 }
 
 /** The wait when the request names none: the contract's longest. */
@@ -43,7 +45,11 @@ export function createMessageWaits(deps: MessageWaitsDeps) {
       const after = request.after === undefined ? null : await positionOf(store, request.inboxId, request.after);
       const release = holds.acquire(principal.keyId);
       // Watching starts before the first read, so a message stored while it runs is announced to this wait.
-      const watch = hub.watch(store.organizationId, (notice) => notice.inboxId === request.inboxId);
+      const authenticatedOnly = request.senderAuthenticated === true;
+      const watch = hub.watch(
+        store.organizationId,
+        (notice) => notice.inboxId === request.inboxId && (!authenticatedOnly || notice.senderAuthenticated !== false),
+      );
       try {
         let candidates: readonly string[] | null = null;
         for (;;) {
@@ -87,7 +93,7 @@ async function positionOf(store: TenantStore, inboxId: string, messageId: string
 
 /**
  * The id of the oldest inbound message of the inbox that matches the request, among `candidates` when given (an
- * empty list matches nothing), after `after` when given.
+ * empty list matches nothing), after `after` when given. Mail that sender rules blocked never matches.
  */
 async function firstMatch(
   store: TenantStore,
@@ -99,7 +105,8 @@ async function firstMatch(
   const [row] = await store.sqlRead<{ id: string }>((organizationId) => {
     const values: unknown[] = [organizationId, request.inboxId];
     const bind = (value: unknown) => `$${values.push(value)}`;
-    const conditions = [`organization_id = $1`, `inbox_id = $2`, `direction = 'inbound'`];
+    const conditions = [`organization_id = $1`, `inbox_id = $2`, `direction = 'inbound'`, `not sender_blocked`];
+    if (request.senderAuthenticated) conditions.push(`sender_authenticated`);
     if (candidates) conditions.push(`id = any(${bind([...candidates])})`);
     if (after) conditions.push(`(created_at, id) > (${bind(after.created_at)}, ${bind(after.id)})`);
     if (request.from !== undefined) conditions.push(fromCondition(request.from.toLowerCase(), bind));

@@ -12,6 +12,7 @@ import type { Logger } from "../logger.js";
 import { httpError, httpErrorOf, type HttpError } from "../rest/http-errors.js";
 import type { UnaryInvoker } from "../rest/in-process-invoker.js";
 import { readMessage, RestInputError, writeMessage } from "../rest/json.js";
+import { envelopedText } from "./envelope.js";
 import { MAX_DOWNLOAD_BYTES, type McpTool } from "./tools.js";
 
 /** What the calls of one MCP request share. */
@@ -87,7 +88,10 @@ function canonicalJson(value: JsonValue): string {
   return JSON.stringify(value);
 }
 
-/** The JSON face's answer as structured content (a download: the whole response, the bytes in base64). */
+/**
+ * The JSON face's answer as structured content (a download: the whole response, the bytes in base64), and as text:
+ * its JSON, or for mail from outside senders the enveloped text a model should read.
+ */
 function resultOf(tool: McpTool, output: Message): CallToolResult {
   const { route } = tool;
   const field = route.responseField;
@@ -104,7 +108,8 @@ function resultOf(tool: McpTool, output: Message): CallToolResult {
   if (structured === null || typeof structured !== "object" || Array.isArray(structured)) {
     throw new Error(`${route.method.name} answered without its ${field?.name ?? "response"}`);
   }
-  return { content: [{ type: "text", text: JSON.stringify(structured) }], structuredContent: structured };
+  const text = tool.externalContent ? envelopedText(structured, { download: tool.download }) : JSON.stringify(structured);
+  return { content: [{ type: "text", text }], structuredContent: structured };
 }
 
 function errorResult({ body, retryAfterSeconds }: HttpError): CallToolResult {

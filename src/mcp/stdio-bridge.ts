@@ -1,7 +1,9 @@
 // `mailbox mcp`: MCP over stdio for hosts that start a local command, relayed message by message to a service's
 // /mcp endpoint. The tools, their schemas, the derived idempotency keys and the errors all stay in the service, so
 // the bridge serves exactly the tools of the service it is pointed at, whatever version this CLI is, and a call
-// runs through the same authentication, edge limits and interceptors as any other.
+// runs through the same authentication, edge limits and interceptors as any other. The key travels in a header of
+// every request, so the service is reached over https, or over http only on this machine.
+import { isIPv4 } from "node:net";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
@@ -12,6 +14,7 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { ConfigError } from "../config.js";
 
 export interface StdioBridgeOptions {
   /** The service's base URL; the bridge speaks to <url>/mcp. */
@@ -26,6 +29,7 @@ export interface StdioBridgeOptions {
 
 /** Relays until stdin ends and the requests read before it are answered. */
 export async function runStdioBridge(options: StdioBridgeOptions): Promise<void> {
+  refuseClearText(options.url);
   const input = options.input ?? process.stdin;
   const output = options.output ?? process.stdout;
   const remote = new StreamableHTTPClientTransport(new URL("/mcp", options.url), {
@@ -76,4 +80,13 @@ export async function runStdioBridge(options: StdioBridgeOptions): Promise<void>
 
 function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** http:// only to a loopback host (localhost, 127.0.0.0/8, ::1): anywhere else the key would cross a network in clear text. */
+export function refuseClearText(url: string): void {
+  const { protocol, hostname } = new URL(url);
+  const loopback = hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || (isIPv4(hostname) && hostname.startsWith("127."));
+  if (protocol === "http:" && !loopback) {
+    throw new ConfigError(`MAILBOX_URL must be https:// (http:// only to this machine: localhost, 127.0.0.1, [::1]): the API key would travel in clear text to ${hostname}`);
+  }
 }

@@ -1,6 +1,7 @@
 // The operational endpoints every role serves: GET /healthz (the process lives), GET /readyz (what it depends on
 // answers) and GET /metrics (Prometheus text). The API port answers them before its request pipeline (no key, no
-// body, no rate limit); processes without the api role answer them on STATUS_PORT.
+// body, no rate limit), /metrics there only behind METRICS_TOKEN (the API port faces clients); STATUS_PORT answers
+// all three in any role.
 import { timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -77,9 +78,13 @@ export interface StatusDeps {
 
 export const STATUS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
 
-/** Answers a status path; false for any other path (the caller answers it). */
-export function createStatusHandler(deps: StatusDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+/**
+ * Answers a status path; false for any other path (the caller answers it). On the API port /metrics is served only
+ * behind METRICS_TOKEN: without one it is not found there (STATUS_PORT serves it).
+ */
+export function createStatusHandler(deps: StatusDeps, port: "api" | "status"): (req: IncomingMessage, res: ServerResponse) => boolean {
   const token = deps.metricsToken === undefined ? undefined : Buffer.from(`Bearer ${deps.metricsToken}`);
+  const metricsHere = port === "status" || token !== undefined;
   // No key is needed here, so however many ask at once, the checks and the scrape (a few statements each) run once
   // at a time.
   const readiness = singleFlight(() => deps.readiness.run());
@@ -100,6 +105,7 @@ export function createStatusHandler(deps: StatusDeps): (req: IncomingMessage, re
       answer(req, res, status, type, body, { "Cache-Control": "no-store", ...headers });
     const failed = () => done(500, "text/plain; charset=utf-8", "internal error\n");
     if (path === "/healthz") done(200, "text/plain; charset=utf-8", "ok\n");
+    else if (path === "/metrics" && !metricsHere) done(404, "text/plain; charset=utf-8", "not found\n");
     else if (path === "/readyz") {
       readiness().then(({ ready, checks }) => done(ready ? 200 : 503, "application/json", JSON.stringify({ ready, checks })), failed);
     } else if (!authorized(req)) done(401, "text/plain; charset=utf-8", "unauthorized\n", { "WWW-Authenticate": "Bearer" });
@@ -124,7 +130,7 @@ const STATUS_LIMITS = { maxConnections: 64, headersTimeoutMs: 5_000, requestTime
 
 /** The status port (STATUS_PORT): the status paths and 404 for anything else. */
 export async function startStatusServer(deps: StatusDeps, port: number, host: string): Promise<StatusServer> {
-  const handle = createStatusHandler(deps);
+  const handle = createStatusHandler(deps, "status");
   const server = http.createServer(
     { headersTimeout: STATUS_LIMITS.headersTimeoutMs, requestTimeout: STATUS_LIMITS.requestTimeoutMs, maxHeaderSize: STATUS_LIMITS.maxHeaderSize },
     (req, res) => {

@@ -3,32 +3,29 @@
 //
 // The feedback address is public: anyone who received a message knows its Message-ID and the other recipients in
 // its To and Cc. A report is believed about a recipient only when an authenticated identity of its sender is
-//   - the recipient's mailbox provider: its organizational domain (Public Suffix List) is the recipient domain's,
-//     as when Yahoo reports about a yahoo.com user from arf.mail.yahoo.com or Microsoft about a hotmail.com user
-//     from staff@hotmail.com; or
-//   - a configured feedback-loop sender (FEEDBACK_LOOP_SENDERS): a domain (itself and its subdomains) or one
-//     address, believed about any recipient: the loops that report for domains they host under other names
-//     (Yahoo's arf.mail.yahoo.com for aol.com, Microsoft's staff@hotmail.com for outlook.com and live.com).
-// The organizational domain of the recipient's MX hosts is deliberately not enough: outlook.com hosts both the
-// MX of every Microsoft 365 domain and free mailboxes, whose users send DKIM- and SPF-authenticated as outlook.com.
+//   - a feedback loop (FEEDBACK_LOOP_SENDERS, by default Yahoo's arf.mail.yahoo.com and Microsoft's
+//     staff@hotmail.com): a domain (itself and its subdomains) or one address, believed about any recipient, as the
+//     loops report for domains they host under other names (Yahoo's for aol.com, Microsoft's for outlook.com); or
+//   - the recipient's own address: a recipient may always ask not to be mailed again.
+// Sharing the recipient's domain is not enough: every gmail.com user is authenticated as gmail.com, and could then
+// suppress every other gmail.com recipient of a tenant; nor is the domain of the recipient's MX hosts (outlook.com
+// is both the MX of every Microsoft 365 domain and a free mailbox service).
 //
 // Authenticated identities are the d= of a DKIM signature that verifies, covers the whole body (no l= leaving
 // bytes unsigned) and is aligned with the From domain (relaxed, as DMARC), with that From address; and the
 // MAIL FROM domain and address when SPF passes for the connecting IP (the HELO name for a null MAIL FROM,
 // RFC 7208 §2.4). Everything is bounded: a few DKIM signatures, one time budget for all of it; a temporary DNS
 // failure is simply no identity.
-import { dkimVerify, spf, type DNSResolver } from "mailauth";
-import { getDomain } from "tldts";
-import type { DnsResolver, RecordValue } from "../dns/resolver.js";
-import type { QueryType } from "../dns/wire.js";
+import { dkimVerify, spf } from "mailauth";
+import { mailauthResolver, type MailauthResolver } from "../authentication/mailauth-resolver.js";
+import { organizationalDomain } from "../authentication/organizational-domain.js";
+import type { SmtpClient } from "../authentication/sender-authentication.js";
+import type { DnsResolver } from "../dns/resolver.js";
+
+export { organizationalDomain };
 
 /** The SMTP session a report arrived in (from its raw message row). */
-export interface ReportSession {
-  readonly remoteIp: string;
-  readonly helo: string;
-  /** The MAIL FROM address; empty for the null reverse-path. */
-  readonly mailFrom: string;
-}
+export type ReportSession = SmtpClient;
 
 /** Who a report is authenticated as. */
 export interface ReportIdentities {
@@ -129,62 +126,20 @@ function countDkimSignatures(message: Buffer): number {
   return (end < 0 ? head : head.slice(0, end)).match(/^dkim-signature[ \t]*:/gim)?.length ?? 0;
 }
 
-/** The organizational domain (RFC 9989 §3.2.8: the Public Suffix List, private suffixes included), or null. */
-export function organizationalDomain(domain: string): string | null {
-  return getDomain(domain.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: true });
-}
-
-/** How a report's sender may complain about a recipient: as their provider, as a feedback loop, or not at all. */
+/** How a report's sender may complain about a recipient: as a feedback loop, as the recipient, or not at all. */
 export function vouchingFor(
   identities: ReportIdentities,
   recipient: string,
   feedbackLoopSenders: readonly string[],
-): "provider" | "feedback_loop" | undefined {
+): "feedback_loop" | "recipient" | undefined {
   const fbl = feedbackLoopSenders.some((entry) =>
     entry.includes("@") ? identities.addresses.includes(entry) : identities.domains.some((d) => d === entry || d.endsWith(`.${entry}`)),
   );
   if (fbl) return "feedback_loop";
-  const recipientOrg = organizationalDomain(recipient.slice(recipient.lastIndexOf("@") + 1));
-  if (recipientOrg !== null && identities.domains.some((d) => organizationalDomain(d) === recipientOrg)) return "provider";
+  if (identities.addresses.includes(recipient.toLowerCase())) return "recipient";
   return undefined;
 }
 
 function unique(values: readonly string[]): string[] {
   return [...new Set(values)];
-}
-
-type MailauthResolver = DNSResolver;
-
-const QUERY_TYPES: readonly string[] = ["A", "AAAA", "MX", "TXT"] satisfies QueryType[];
-
-/**
- * mailauth's resolver interface (that of dns.promises.resolve) over ours: ENOTFOUND and ENODATA for names and
- * types that do not exist (SPF's void lookups), any other code for a failure, which SPF makes a temperror.
- */
-function mailauthResolver(resolver: DnsResolver): MailauthResolver {
-  const failure = (code: string, message: string) => Object.assign(new Error(message), { code });
-  return async (name, type) => {
-    // PTR (SPF's ptr mechanism, deprecated by RFC 7208 §5.5) is not asked for: it fails like a DNS failure.
-    if (!QUERY_TYPES.includes(type)) throw failure("ENOTIMP", `${type} lookups are not supported`);
-    let answer;
-    try {
-      answer = await resolver.lookup(name, type as QueryType);
-    } catch (error) {
-      // A name the wire format refuses (an over-long label from an SPF macro).
-      throw failure("EBADNAME", (error as Error).message);
-    }
-    switch (answer.kind) {
-      case "answer":
-        if (type === "TXT") return (answer.records as string[]).map((text) => [text]);
-        // mailauth reads MX answers as dns.promises.resolveMx gives them; its type declaration leaves them out.
-        if (type === "MX") return (answer.records as RecordValue["MX"][]).map((r) => ({ exchange: r.exchange, priority: r.preference })) as never;
-        return [...(answer.records as string[])];
-      case "nxdomain":
-        throw failure("ENOTFOUND", `${name} does not exist`);
-      case "nodata":
-        throw failure("ENODATA", `${name} has no ${type} record`);
-      case "temporary":
-        throw failure("ESERVFAIL", answer.reason);
-    }
-  };
 }

@@ -4,9 +4,9 @@
 // for the organization and suppress the complaining recipient, so nothing more is sent to them.
 //
 // The feedback address is public and its mail untrusted: a report must name a submission (by its Message-ID) and a
-// recipient of that submission, and be authenticated (DKIM, SPF) as sent by that recipient's mailbox provider or by
-// a configured feedback loop (feedback-authentication.ts): the Message-ID alone is known to every recipient, and so
-// are the others in To and Cc. Anything else is dropped with a log line, never an error, so a bad report is never
+// recipient of that submission, and be authenticated (DKIM, SPF) as sent by a feedback loop or by that recipient
+// itself (feedback-authentication.ts): the Message-ID alone is known to every recipient, and so are the others in To
+// and Cc. Anything else is dropped with a log line, never an error, so a bad report is never
 // retried; a complaint is recorded once per submission and recipient. The parser is small, linear and synchronous
 // on purpose: it reads the headers of the top-level parts only, never a body beyond them, so it needs no parse
 // budget of its own.
@@ -340,7 +340,7 @@ export function createFeedbackReports(deps: FeedbackReportsDeps): FeedbackReport
         return by ? [{ email, by }] : [];
       });
       if (believed.length === 0) {
-        return drop(rawId, "the report is authenticated neither as the recipient's mailbox provider nor as a feedback loop", {
+        return drop(rawId, "the report is authenticated neither as a feedback loop nor as the recipient", {
           submissionId,
           authentication: identities.summary,
         });

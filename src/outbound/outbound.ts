@@ -536,6 +536,7 @@ async function composeRows(
       metadata: draft.metadata,
       internetMessageId,
       mime,
+      taskQueue: deps.deliveries.taskQueue,
       createdByKeyId: acceptance.keyId,
       createdAt: now,
     },

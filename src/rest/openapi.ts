@@ -20,6 +20,7 @@ import { field as fieldRule, method as methodRule, type FieldRule, type JsonObje
 import { NAME_PATTERN, TEXT_PATTERN } from "../text-rule.js";
 import { docOf } from "./docs.js";
 import { hasPresence } from "./json.js";
+import { linksOf, type Link } from "./openapi-links.js";
 import { HTTP_BODY, type Route } from "./routes.js";
 
 type JsonType = "string" | "number" | "integer" | "boolean" | "object" | "array" | "null";
@@ -82,6 +83,8 @@ export interface Response {
   description: string;
   headers?: Record<string, Header>;
   content?: MediaTypes;
+  /** The operations that take an id this answer carries (never from a nullable field). */
+  links?: Record<string, Link>;
 }
 
 export interface RequestBody {
@@ -233,8 +236,9 @@ export function buildOpenApi(routes: readonly Route[]): OpenApiDocument {
   const schemas = new SchemaBuilder("#/components/schemas/");
   const paths: Record<string, Record<string, Operation>> = {};
   const operationIds = new Set<string>();
+  const links = linksOf(routes, operationIdOf, openApiPath);
   for (const route of routes) {
-    const operation = operationOf(route, schemas);
+    const operation = operationOf(route, schemas, links.get(route));
     if (operationIds.has(operation.operationId)) {
       throw new Error(`two RPCs share the OpenAPI operationId ${operation.operationId}`);
     }
@@ -265,11 +269,15 @@ export function openApiPath(route: Route): string {
   });
 }
 
-function operationOf(route: Route, schemas: SchemaBuilder): Operation {
+function operationIdOf(route: Route): string {
+  return route.method.name[0]!.toLowerCase() + route.method.name.slice(1);
+}
+
+function operationOf(route: Route, schemas: SchemaBuilder, links: Record<string, Link> | undefined): Operation {
   const { method } = route;
   const requestBody = requestBodyOf(route, schemas);
   return {
-    operationId: method.name[0]!.toLowerCase() + method.name.slice(1),
+    operationId: operationIdOf(route),
     summary: method.name.replace(/(?<=[a-z0-9])[A-Z]/g, (c) => ` ${c.toLowerCase()}`),
     description: descriptionOf(route),
     tags: [method.parent.name],
@@ -277,7 +285,7 @@ function operationOf(route: Route, schemas: SchemaBuilder): Operation {
     ...(route.scope === "" ? {} : { security: [{ apiKey: [route.scope] }] }),
     parameters: parametersOf(route, schemas),
     ...(requestBody ? { requestBody } : {}),
-    responses: responsesOf(route, schemas),
+    responses: responsesOf(route, schemas, links),
     ...notImplementedOf(route),
   };
 }
@@ -350,10 +358,10 @@ function requestBodyOf(route: Route, schemas: SchemaBuilder): RequestBody | unde
   };
 }
 
-function responsesOf(route: Route, schemas: SchemaBuilder): Operation["responses"] {
+function responsesOf(route: Route, schemas: SchemaBuilder, links: Record<string, Link> | undefined): Operation["responses"] {
   const status = route.successStatus;
   const responses: Operation["responses"] = {
-    [status]: successResponse(route, schemas, SUCCESS_TEXT[status] ?? "Success."),
+    [status]: { ...successResponse(route, schemas, SUCCESS_TEXT[status] ?? "Success."), ...(links ? { links } : {}) },
   };
   if (route.replayStatusField && status !== 200) {
     const flag = route.replayStatusField.jsonName;

@@ -17,6 +17,7 @@ import type { Logger } from "../logger.js";
 import { createMessages } from "../mailbox/messages.js";
 import { createThreads } from "../mailbox/threads.js";
 import { createMessageWaits } from "../mailbox/wait.js";
+import { createSenderRules } from "../senders/sender-rules.js";
 import { createComplaints } from "../outbound/complaints.js";
 import { createDeliveryQueue } from "../outbound/delivery/queue.js";
 import { createDeliveryMetrics } from "../outbound/metrics.js";
@@ -113,6 +114,7 @@ export async function startApi(
       messages,
       waits,
       streams,
+      senderRules: createSenderRules({ inboxes }),
       outbound,
       uploads,
       holds: { decisions: createHoldDecisionNotifier(temporal, config.temporalTaskQueue), log },

@@ -3,7 +3,10 @@
 // on a database pool and a Temporal client of the thread's own. Submissions come in as messages; the backlog goes
 // out as reports.
 import { parentPort, workerData } from "node:worker_threads";
+import { createSenderAuthenticator } from "../authentication/sender-authentication.js";
 import { openDatabase } from "../db/database.js";
+import { createCachingResolver } from "../dns/cache.js";
+import { createConfiguredResolver } from "../dns/servers.js";
 import { NO_LOAD, type FromProcessing, type ProcessingLoad, type ProcessingThreadSettings, type ToProcessing } from "../inbound/processing.js";
 import { createInboundProcessor } from "../inbound/processor.js";
 import { startInboundSweeper } from "../inbound/sweeper.js";
@@ -48,6 +51,15 @@ const processor = createInboundProcessor({
   memoryBytes: config.inbound.processingMemoryBytes,
   maxQueued: config.inbound.maxBacklogMessages,
   feedbackReports: createConfiguredFeedbackReports(config, db, log),
+  // Once per message, beside its parse: the thread's own DNS cache, so warm senders cost no lookups.
+  authenticator: config.inbound.authentication
+    ? createSenderAuthenticator({
+        resolver: createCachingResolver(createConfiguredResolver(config)),
+        hostname: config.smtp.hostname,
+        budgetMs: config.inbound.authenticationTimeoutMs,
+        maxHeaderBytes: config.smtp.maxHeaderBytes,
+      })
+    : undefined,
 });
 const sweeper = startInboundSweeper(db, processor, log, sweeperOptions);
 

@@ -89,7 +89,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
         idleTimeoutMs: smtp.idleTimeoutMs,
         sessionTimeoutMs: smtp.sessionTimeoutMs,
         maxMessageBytes: config.platformLimits.messageContentBytes,
-        proxyProtocol: smtp.proxyProtocol,
+        proxyTrusted: smtp.proxyTrusted,
         log,
         ...(deps.metrics ? { metrics: deps.metrics.smtp } : {}),
       },

@@ -17,13 +17,13 @@ import { reconcilerJob, startPeriodicJobs } from "../jobs/periodic-jobs.js";
 import { uploadExpiryReconciler } from "../uploads/expiry.js";
 import { createLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { deliverySettingsOf, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
+import { createDeliveryOperations, deliverySettingsOf, type Deliverer, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
 import { managedDkimKeySource } from "../outbound/delivery/managed-dkim.js";
 import { createDeliveryDispatcher, type DeliveryStarter } from "../outbound/delivery/queue.js";
 import { deliveryReconciler } from "../outbound/delivery/reconciler.js";
 import { holdReconciler } from "../outbound/delivery/hold-reconciler.js";
-import { createSmtpConnections, type SmtpConnections } from "../outbound/delivery/smtp-attempt.js";
-import { createInFlight, drainGraceMs, type InFlight } from "../runtime/drain.js";
+import { createSmtpConnections } from "../outbound/delivery/smtp-attempt.js";
+import { createInFlight, drainGraceMs } from "../runtime/drain.js";
 import { findFreePort } from "../runtime/free-port.js";
 import { attachmentScanReconciler } from "../scanning/attachment-scan-reconciler.js";
 import { createScanner } from "../scanning/configured-scanner.js";
@@ -57,8 +57,8 @@ export async function startWorkerRole(
   const jobs = startPeriodicJobs(
     [
       reconcilerJob(purgeReconciler(db, createInboxPurgeStarter(temporal, queue, config.purgeBatchSize))),
-      reconcilerJob(deliveryReconciler(db, worker.deliveries)),
-      reconcilerJob(holdReconciler(db.sql, worker.deliveries, createHoldDecisionNotifier(temporal, queue))),
+      reconcilerJob(deliveryReconciler(db, queue, worker.deliveries)),
+      reconcilerJob(holdReconciler(db.sql, queue, worker.deliveries, createHoldDecisionNotifier(temporal, queue))),
       reconcilerJob(attachmentScanReconciler(db, createAttachmentScanStarter(temporal, queue))),
       reconcilerJob(webhookDeliveryReconciler(db, createWebhookRetryStarter(temporal, queue, config.webhooks), config.webhooks)),
       reconcilerJob(domainVerificationReconciler(db, createDomainVerificationStarter(temporal, queue), config.customerDomains.refreshMs)),
@@ -99,9 +99,9 @@ export interface RunningWorker {
 }
 
 /**
- * Runs the worker of this configuration with the dispatcher that claims announced submissions and starts their
- * deliveries: a client on the worker's own connection, so the server hands each new workflow's first task straight
- * to this worker (requestEagerStart).
+ * Runs the worker of this configuration with the dispatcher that claims announced submissions, makes their first
+ * attempts and starts the deliveries of what those leave open: a client on the worker's own connection, so the
+ * server hands each new workflow's first task straight to this worker (requestEagerStart).
  */
 export async function runConfiguredWorker(
   config: Config,
@@ -110,22 +110,26 @@ export async function runConfiguredWorker(
   options: { workflowBundle?: WorkflowBundleOption; deliveryMxPort?: number; shared?: WorkerShared } = {},
 ): Promise<RunningWorker> {
   const log = options.shared?.log ?? createLogger(config.logLevel);
+  const shared = options.shared ?? { log };
+  const connections = createSmtpConnections({ ehloName: config.smtp.hostname, timeoutMs: config.delivery.timeoutMs, idleMs: config.delivery.connectionIdleMs });
+  const attempts = createInFlight();
+  // One deliverer for the dispatcher's first attempts and the activities: one set of kept connections, one drain.
+  const deliverer = createDeliveryOperations({
+    ...(await createConfiguredDeliveryDeps(config, db, options.deliveryMxPort, shared)),
+    firstAttemptEnded: (submissionId) => dispatcher.firstAttemptEnded(submissionId),
+    connections,
+    attempts,
+  });
   const dispatcher = createDeliveryDispatcher({
     db,
     taskQueue: config.temporalTaskQueue,
     capacity: config.delivery.concurrency,
     schedule: config.delivery,
+    deliverer,
+    workflows: config.delivery.workflows,
     log,
   });
-  const connections = createSmtpConnections({ ehloName: config.smtp.hostname, timeoutMs: config.delivery.timeoutMs, idleMs: config.delivery.connectionIdleMs });
-  const attempts = createInFlight();
-  const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, {
-    ...(options.deliveryMxPort === undefined ? {} : { deliveryMxPort: options.deliveryMxPort }),
-    firstAttemptEnded: dispatcher.firstAttemptEnded,
-    connections,
-    attempts,
-    shared: options.shared ?? { log },
-  });
+  const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, { deliverer, shared });
   const running = worker.run();
   const client = new Client({ connection: worker.connection!, namespace: config.temporalNamespace });
   const deliveries = createDeliveryStarter(client, config.temporalTaskQueue, { eager: true });
@@ -138,9 +142,10 @@ export async function runConfiguredWorker(
         await dispatcher.stop();
         // The worker's shutdown abandons local activities (first attempts) rather than waiting for them, and an SMTP
         // transaction cut there is sent again by the next worker: attempts under way finish first. What does not
-        // finish within the grace is cut here, so its outcome (deferred) still reaches its workflow.
+        // finish within the grace is cut here, so its outcome (deferred) is still recorded and handed to a workflow.
         await attempts.settled(drainGraceMs(config.shutdownTimeoutMs));
         attempts.abort();
+        await dispatcher.settled();
         worker.shutdown();
         await running;
         connections.close();
@@ -159,9 +164,8 @@ export async function createConfiguredWorker(
   workflowBundle?: WorkflowBundleOption,
   overrides: {
     deliveryMxPort?: number;
-    firstAttemptEnded?: (submissionId: string) => void;
-    connections?: SmtpConnections;
-    attempts?: InFlight;
+    /** The process's deliverer (runConfiguredWorker shares it with the dispatcher); made here when omitted. */
+    deliverer?: Deliverer;
     shared?: WorkerShared;
   } = {},
 ): Promise<Worker> {
@@ -186,12 +190,7 @@ export async function createConfiguredWorker(
       refreshMs: config.customerDomains.refreshMs,
     },
     holdTimeoutMs: config.delivery.holdTimeoutMs,
-    delivery: {
-      ...(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort, shared)),
-      ...(overrides.firstAttemptEnded ? { firstAttemptEnded: overrides.firstAttemptEnded } : {}),
-      ...(overrides.connections ? { connections: overrides.connections } : {}),
-      ...(overrides.attempts ? { attempts: overrides.attempts } : {}),
-    },
+    delivery: overrides.deliverer ?? createDeliveryOperations(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort, shared)),
     ...(shared.metrics ? { metrics: shared.metrics } : {}),
     ...(workflowBundle ? { workflowBundle } : {}),
   });

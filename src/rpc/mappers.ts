@@ -38,7 +38,10 @@ import type { DomainTraffic as Traffic } from "../domains/domains.js";
 import type { Verification } from "../domains/verifier.js";
 import type { ValidationResult } from "../validation/classify.js";
 import type { InboxView } from "../inboxes/inboxes.js";
-import type { StoredAddress } from "../db/entities/message.js";
+import type { StoredAddress, StoredAuthentication, StoredInboundSecurity } from "../db/entities/message.js";
+import type { Extracted as StoredExtracted } from "../extraction/index.js";
+import { SenderRulesSchema, type SenderRules } from "../../gen/mailbox/v1/sender_rule_service_pb.js";
+import type { AppliedSenderRules } from "../senders/sender-rules.js";
 import type { ThreadRow } from "../db/entities/thread.js";
 import type { MessageWithAttachments } from "../mailbox/message-pages.js";
 import {
@@ -136,23 +139,70 @@ export function toMessage({ message: m, attachments }: MessageWithAttachments): 
       size: a.size,
       scanState: a.scanState,
     })),
-    inboundSecurity: security
-      ? {
-          trust: "untrusted",
-          smtp: { remoteIp: security.remoteIp, helo: security.helo, tls: { encrypted: security.tls.encrypted, protocol: security.tls.protocol ?? undefined, cipher: security.tls.cipher ?? undefined } },
-          authentication: { spf: "not_evaluated", dkim: "not_evaluated", dmarc: "not_evaluated" },
-          attachments: m.attachmentsScanState ?? "clean",
-        }
-      : undefined,
-    extracted: m.extracted ? { replyText: m.extracted.replyText, codes: [...m.extracted.codes], links: [...m.extracted.links] } : undefined,
+    inboundSecurity: security ? toInboundSecurity(security, m.attachmentsScanState ?? null) : undefined,
+    extracted: m.extracted ? toExtracted(m.extracted) : undefined,
     cc: (m.cc ?? []).map(toAddress),
   });
 }
 
-/** An event of the log from its stored payload, which the JSON face writes back byte for byte. */
-export function toEvent(payload: string): Event {
+/** Sender authentication of a message stored before it existed, or with INBOUND_AUTHENTICATION=off. */
+const NOT_EVALUATED: StoredAuthentication = {
+  spf: "not_evaluated",
+  dkim: "not_evaluated",
+  dmarc: "not_evaluated",
+  arc: "not_evaluated",
+  fromDomain: null,
+  senderAuthenticated: false,
+  dkimDomains: [],
+  dmarcPolicy: null,
+  replyToDiverges: false,
+};
+
+function toInboundSecurity(security: StoredInboundSecurity, attachmentsScanState: string | null) {
+  const { replyToDiverges, fromDomain, dmarcPolicy, ...authentication } = security.authentication ?? NOT_EVALUATED;
+  return {
+    trust: "untrusted",
+    smtp: { remoteIp: security.remoteIp, helo: security.helo, tls: { encrypted: security.tls.encrypted, protocol: security.tls.protocol ?? undefined, cipher: security.tls.cipher ?? undefined } },
+    authentication: { ...authentication, fromDomain: fromDomain ?? undefined, dmarcPolicy: dmarcPolicy ?? undefined },
+    attachments: attachmentsScanState ?? "clean",
+    replyToDiverges,
+    senderRule: security.senderRule ?? "none",
+  };
+}
+
+/** Messages stored before the safety analysis have no safeText, warnings or risk: they are left absent. */
+function toExtracted(e: StoredExtracted) {
+  return {
+    replyText: e.replyText,
+    codes: [...e.codes],
+    links: [...e.links],
+    safeText: e.safeText,
+    warnings: (e.warnings ?? []).map((w) => ({ ...w, offset: w.offset ?? undefined, domain: w.domain ?? undefined, imitates: w.imitates ?? undefined })),
+    risk: e.risk,
+  };
+}
+
+export function toSenderRules(rules: AppliedSenderRules): SenderRules {
+  return create(SenderRulesSchema, {
+    allow: [...rules.allow],
+    block: [...rules.block],
+    requireAuthenticated: rules.requireAuthenticated,
+    source: rules.source,
+    updatedAt: rules.updatedAt ? timestampFromDate(rules.updatedAt) : undefined,
+  });
+}
+
+/**
+ * An event of the log from its stored payload (the webhook's), with what a stream adds: whether the sender of a
+ * message.received event authenticated (null for events stored before sender authentication: left out).
+ */
+export function toEvent(payload: string, senderAuthenticated: boolean | null): Event {
   const event = JSON.parse(payload) as EventPayload;
-  return create(EventSchema, { ...event, createdAt: timestampFromDate(new Date(event.createdAt)) });
+  return create(EventSchema, {
+    ...event,
+    data: { ...event.data, senderAuthenticated: senderAuthenticated ?? undefined },
+    createdAt: timestampFromDate(new Date(event.createdAt)),
+  });
 }
 
 export function toSubmission({ submission: s, recipients }: SubmissionView): Submission {

@@ -7,6 +7,7 @@ import { DomainService } from "../../gen/mailbox/v1/domain_service_pb.js";
 import { EventService } from "../../gen/mailbox/v1/event_service_pb.js";
 import { InboxService } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import { MessageService } from "../../gen/mailbox/v1/message_service_pb.js";
+import { SenderRuleService } from "../../gen/mailbox/v1/sender_rule_service_pb.js";
 import { ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
 import { UploadService } from "../../gen/mailbox/v1/upload_service_pb.js";
 import { ValidationService } from "../../gen/mailbox/v1/validation_service_pb.js";
@@ -20,6 +21,7 @@ import type { Messages } from "../mailbox/messages.js";
 import type { Threads } from "../mailbox/threads.js";
 import type { MessageWaits } from "../mailbox/wait.js";
 import type { OutboundDeps } from "../outbound/outbound.js";
+import type { SenderRules } from "../senders/sender-rules.js";
 import type { UploadDeps } from "../uploads/uploads.js";
 import type { WebhookEndpoints } from "../webhooks/endpoints.js";
 import { createAccountService } from "./account-service.js";
@@ -28,6 +30,7 @@ import { createDomainService } from "./domain-service.js";
 import { createEventService } from "./event-service.js";
 import { createInboxService } from "./inbox-service.js";
 import { createMessageService } from "./message-service.js";
+import { createSenderRuleService } from "./sender-rule-service.js";
 import { createThreadService } from "./thread-service.js";
 import { createUploadService } from "./upload-service.js";
 import { createValidationService } from "./validation-service.js";
@@ -40,6 +43,7 @@ export const CONTRACT_SERVICES = [
   InboxService,
   ThreadService,
   MessageService,
+  SenderRuleService,
   UploadService,
   DeliveryService,
   DomainService,
@@ -54,6 +58,7 @@ export interface ServiceDeps extends DeliveryServiceDeps {
   readonly messages: Messages;
   readonly waits: MessageWaits;
   readonly streams: EventStreams;
+  readonly senderRules: SenderRules;
   readonly outbound: OutboundDeps;
   readonly webhooks: WebhookEndpoints;
   readonly domains: Domains;
@@ -75,6 +80,7 @@ export function createServiceSpecs(deps: ServiceDeps & { readonly uploads: Uploa
     spec(InboxService, createInboxService(deps)),
     spec(ThreadService, createThreadService(deps)),
     spec(MessageService, createMessageService(deps)),
+    spec(SenderRuleService, createSenderRuleService(deps)),
     spec(UploadService, createUploadService(deps)),
     spec(DeliveryService, createDeliveryService(deps)),
     spec(DomainService, createDomainService(deps)),

@@ -138,13 +138,22 @@ export function deliveryWorkflowId(submissionId: string): string {
  */
 export function createDeliveryStarter(client: Client, taskQueue: string, options: { eager?: boolean } = {}): DeliveryStarter {
   return {
-    async start({ submissionId, organizationId, inboxId, queued, held }) {
+    async start({ submissionId, organizationId, inboxId, queued, attempted, held }) {
       try {
         await withStartDeadline(client, () =>
           client.workflow.start<typeof delivery>("delivery", {
             workflowId: deliveryWorkflowId(submissionId),
             taskQueue,
-            args: [{ submissionId, organizationId, inboxId, ...(queued ? { queued } : {}), ...(held ? { held: true } : {}) }],
+            args: [
+              {
+                submissionId,
+                organizationId,
+                inboxId,
+                ...(queued ? { queued } : {}),
+                ...(attempted ? { attempts: attempted, attemptedBeforeStart: true } : {}),
+                ...(held ? { held: true } : {}),
+              },
+            ],
             workflowIdConflictPolicy: "USE_EXISTING",
             workflowIdReusePolicy: "REJECT_DUPLICATE",
             ...(options.eager ? { requestEagerStart: true } : {}),

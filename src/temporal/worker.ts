@@ -9,7 +9,7 @@ import { createAttachmentScanActivities } from "./activities/attachment-scan.js"
 import { createInboxPurgeActivities } from "./activities/inbox-purge.js";
 import { createDomainVerificationActivities, type DomainVerificationActivityDeps } from "./activities/domain-verification.js";
 import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.js";
-import { createDeliveryOperations, type DeliveryDeps } from "../outbound/delivery/deliverer.js";
+import type { DeliveryOperations } from "../outbound/delivery/operations.js";
 import { createDeliveryActivities } from "./activities/delivery.js";
 import { createHoldActivities } from "./activities/delivery-holds.js";
 import { createHoldOperations } from "../outbound/delivery/holds.js";
@@ -25,7 +25,7 @@ export function createActivities(deps: {
   scanner: Scanner;
   webhooks: WebhookSettings;
   domainVerification: DomainVerificationActivityDeps;
-  delivery: DeliveryDeps;
+  delivery: DeliveryOperations;
   holdTimeoutMs: number;
   metrics?: Metrics;
 }) {
@@ -34,8 +34,8 @@ export function createActivities(deps: {
     ...createInboxPurgeActivities(deps.db),
     ...createAttachmentScanActivities(deps),
     ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks, deps.metrics?.webhooks)),
-    ...createDeliveryActivities(createDeliveryOperations(deps.delivery)),
-    ...createHoldActivities(createHoldOperations(deps.delivery.db.sql, deps.holdTimeoutMs)),
+    ...createDeliveryActivities(deps.delivery),
+    ...createHoldActivities(createHoldOperations(deps.db.sql, deps.holdTimeoutMs)),
   };
 }
 
@@ -54,8 +54,8 @@ export interface WorkerOptions {
   readonly webhooks: WebhookSettings;
   /** The verifier and refresh age of the domain re-check activity (createConfiguredVerifier, config.customerDomains). */
   readonly domainVerification: DomainVerificationActivityDeps;
-  /** Routing, DNS, DKIM keys and the retry schedule of outbound delivery (createConfiguredDeliveryDeps). */
-  readonly delivery: DeliveryDeps;
+  /** Outbound delivery's operations (createDeliveryOperations: routing, DNS, DKIM keys, kept connections). */
+  readonly delivery: DeliveryOperations;
   /** How long a held submission waits for a decision before it is rejected as hold_expired (HOLD_TIMEOUT). */
   readonly holdTimeoutMs: number;
   /** Webhook attempts are recorded here (delivery outcomes through `delivery.metrics`). */

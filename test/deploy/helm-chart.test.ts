@@ -1,6 +1,7 @@
 // The Helm chart, linted and rendered by the real helm for the value sets in its ci/ folder, and the rendered objects
-// held to what a deployment needs: probes on the right ports, disruption budgets, secrets referenced and never
-// inlined, the PROXY protocol wired from the load balancer to the smtp role.
+// held to what a deployment needs: probes on the right ports, metrics scraped from the status port, disruption
+// budgets, secrets referenced and never inlined, the PROXY protocol wired from the load balancer to the smtp role
+// with the load balancer's addresses as the only ones trusted to send it.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, test } from "vitest";
@@ -67,7 +68,15 @@ describe.each(VALUE_SETS)("rendered with the %s values", (set) => {
       expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port });
       const ports = new Map(c.ports.map((p: any) => [p.name, p.containerPort]));
       if (role === "api") expect(ports.get("http")).toBe(Number(env(c).get("HTTP_PORT").value));
-      else expect(ports.get("status")).toBe(Number(env(c).get("STATUS_PORT").value));
+      expect(ports.get("status")).toBe(Number(env(c).get("STATUS_PORT").value));
+    }
+  });
+
+  test("Prometheus scrapes /metrics from each role's status port (the API port serves it only behind METRICS_TOKEN)", () => {
+    for (const role of ROLES) {
+      const annotations = one(objects(), "Deployment", `mbx-agent-mailbox-${role}`).spec.template.metadata.annotations;
+      expect(annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics" });
+      expect(annotations["prometheus.io/port"]).toBe(env(container(objects(), role)).get("STATUS_PORT").value);
     }
   });
 
@@ -106,16 +115,18 @@ describe.each(VALUE_SETS)("rendered with the %s values", (set) => {
     expect(pods).not.toContain("PRIVATE KEY");
   });
 
-  test("the smtp role is behind a TCP load balancer on port 25, its PROXY protocol setting taken from the values", () => {
+  test("the smtp role is behind a TCP load balancer on port 25, its PROXY protocol setting and the load balancer's ranges taken from the values", () => {
     const service = one(objects(), "Service", "mbx-agent-mailbox-smtp");
     expect(service.spec.type).toBe("LoadBalancer");
     expect(service.spec.ports).toEqual([{ name: "smtp", port: 25, targetPort: "smtp", protocol: "TCP" }]);
-    const proxy = env(container(objects(), "smtp")).get("SMTP_PROXY_PROTOCOL").value;
+    const smtp = env(container(objects(), "smtp"));
     if (set === "production") {
-      expect(proxy).toBe("true");
+      expect(smtp.get("SMTP_PROXY_PROTOCOL").value).toBe("true");
+      expect(smtp.get("SMTP_PROXY_TRUSTED").value).toBe("10.0.0.0/20,10.0.16.0/20");
       expect(service.metadata.annotations!["service.beta.kubernetes.io/aws-load-balancer-target-group-attributes"]).toBe("proxy_protocol_v2.enabled=true");
     } else {
-      expect(proxy).toBe("false");
+      expect(smtp.get("SMTP_PROXY_PROTOCOL").value).toBe("false");
+      expect(smtp.has("SMTP_PROXY_TRUSTED")).toBe(false);
       expect(service.spec.externalTrafficPolicy).toBe("Local");
     }
     for (const role of ["api", "worker"] as const) expect(env(container(objects(), role)).has("SMTP_PROXY_PROTOCOL")).toBe(false);
@@ -152,6 +163,11 @@ test("mTLS to Temporal mounts the client certificate and names its files, the AP
   const volumes = one(rendered.get("production")!, "Deployment", "mbx-agent-mailbox-worker").spec.template.spec.volumes;
   expect(volumes.find((v: any) => v.name === "temporal-tls").secret.secretName).toBe("temporal-client-tls");
   expect(c.volumeMounts).toContainEqual({ name: "temporal-tls", mountPath: "/etc/mailbox/temporal-tls", readOnly: true });
+});
+
+test("the PROXY protocol without the load balancer's addresses fails to render with a message naming the value", async () => {
+  const err = await template("default", "smtp.proxyProtocol=true").catch((e: { stderr: string }) => e);
+  expect((err as { stderr: string }).stderr).toContain("smtp.proxyTrusted (the load balancer's addresses or CIDR ranges) is required with smtp.proxyProtocol");
 });
 
 test("a release without a database URL or secrets fails to render with a message naming the value", async () => {

@@ -1,7 +1,8 @@
 // The API's edge against hostile clients, on a real `mailbox serve --role api` process: bodies are refused over
 // their operation's limit as they stream in and unauthenticated requests before their body is read, on all four
 // faces, in each face's own protocol; memory stays flat under twenty 1 GiB bodies per face; slow and surplus
-// connections are cut off; an address that keeps failing authentication is refused before any key lookup.
+// connections are cut off, in all and per peer; an address that keeps failing authentication is refused before any
+// key lookup.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -269,15 +270,15 @@ function closedBy(socket: net.Socket, ms: number): Promise<string> {
   });
 }
 
-function rawConnection(target: string, first?: string): net.Socket {
+function rawConnection(target: string, first?: string, localAddress?: string): net.Socket {
   const { hostname, port } = new URL(target);
-  const socket = net.connect(Number(port), hostname);
+  const socket = net.connect({ port: Number(port), host: hostname, ...(localAddress ? { localAddress } : {}) });
   if (first !== undefined) socket.write(first);
   return socket;
 }
 
 describe("slow and surplus connections", () => {
-  const LIMITS = { API_HEADERS_TIMEOUT_MS: "1500", API_REQUEST_TIMEOUT_MS: "4000", API_MAX_CONNECTIONS: "150" };
+  const LIMITS = { API_HEADERS_TIMEOUT_MS: "1500", API_REQUEST_TIMEOUT_MS: "4000", API_MAX_CONNECTIONS: "150", API_MAX_CONNECTIONS_PER_PEER: "50" };
   // Generous deadlines: they only turn a hang into a failure; the limits under test are a few seconds.
   const DEADLINE_MS = 30_000;
   let slowUrl: string;
@@ -325,36 +326,63 @@ describe("slow and surplus connections", () => {
     expect(reset).toBe(http2.constants.NGHTTP2_CANCEL);
   });
 
+  /** Opens a keep-alive connection from `localAddress` and completes one request on it; false when the server closed it instead. */
+  const openOne = (held: net.Socket[], localAddress: string) =>
+    new Promise<boolean>((resolve) => {
+      const socket = rawConnection(slowUrl, "GET /healthz HTTP/1.1\r\nHost: edge\r\n\r\n", localAddress);
+      socket.on("error", () => undefined);
+      socket.once("data", () => {
+        held.push(socket);
+        resolve(true);
+      });
+      socket.once("close", () => resolve(false));
+    });
+
   test("connections beyond API_MAX_CONNECTIONS are closed at once, and a freed slot serves again", async () => {
     const limit = Number(LIMITS.API_MAX_CONNECTIONS);
     const held: net.Socket[] = [];
-    /** Opens a keep-alive connection and completes one request on it; false when the server closed it instead. */
-    const openOne = () =>
-      new Promise<boolean>((resolve) => {
-        const socket = rawConnection(slowUrl, "GET /v1/me HTTP/1.1\r\nHost: edge\r\n\r\n");
-        socket.on("error", () => undefined);
-        socket.once("data", () => {
-          held.push(socket);
-          resolve(true);
-        });
-        socket.once("close", () => resolve(false));
-      });
+    // From four addresses, each under its own limit of API_MAX_CONNECTIONS_PER_PEER.
+    const from = (i: number) => `127.0.8.${(i % 4) + 1}`;
     try {
       let refused = false;
       // Connections of the tests before may still hold a few slots: fill up to the limit, whatever is left of it.
-      for (let i = 0; i <= limit && !refused; i++) refused = !(await openOne());
+      for (let i = 0; i <= limit && !refused; i++) refused = !(await openOne(held, from(i)));
       expect(refused).toBe(true);
       expect(held.length).toBeLessThanOrEqual(limit);
       expect(held.length).toBeGreaterThan(limit - 20);
       held.pop()!.destroy();
       let served = false;
-      for (let i = 0; i < 50 && !served; i++) served = await openOne();
+      for (let i = 0; i < 50 && !served; i++) served = await openOne(held, from(i));
       expect(served).toBe(true);
     } finally {
       for (const socket of held) socket.destroy();
     }
   });
+
+  test("one peer holds at most API_MAX_CONNECTIONS_PER_PEER connections: more from it are closed at once, other peers are served", async () => {
+    const perPeer = Number(LIMITS.API_MAX_CONNECTIONS_PER_PEER);
+    const held: net.Socket[] = [];
+    try {
+      for (let i = 0; i < perPeer; i++) expect(await openOne(held, "127.0.9.1")).toBe(true);
+      // Even /healthz, which needs no key, is not answered on one more.
+      expect(await openOne(held, "127.0.9.1")).toBe(false);
+      expect(await openOne(held, "127.0.9.2")).toBe(true);
+      held.shift()!.destroy();
+      expect(await eventuallyTrue(() => openOne(held, "127.0.9.1"))).toBe(true);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+  });
 });
+
+/** Tries `attempt` until it is true, for a few seconds (a closed socket is counted out when the server sees it close). */
+async function eventuallyTrue(attempt: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 50; i++) {
+    if (await attempt()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
 
 function getMe(key: string, localAddress: string): Promise<{ status: number; retryAfter?: string; error?: string }> {
   return new Promise((resolve, reject) => {

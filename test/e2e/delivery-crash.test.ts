@@ -9,10 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { createDeliveryStarter } from "../../src/temporal/client.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
+let database: FileDatabase;
 let app: TestApp;
 let sink: SmtpSink;
 let dir: string;
@@ -21,20 +23,21 @@ let child: ChildProcess | undefined;
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
-  app = await startTestApp({ SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}`, DELIVERY_TIMEOUT_MS: "60000" });
+  [sink, database] = await Promise.all([startSmtpSink(), createFileDatabase()]);
+  app = await startTestApp({ SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}`, DELIVERY_TIMEOUT_MS: "60000", DATABASE_URL: database.url });
   dir = await mkdtemp(join(tmpdir(), "mailbox-delivery-crash-"));
 });
 afterAll(async () => {
   child?.kill("SIGKILL");
   await app?.stop();
   await sink?.stop();
+  await database?.drop();
   await rm(dir, { recursive: true, force: true });
 });
 
 /**
  * A worker in its own process, built as the worker role builds it (createConfiguredWorker with this app's
- * configuration and task queue); no reconcilers, so it touches nothing of other tests in the shared database.
+ * configuration and task queue), on this file's own database.
  */
 async function spawnWorker(): Promise<ChildProcess> {
   const bundle = join(dir, "workflows.js");
@@ -56,7 +59,7 @@ await running;
   );
   const env = {
     ...process.env,
-    DATABASE_URL: inject("databaseUrl"),
+    DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     TEMPORAL_TASK_QUEUE: app.config.temporalTaskQueue,
     MANAGED_DOMAIN: app.config.managedDomain,

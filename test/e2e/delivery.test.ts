@@ -190,12 +190,13 @@ test("the reconciler starts the delivery of a submission stranded as pending", a
     to: [{ email: to }],
     withMessage: true,
     createdAt: new Date(Date.now() - 60_000),
+    taskQueue: app.config.temporalTaskQueue,
   });
   expect((await submissionState(app.db, s.submissionId)).message).toEqual({ deliveryStatus: "submitted", failureCode: null });
   const starter = createDeliveryStarter(app.temporal, app.config.temporalTaskQueue);
   const started: string[] = [];
   // Only this test's tenant: the database is shared with other test files and their task queues.
-  const count = await reconcile(deliveryReconciler(app.db, {
+  const count = await reconcile(deliveryReconciler(app.db, app.config.temporalTaskQueue, {
     start: async (x) => {
       if (x.organizationId !== tenant.organizationId) return;
       started.push(x.submissionId);

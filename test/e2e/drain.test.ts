@@ -7,31 +7,37 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { WorkflowNotFoundError } from "@temporalio/client";
+import { SUBMISSIONS_ANNOUNCED } from "../../src/outbound/delivery/queue.js";
 import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
 import { serveRole, type RoleName, type RoleProcess } from "../support/role-process.js";
 import { RawSmtpClient } from "../support/smtp-client.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
+let database: FileDatabase;
 let app: TestApp;
 let sink: SmtpSink;
 const processes: RoleProcess[] = [];
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
-  app = await startTestApp();
+  // Worker roles reconcile the whole database: this file's own keeps them off other files' submissions.
+  [sink, database] = await Promise.all([startSmtpSink(), createFileDatabase()]);
+  app = await startTestApp({ DATABASE_URL: database.url });
 });
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill("SIGKILL")));
   await app?.stop();
   await sink?.stop();
+  await database?.drop();
 });
 
-/** A role on the run's PostgreSQL and Temporal, on its own task queue unless told otherwise. */
+/** A role on this file's database and the run's Temporal, on its own task queue unless told otherwise. */
 async function role(name: RoleName, env: Record<string, string> = {}): Promise<RoleProcess> {
   const started = await serveRole(name, {
-    DATABASE_URL: inject("databaseUrl"),
+    DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     TEMPORAL_TASK_QUEUE: uniqueName("drain"),
     MANAGED_DOMAIN: app.config.managedDomain,
@@ -136,8 +142,11 @@ test("the smtp role tells idle sessions 421, lets a transaction in DATA finish w
   expect(stored + raw).toBe(1);
 });
 
-/** A delivery of one submission to the sink, started on `taskQueue`; resolves with what the test needs. */
-async function startDelivery(taskQueue: string) {
+/**
+ * A delivery of one submission to the sink on `taskQueue`, under way once its peer has the whole message: made by
+ * the workers' delivery queue (announced as acceptance announces it) or by its workflow (started by hand).
+ */
+async function deliveryUnderWay(taskQueue: string, via: "queue" | "workflow") {
   const tenant = await app.createTenant();
   const to = `${uniqueName("drain")}@sink.test`;
   const s = await insertSubmission(app.db, {
@@ -145,8 +154,10 @@ async function startDelivery(taskQueue: string) {
     from: { email: `${uniqueName("agent")}@${app.config.managedDomain}` },
     to: [{ email: to }],
     withMessage: true,
+    taskQueue,
   });
-  await createDeliveryStarter(app.temporal, taskQueue).start({ submissionId: s.submissionId, organizationId: tenant.organizationId, inboxId: null });
+  if (via === "queue") await app.db.sql.query("select pg_notify($1, $2)", [SUBMISSIONS_ANNOUNCED, `${taskQueue}\t${s.submissionId}`]);
+  else await createDeliveryStarter(app.temporal, taskQueue).start({ submissionId: s.submissionId, organizationId: tenant.organizationId, inboxId: null });
   // The peer has the whole message; its reply is held.
   await eventually(async () => (sink.copiesFor(to).length === 1 ? true : undefined), 30_000);
   return { ...s, to };
@@ -158,35 +169,57 @@ const delivered = (submissionId: string) =>
     return state.status === "delivered" ? state : undefined;
   }, 60_000);
 
-test("the worker role finishes a delivery waiting on its peer after SIGTERM, and exits 0", async () => {
+/** The submission's delivery workflow's status, or null when it has none (delivered at the queue's first attempt). */
+const workflowStatus = (submissionId: string) =>
+  app.temporal.workflow
+    .getHandle(deliveryWorkflowId(submissionId))
+    .describe()
+    .then(
+      (w) => w.status.name as string,
+      (e: unknown) => {
+        if (e instanceof WorkflowNotFoundError) return null;
+        throw e;
+      },
+    );
+
+const ATTEMPTS = [
+  ["its delivery queue's first attempt", "queue"],
+  ["a workflow's first attempt", "workflow"],
+] as const;
+
+test.each(ATTEMPTS)("the worker role finishes %s waiting on its peer after SIGTERM, and exits 0", async (_name, via) => {
   const taskQueue = uniqueName("drain-worker");
   const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "60000" });
   sink.holdData(1, 3_000);
-  const s = await startDelivery(taskQueue);
+  const s = await deliveryUnderWay(taskQueue, via);
 
   expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
-  // Finished by the draining worker itself (no other worker polls this queue), the workflow told of it too.
+  // Finished by the draining worker itself (no other worker polls this queue); a workflow is told of it too.
   const state = await delivered(s.submissionId);
   expect(state.recipients[0]).toMatchObject({ status: "delivered", attempts: 1 });
   expect(sink.copiesFor(s.to)).toHaveLength(1);
-  const workflow = await app.temporal.workflow.getHandle(deliveryWorkflowId(s.submissionId)).describe();
-  expect(workflow.status.name).toBe("COMPLETED");
+  expect(await workflowStatus(s.submissionId)).toBe(via === "queue" ? null : "COMPLETED");
 }, 150_000);
 
-test("a worker whose delivery outlasts SHUTDOWN_TIMEOUT_MS hands it back and exits 0; the next worker delivers it", async () => {
+test.each(ATTEMPTS)("when %s outlasts SHUTDOWN_TIMEOUT_MS, the worker hands it back and exits 0; the next worker delivers it", async (_name, via) => {
   const taskQueue = uniqueName("drain-worker");
   const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "4000" });
   sink.holdData(1, 120_000);
-  const s = await startDelivery(taskQueue);
+  const s = await deliveryUnderWay(taskQueue, via);
 
   expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
   expect((await submissionState(app.db, s.submissionId)).status).not.toBe("delivered");
+  // The delivery queue's attempt was cut, recorded as deferred and handed to the submission's workflow.
+  if (via === "queue") {
+    expect((await submissionState(app.db, s.submissionId)).recipients[0]).toMatchObject({ status: "deferred", attempts: 1 });
+    expect(await workflowStatus(s.submissionId)).toBe("RUNNING");
+  }
 
   sink.releaseData();
   await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue });
   const state = await delivered(s.submissionId);
   expect(state.recipients[0]).toMatchObject({ status: "delivered" });
-  // The peer may have taken the first copy (its reply was lost with the cancelled attempt): one duplicate at most.
+  // The peer may have taken the first copy (its reply was lost with the cut attempt): one duplicate at most.
   const copies = sink.copiesFor(s.to);
   expect(copies.length).toBeGreaterThanOrEqual(1);
   expect(copies.length).toBeLessThanOrEqual(2);

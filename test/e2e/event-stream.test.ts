@@ -1,18 +1,24 @@
 // StreamEvents through the real service: mail arrives at an smtp role running as its own process (`mailbox serve
 // --role smtp`), whose processing stores each message with its event in the event log and notifies; streams held by
 // two API processes on the same database get the event over Server-Sent Events (and gRPC) with the webhook's id
-// and exact payload, resume after Last-Event-ID from the log, and idle streams get keep-alive comments.
+// and exact payload, resume after Last-Event-ID from the log, and idle streams get keep-alive comments; a stream
+// ends with the error a new call would get once its key is revoked, expires, loses its scope or its inbox, or its
+// organization is suspended.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EventService } from "../../gen/mailbox/v1/event_service_pb.js";
+import { revokeKey, updateKey } from "../../src/admin/api-keys.js";
+import { updateOrganization } from "../../src/admin/organizations.js";
 import { WebhookDelivery } from "../../src/db/entities/index.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { openSse, type SseStream } from "../support/sse-client.js";
 import { serveSmtp, type SmtpProcess } from "../support/smtp-process.js";
 
+let database: FileDatabase;
 let app: TestApp;
 /** A second API process on the same database. */
 let other: TestApp;
@@ -21,7 +27,15 @@ let smtpDir: string;
 const streams: SseStream[] = [];
 
 beforeAll(async () => {
-  const env = { STREAM_MAX_PER_KEY: "2", STREAM_KEEPALIVE_S: "1", API_HEADERS_TIMEOUT_MS: "1000", API_REQUEST_TIMEOUT_MS: "1000" };
+  // The smtp process's sweeper adopts pending raw mail of its whole database: this file's own.
+  database = await createFileDatabase();
+  const env = {
+    DATABASE_URL: database.url,
+    STREAM_MAX_PER_KEY: "2",
+    STREAM_KEEPALIVE_S: "1",
+    API_HEADERS_TIMEOUT_MS: "1000",
+    API_REQUEST_TIMEOUT_MS: "1000",
+  };
   [app, other] = await Promise.all([startTestApp(env), startTestApp(env)]);
   smtpDir = await mkdtemp(join(tmpdir(), "mailbox-stream-smtp-"));
   smtp = await serveSmtp(app, smtpDir);
@@ -31,6 +45,7 @@ afterAll(async () => {
   await smtp?.kill();
   await other?.stop();
   await app?.stop();
+  await database?.drop();
   if (smtpDir) await rm(smtpDir, { recursive: true, force: true });
 });
 
@@ -60,7 +75,7 @@ interface EventPayload {
   id: string;
   type: string;
   createdAt: string;
-  data: { messageId: string; inboxId: string; threadId: string };
+  data: { messageId: string; inboxId: string; threadId: string; senderAuthenticated?: boolean };
 }
 
 /** The next event of the stream, checked as the webhook sends it: the id: line is the payload's id. */
@@ -96,10 +111,13 @@ describe("StreamEvents", () => {
     // The other process's stream of inbox b gets b's event only, the same event.
     expect((await nextEvent(onlyB)).frame).toEqual(second.frame);
 
-    // The webhook's delivery of each event carries the same id and, byte for byte, the same payload.
-    for (const { frame, event } of [first, second]) {
+    // The webhook's delivery of each event carries the same id and, byte for byte, the same payload but for what the
+    // stream adds: whether the sender authenticated (not here: example.net publishes no DMARC record).
+    for (const { event } of [first, second]) {
       const delivery = await app.db.fork().findOneOrFail(WebhookDelivery, { eventId: event.id });
-      expect(delivery.payload).toBe(frame.data);
+      const { senderAuthenticated, ...webhookData } = event.data;
+      expect(senderAuthenticated).toBe(false);
+      expect(delivery.payload).toBe(JSON.stringify({ ...event, data: webhookData }));
     }
 
     // Resumed on the other process after the first event: the second, then what came since.
@@ -151,6 +169,62 @@ describe("StreamEvents", () => {
     expect((await nextEvent(stream)).event.data.inboxId).toBe(mine.id);
     // Another organization's stream gets none of it: only keep-alives while the events went out.
     for (let i = 0; i < 2; i++) expect((await strangers.next(30_000))?.data).toBeUndefined();
+  });
+
+  /** The error event a stream ends with (keep-alives and events before it skipped), then its end. */
+  async function endedWith(stream: SseStream): Promise<{ error: string; message: string }> {
+    for (let frames = 0; frames < 30; frames++) {
+      const frame = await stream.next(15_000);
+      if (!frame) throw new Error("the stream ended without an error event");
+      if (frame.event !== "error") continue;
+      expect(await stream.next(15_000)).toBeUndefined();
+      return JSON.parse(frame.data!) as { error: string; message: string };
+    }
+    throw new Error("the stream went on");
+  }
+
+  test("a stream ends with the error a new call would get when its key is revoked, expires, loses the scope or the inbox, or its organization is suspended", async () => {
+    const tenant = await app.createTenant();
+    const [inbox, elsewhere] = [await inboxOf(tenant), await inboxOf(tenant)];
+    const keys = {
+      revoked: await tenant.issueKey({ scopes: ["mailbox:read"] }),
+      expiring: await tenant.issueKey({ scopes: ["mailbox:read"], expiresAt: new Date(Date.now() + 3_000) }),
+      descoped: await tenant.issueKey({ scopes: ["mailbox:read"] }),
+      narrowed: await tenant.issueKey({ scopes: ["mailbox:read"] }),
+    };
+    const streams = {
+      revoked: await open(app, keys.revoked.key),
+      expiring: await open(other, keys.expiring.key),
+      descoped: await open(app, keys.descoped.key),
+      narrowed: await open(app, keys.narrowed.key, { inboxId: inbox.id }),
+    };
+    for (const stream of Object.values(streams)) expect(stream.status).toBe(200);
+    await revokeKey(app.db.fork(), keys.revoked.id);
+    await updateKey(app.db.fork(), keys.descoped.id, { scopes: ["mailbox:manage"] });
+    await updateKey(app.db.fork(), keys.narrowed.id, { inboxIds: [elsewhere.id] });
+    expect(await endedWith(streams.revoked)).toMatchObject({ error: "unauthenticated" });
+    expect(await endedWith(streams.expiring)).toMatchObject({ error: "unauthenticated" });
+    expect(await endedWith(streams.descoped)).toMatchObject({ error: "missing_scope" });
+    expect(await endedWith(streams.narrowed)).toMatchObject({ error: "not_found" });
+
+    // Suspending the organization ends the streams of every key of it.
+    const suspended = await app.createTenant();
+    const stream = await open(app, suspended.key);
+    await updateOrganization(app.db.fork(), suspended.organizationId, { status: "suspended" });
+    expect(await endedWith(stream)).toMatchObject({ error: "organization_inactive" });
+  });
+
+  test("a stream of all the key's inboxes follows the key's inbox restriction as it changes", async () => {
+    const tenant = await app.createTenant();
+    const [kept, dropped] = [await inboxOf(tenant), await inboxOf(tenant)];
+    const key = await tenant.issueKey({ scopes: ["mailbox:read"] });
+    const stream = await open(app, key.key);
+    await updateKey(app.db.fork(), key.id, { inboxIds: [kept.id] });
+    // Past a keep-alive, the stream has read the key again.
+    for (let i = 0; i < 2; i++) expect((await stream.next(30_000))?.data).toBeUndefined();
+    await sendMail(dropped.address, "no longer the key's");
+    await sendMail(kept.address, "still the key's");
+    expect((await nextEvent(stream)).event.data.inboxId).toBe(kept.id);
   });
 
   test("holds at most STREAM_MAX_PER_KEY streams per key and process: one more is 429 too_many_streams with Retry-After", async () => {

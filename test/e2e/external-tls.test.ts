@@ -13,12 +13,14 @@ import { openDatabase } from "../../src/db/database.js";
 import { Message } from "../../src/db/entities/index.js";
 import { temporalConnectOptions } from "../../src/temporal/access.js";
 import { connectTemporal, inboxPurgeWorkflowId } from "../../src/temporal/client.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { serveRole, serveRoleFailure, type RoleProcess } from "../support/role-process.js";
 import { RawSmtpClient, transaction } from "../support/smtp-client.js";
 import { createTestCa, type Issued, type TestCa } from "../support/test-pki.js";
 import { startTlsProxy, type TlsProxy } from "../support/tls-proxy.js";
 
+let database: FileDatabase;
 let app: TestApp;
 let pki: TestCa;
 let otherCa: TestCa;
@@ -33,11 +35,13 @@ const hostPort = (address: string) => {
 };
 
 beforeAll(async () => {
-  app = await startTestApp();
+  // A worker role reconciles the whole database: this file's own keeps it off other files' submissions.
+  database = await createFileDatabase();
+  app = await startTestApp({ DATABASE_URL: database.url });
   [pki, otherCa] = await Promise.all([createTestCa("mailbox test ca"), createTestCa("someone else")]);
   clientCert = await pki.client("mailbox-worker");
   const server = await pki.server(["temporal.test", "localhost", "127.0.0.1"]);
-  const pg = new URL(inject("databaseUrl"));
+  const pg = new URL(database.url);
   [temporalProxy, pgProxy] = await Promise.all([
     startTlsProxy({ target: hostPort(inject("temporalAddress")), server, clientCa: pki.ca }),
     startTlsProxy({ target: { host: pg.hostname, port: Number(pg.port) }, server, postgres: true }),
@@ -48,11 +52,12 @@ afterAll(async () => {
   await temporalProxy?.stop();
   await pgProxy?.stop();
   await app?.stop();
+  await database?.drop();
 });
 
 /** DATABASE_URL through the PostgreSQL TLS proxy, with the URL's own query (sslmode, sslrootcert) when given. */
 function pgProxyUrl(query = ""): string {
-  const url = new URL(inject("databaseUrl"));
+  const url = new URL(database.url);
   url.hostname = "localhost";
   url.port = String(pgProxy.port);
   url.search = query;
@@ -112,7 +117,8 @@ test("the smtp role's listener and processing thread store mail over TLS to both
   expect(stored.subject).toBe("over tls");
 });
 
-test("without a client certificate the role does not start, and says it could not reach Temporal", async () => {
+// These two wait out the Temporal client's connection attempts (about ten seconds each): side by side.
+test.concurrent("without a client certificate the role does not start, and says it could not reach Temporal", async () => {
   const env = await externalEnv();
   delete (env as Record<string, string | undefined>).TEMPORAL_TLS_CERT;
   delete (env as Record<string, string | undefined>).TEMPORAL_TLS_KEY;
@@ -121,7 +127,7 @@ test("without a client certificate the role does not start, and says it could no
   expect(stderr).toMatch(/cannot connect to Temporal at 127\.0\.0\.1:\d+ over TLS: TLS handshake failed: .*certificate/);
 });
 
-test("a TEMPORAL_TLS_CA that did not sign the server's certificate fails with a certificate error", async () => {
+test.concurrent("a TEMPORAL_TLS_CA that did not sign the server's certificate fails with a certificate error", async () => {
   const { code, stderr } = await serveRoleFailure("api", await externalEnv({ TEMPORAL_TLS_CA: otherCa.ca }));
   expect(code).toBe(1);
   expect(stderr).toMatch(/cannot connect to Temporal at 127\.0\.0\.1:\d+ over TLS: TLS handshake failed: .*certificate/);
@@ -183,10 +189,10 @@ test("PostgreSQL over TLS: verify-full with the CA connects, another CA or a pla
 
 test("DATABASE_POOL_MAX bounds the connections an api process opens under concurrent requests", async () => {
   const server = await pki.server(["localhost"]);
-  const pg = new URL(inject("databaseUrl"));
+  const pg = new URL(database.url);
   const counted = await startTlsProxy({ target: { host: pg.hostname, port: Number(pg.port) }, server, postgres: true });
   try {
-    const url = new URL(inject("databaseUrl"));
+    const url = new URL(database.url);
     url.hostname = "localhost";
     url.port = String(counted.port);
     const api = await serveRole("api", await externalEnv({ DATABASE_URL: url.toString(), DATABASE_SSL_MODE: "require", DATABASE_POOL_MAX: "1", KEY_CACHE_MS: "0" }));
@@ -210,7 +216,7 @@ test("DATABASE_POOL_MAX bounds the connections an api process opens under concur
 
 test("a namespace whose search attributes cannot be read stops the start, naming the attributes the service needs", async () => {
   const { code, stderr } = await serveRoleFailure("api", {
-    DATABASE_URL: inject("databaseUrl"),
+    DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     TEMPORAL_NAMESPACE: "no-such-namespace",
     DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-tls-")),

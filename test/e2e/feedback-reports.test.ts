@@ -1,8 +1,9 @@
 // ARF feedback reports (RFC 5965) through the real smtp role: a report to the feedback address about a message an
 // organization sent becomes a complaint and a suppression of the complaining recipient, visible through the API —
 // once per submission and recipient, and only when DKIM or SPF (checked against records on a real DNS server,
-// through DNS_SERVERS) authenticates its sender as the recipient's mailbox provider or a configured feedback loop.
-// Anything else sent there is dropped; nothing sent there is ever stored in an inbox.
+// through DNS_SERVERS) authenticates its sender as a configured feedback loop or as the recipient itself; another
+// user of the recipient's provider is neither. Anything else sent there is dropped; nothing sent there is ever
+// stored in an inbox.
 import { randomUUID } from "node:crypto";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -64,11 +65,14 @@ async function processed(rawId: string): Promise<void> {
   await eventually(async () => ((await app.db.fork().findOne(InboundRawMessage, rawId)) === null ? true : undefined));
 }
 
-/** A mailbox provider of its own: a domain whose SPF record authorizes the loopback addresses tests send from. */
+/**
+ * A mailbox provider of its own, whose users are at `domain`, and its feedback loop, which sends from a subdomain of
+ * the configured loop domain whose SPF record authorizes the loopback addresses tests send from.
+ */
 function mailboxProvider(spf: "pass" | "fail" = "pass"): { domain: string; reporter: Sender } {
-  const domain = `${uniqueName("provider")}.example`;
-  publishSpf(dns, domain, spf);
-  return { domain, reporter: { mailFrom: `fbl@${domain}` } };
+  const name = uniqueName("provider");
+  publishSpf(dns, `${name}.${LOOP_DOMAIN}`, spf);
+  return { domain: `${name}.example`, reporter: { mailFrom: `fbl@${name}.${LOOP_DOMAIN}` } };
 }
 
 /** A tenant with one sent submission to the given recipients. */
@@ -142,14 +146,14 @@ describe("feedback reports to the feedback address", () => {
     });
   });
 
-  test("an authenticated report from the recipient's provider is recorded once however often it arrives; a removed suppression stays removed", async () => {
-    // Yahoo's way: DKIM-signed by a subdomain of the provider (arf.mail.yahoo.com for yahoo.com users), From the
-    // same, whatever the envelope.
+  test("an authenticated report from a feedback loop is recorded once however often it arrives; a removed suppression stays removed", async () => {
+    // Yahoo's way: DKIM-signed by the loop's domain (arf.mail.yahoo.com), From the same, whatever the envelope.
     const provider = `${uniqueName("provider")}.example`;
-    const signer = publishDkimKey(dns, `arf.mail.${provider}`);
+    const loop = `arf.${uniqueName("provider")}.${LOOP_DOMAIN}`;
+    const signer = publishDkimKey(dns, loop);
     const recipient = `${uniqueName("thrice")}@${provider}`;
     const { tenant, messageId } = await sentTo([recipient, `${uniqueName("quiet")}@${provider}`]);
-    const signed = report({ messageId, rcptTo: recipient, from: `feedback@arf.mail.${provider}` });
+    const signed = report({ messageId, rcptTo: recipient, from: `feedback@${loop}` });
     const reporter = { mailFrom: `bounces@${uniqueName("relay")}.example`, dkim: signer };
 
     await processed(await send(signed, reporter));
@@ -172,23 +176,42 @@ describe("feedback reports to the feedback address", () => {
     expect(await app.db.fork().findOne(Suppression, { organization: tenant.organizationId, email: bounced })).toMatchObject({ reason: "hard_bounce" });
   });
 
-  test("a report that is not authenticated as from the recipient's provider is dropped and suppresses nobody", async () => {
-    // The victim's provider publishes SPF that lists none of the addresses tests send from.
+  test("a report from another user of the recipient's provider, authenticated as its domain, is dropped; one from the recipient itself is believed", async () => {
+    // A big provider: its users send DKIM-signed by it and from addresses its SPF record authorizes.
+    const provider = `${uniqueName("bigmail")}.example`;
+    publishSpf(dns, provider);
+    const signer = publishDkimKey(dns, provider);
+    const [victim, attacker, self] = ["victim", "attacker", "self"].map((local) => `${uniqueName(local)}@${provider}`) as [string, string, string];
+    const { tenant, messageId } = await sentTo([victim, attacker, self]);
+    const marker = uniqueName("peer");
+    // SPF passes for the provider's domain, and DKIM too, with the attacker's own From: not the victim.
+    await processed(await send(report({ messageId, rcptTo: victim, userAgent: marker, from: attacker }), { mailFrom: attacker }));
+    await processed(await send(report({ messageId, rcptTo: victim, userAgent: marker, from: attacker }), { mailFrom: "", dkim: signer }));
+    expect(await app.db.fork().count(Complaint, { userAgent: marker })).toBe(0);
+    // The recipient complaining about mail to itself.
+    await processed(await send(report({ messageId, rcptTo: self, from: self }), { mailFrom: "", dkim: signer }));
+    expect((await complaintsOf(tenant)).map((c) => c.email)).toEqual([self]);
+    expect((await tenant.request("GET", "/v1/suppressions")).body.suppressions.map((s: { email: string }) => s.email)).toEqual([self]);
+  });
+
+  test("a report that is not authenticated as from a feedback loop or the recipient is dropped and suppresses nobody", async () => {
+    // The victim's provider's loop publishes SPF that lists none of the addresses tests send from.
     const victimProvider = mailboxProvider("fail");
     const victim = `${uniqueName("victim")}@${victimProvider.domain}`;
     // The forger received the message too, at a provider of its own, and knows its Message-ID and the To list.
-    const forgerProvider = mailboxProvider();
-    const forger = `${uniqueName("forger")}@${forgerProvider.domain}`;
-    const forgerKey = publishDkimKey(dns, forgerProvider.domain);
+    const forgerProvider = `${uniqueName("forgers")}.example`;
+    publishSpf(dns, forgerProvider);
+    const forger = `${uniqueName("forger")}@${forgerProvider}`;
+    const forgerKey = publishDkimKey(dns, forgerProvider);
     const { tenant, messageId } = await sentTo([victim, forger]);
     const marker = uniqueName("forged");
     const forged = (from = "abusedesk@example.com") => report({ messageId, rcptTo: victim, userAgent: marker, from });
     const attempts: [Buffer, Sender][] = [
-      // SPF passes, and DKIM too, but for the forger's own domain: not the victim's provider.
+      // SPF passes, and DKIM too, but for the forger's own domain and address: not a loop, not the victim.
       [forged(), { mailFrom: forger }],
       [forged(forger), { mailFrom: "", dkim: forgerKey }],
-      // The victim's provider as MAIL FROM, sent from an address its SPF record does not list.
-      [forged(), { mailFrom: `fbl@${victimProvider.domain}` }],
+      // The loop of the victim's provider as MAIL FROM, sent from an address its SPF record does not list.
+      [forged(), victimProvider.reporter],
       // A domain without SPF, and the null reverse-path with a HELO nobody authorized.
       [forged(), { mailFrom: `fbl@${uniqueName("nospf")}.example` }],
       [forged(), { mailFrom: "" }],

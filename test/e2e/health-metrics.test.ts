@@ -1,5 +1,5 @@
-// Health and metrics of every role: /healthz, /readyz and /metrics on the API port (no key, no rate, no body) and
-// on STATUS_PORT of processes without the api role, scraped after real traffic on every API face, an SMTP
+// Health and metrics of every role: /healthz, /readyz and /metrics on the API port (no key, no rate, no body;
+// /metrics only behind METRICS_TOKEN there) and on STATUS_PORT of any role, scraped after real traffic on every API face, an SMTP
 // delivery, a webhook and a send delivered to a local sink; readiness follows PostgreSQL going away and coming back.
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { InboxService } from "../../gen/mailbox/v1/inbox_service_pb.js";
 import { startCountingProxy } from "../support/counting-proxy.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
 import { sendRaw } from "../support/smtp-client.js";
@@ -26,12 +27,27 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return sum;
 }
 
+/** A role process's environment: the run's PostgreSQL and Temporal, a task queue and data directory of its own, a status port. */
+async function roleEnv(): Promise<Record<string, string>> {
+  return {
+    DATABASE_URL: inject("databaseUrl"),
+    TEMPORAL_ADDRESS: inject("temporalAddress"),
+    TEMPORAL_TASK_QUEUE: uniqueName("status"),
+    DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
+    STATUS_PORT: "0",
+  };
+}
+
 async function scrape(baseUrl: string, headers: Record<string, string> = {}): Promise<string> {
   const res = await fetch(`${baseUrl}/metrics`, { headers });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
   return res.text();
 }
+
+/** The API port faces clients: /metrics is served there behind a token only. */
+const API_METRICS_TOKEN = "api-metrics-token-0123456789";
+const API_METRICS = { authorization: `Bearer ${API_METRICS_TOKEN}` };
 
 describe("on the API port", () => {
   let receiver: HttpsReceiver;
@@ -41,7 +57,7 @@ describe("on the API port", () => {
   beforeAll(async () => {
     receiver = await startHttpsReceiver();
     sink = await startSmtpSink();
-    app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: receiver.host, SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}` });
+    app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: receiver.host, SMTP_ROUTES: `sink.test=127.0.0.1:${sink.port}`, METRICS_TOKEN: API_METRICS_TOKEN });
     await app.startWorker();
     smtpPort = (await app.startSmtp()).port;
   });
@@ -58,7 +74,7 @@ describe("on the API port", () => {
     const ready = await fetch(`${app.baseUrl}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ ready: true, checks: { database: "ok", temporal: "ok" } });
-    expect((await fetch(`${app.baseUrl}/metrics`, { method: "HEAD" })).status).toBe(200);
+    expect((await fetch(`${app.baseUrl}/metrics`, { method: "HEAD", headers: API_METRICS })).status).toBe(200);
     const post = await fetch(`${app.baseUrl}/readyz`, { method: "POST", body: "x" });
     expect(post.status).toBe(405);
     expect(post.headers.get("allow")).toBe("GET, HEAD");
@@ -80,7 +96,7 @@ describe("on the API port", () => {
     expect((await fetch(`${app.baseUrl}/v1/inboxes`)).status).toBe(401);
     expect((await tenant.request("GET", "/v1/inboxes/inb_000000000000000000000000")).status).toBe(404);
 
-    const text = await scrape(app.baseUrl);
+    const text = await scrape(app.baseUrl, API_METRICS);
     for (const face of ["json", "connect", "grpc", "grpc-web", "mcp"]) {
       const labels = { operation: "ListInboxes", face, code: "ok" };
       expect(sample(text, "mailbox_api_requests_total", labels), face).toBe(1);
@@ -91,14 +107,14 @@ describe("on the API port", () => {
     expect(sample(text, "mailbox_api_requests_total", { operation: "GetInbox", face: "json", code: "not_found" })).toBe(1);
 
     const calls = sample(text, "mailbox_api_requests_total");
-    for (const path of ["/healthz", "/readyz", "/metrics"]) await fetch(app.baseUrl + path);
-    expect(sample(await scrape(app.baseUrl), "mailbox_api_requests_total")).toBe(calls);
+    for (const path of ["/healthz", "/readyz", "/metrics"]) await fetch(app.baseUrl + path, { headers: API_METRICS });
+    expect(sample(await scrape(app.baseUrl, API_METRICS), "mailbox_api_requests_total")).toBe(calls);
   });
 
   test("counts a stream when it ends, with the code it ended with: refused while its messages are read, or left by its client", async () => {
     const tenant = await app.createTenant();
     const labels = (code: string) => ({ operation: "StreamEvents", face: "json", code });
-    const before = await scrape(app.baseUrl);
+    const before = await scrape(app.baseUrl, API_METRICS);
     // Another organization's inbox (or none): the stream's refusal comes after the call returned its stream.
     const missing = await fetch(`${app.baseUrl}/v1/events:stream?inboxId=inb_000000000000000000000000`, { headers: { "x-api-key": tenant.key } });
     expect(missing.status).toBe(404);
@@ -108,7 +124,7 @@ describe("on the API port", () => {
     expect(open.status).toBe(200);
     abort.abort();
     await eventually(async () => {
-      const text = await scrape(app.baseUrl);
+      const text = await scrape(app.baseUrl, API_METRICS);
       const grew = (code: string) => sample(text, "mailbox_api_requests_total", labels(code)) - sample(before, "mailbox_api_requests_total", labels(code));
       // A stream its client leaves ends as the server ends it on the request's signal: ok (or canceled), once.
       return grew("not_found") === 1 && grew("canceled") + grew("ok") === 1 ? true : undefined;
@@ -139,7 +155,7 @@ describe("on the API port", () => {
 
     // The processing thread reports its webhook attempts with its load; the delivery is recorded after the sink's 250.
     const text = await eventually(async () => {
-      const t = await scrape(app.baseUrl);
+      const t = await scrape(app.baseUrl, API_METRICS);
       return sample(t, "mailbox_webhook_attempts_total", { outcome: "delivered" }) >= 1 &&
         sample(t, "mailbox_delivery_recipients_total", { outcome: "delivered" }) >= 1
         ? t
@@ -169,6 +185,21 @@ describe("on the API port", () => {
   });
 });
 
+test("without METRICS_TOKEN `serve --role api` serves no /metrics on its API port, only on STATUS_PORT, and /healthz and /readyz on both", async () => {
+  const api = await serveRole("api", await roleEnv());
+  try {
+    expect((await fetch(`${api.api}/metrics`)).status).toBe(404);
+    expect((await fetch(`${api.api}/metrics`, { headers: API_METRICS })).status).toBe(404);
+    for (const base of [api.api!, api.status!]) {
+      expect(await (await fetch(`${base}/healthz`)).text()).toBe("ok\n");
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    }
+    expect(await scrape(api.status!)).toMatch(/^process_resident_memory_bytes \d+/m);
+  } finally {
+    await api.kill();
+  }
+});
+
 test("/readyz answers 503 while PostgreSQL is unreachable and 200 once it is back", async () => {
   const proxy = await startCountingProxy(inject("databaseUrl"));
   const app = await startTestApp({ DATABASE_URL: proxy.url });
@@ -192,20 +223,19 @@ test("/readyz answers 503 while PostgreSQL is unreachable and 200 once it is bac
 
 describe("on STATUS_PORT of the roles without an API port", () => {
   const children: RoleProcess[] = [];
+  // The roles' reconcilers and sweeper scan their whole database: these get one of their own.
+  let database: FileDatabase;
+  beforeAll(async () => {
+    database = await createFileDatabase();
+  });
   afterAll(async () => {
     await Promise.all(children.map((child) => child.kill("SIGTERM")));
+    await database?.drop();
   });
 
-  /** `mailbox serve --role worker` on the run's PostgreSQL and Temporal; resolves with its status URL. */
+  /** `mailbox serve --role worker` on this file's database and the run's Temporal; resolves with its status URL. */
   async function serveWorker(env: Record<string, string>): Promise<string> {
-    const worker = await serveRole("worker", {
-      DATABASE_URL: inject("databaseUrl"),
-      TEMPORAL_ADDRESS: inject("temporalAddress"),
-      TEMPORAL_TASK_QUEUE: uniqueName("status"),
-      DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-status-")),
-      STATUS_PORT: "0",
-      ...env,
-    });
+    const worker = await serveRole("worker", { ...(await roleEnv()), DATABASE_URL: database.url, ...env });
     children.push(worker);
     return worker.status!;
   }
@@ -232,7 +262,7 @@ describe("on STATUS_PORT of the roles without an API port", () => {
   });
 
   test("the smtp role's readiness includes its listener, and its metrics count its sessions", async () => {
-    const app = await startTestApp();
+    const app = await startTestApp({ DATABASE_URL: database.url });
     try {
       const smtp = await serveSmtp(app, await mkdtemp(join(tmpdir(), "mailbox-status-")), { STATUS_PORT: "0" });
       children.push(smtp);

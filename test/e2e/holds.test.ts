@@ -16,7 +16,7 @@ import { verifiedDomain } from "../support/customer-domains.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type HttpsReceiver } from "../support/https-receiver.js";
-import { attemptResults } from "../support/delivery-history.js";
+import { activityResults, attemptResults } from "../support/delivery-history.js";
 import { openSse } from "../support/sse-client.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
@@ -175,6 +175,10 @@ describe("deciding", () => {
     const results = await attemptResults(app.temporal, held.id);
     expect(results).toContainEqual({ remaining: 0, recipients: [{ email: to, status: "delivered", replyCode: 250, reply: expect.stringMatching(/^250 2\.0\.0 Ok: queued as SINK\d+$/) }] });
     expect((await handle.query<{ currentDetails: string }>("__temporal_workflow_metadata")).currentDetails).toBe("Recipients attempted: 1 delivered");
+    // Its queue lifetime counted from the approval, not from the send: the wait was no delivery's.
+    const [decided] = await app.db.sql.query<{ at: number }>("select (extract(epoch from decided_at) * 1000)::float8 as at from submissions where id = $1", [held.id]);
+    const queued = (await activityResults(app.temporal, held.id)).find((r): r is { createdAtMs: number } => typeof r === "object" && r !== null && "queueLifetimeMs" in r);
+    expect(queued!.createdAtMs).toBe(Number(decided!.at));
   });
 
   test("reject ends it with nothing sent; a second decision is 409; the sending key and keys without the scope cannot decide", async () => {
@@ -269,7 +273,7 @@ describe("no decision is lost", () => {
     }
     await app.db.sql.query("update submissions set created_at = created_at - interval '1 minute' where id = $1", [held.id]);
     const queue = app.config.temporalTaskQueue;
-    const reconciler = holdReconciler(app.db.sql, createDeliveryStarter(app.temporal, queue), createHoldDecisionNotifier(app.temporal, queue));
+    const reconciler = holdReconciler(app.db.sql, queue, createDeliveryStarter(app.temporal, queue), createHoldDecisionNotifier(app.temporal, queue));
     // Only this organization's rows: the database is shared with the other test files.
     const ours = { ...reconciler, stranded: async () => (await reconciler.stranded()).filter((r) => (r.approved ? r.submission : r.held).organizationId === org.owner.organizationId) };
     expect(await reconcile(ours)).toBe(1);

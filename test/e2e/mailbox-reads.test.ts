@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { ThreadService } from "../../gen/mailbox/v1/thread_service_pb.js";
 import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.js";
 import { storeInbound } from "../support/mail-fixtures.js";
+import { NOT_EVALUATED } from "../support/sender-trust-app.js";
 import { startTestApp, uniqueName, type JsonResponse, type TestApp, type Tenant } from "../support/harness.js";
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -67,8 +68,11 @@ describe("threads", () => {
       inboundSecurity: {
         trust: "untrusted",
         smtp: { remoteIp: "192.0.2.7", helo: "mx.example.net", tls: { encrypted: true, protocol: "TLSv1.3", cipher: "TLS_AES_256_GCM_SHA384" } },
-        authentication: { spf: "not_evaluated", dkim: "not_evaluated", dmarc: "not_evaluated" },
+        // Stored as a message stored before sender authentication and sender rules existed.
+        authentication: NOT_EVALUATED,
         attachments: "clean",
+        replyToDiverges: false,
+        senderRule: "none",
       },
       // Stored without going through inbound processing, which extracts.
       extracted: null,

@@ -9,27 +9,30 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, type HttpsReceiver } from "../support/https-receiver.js";
 import { serveRole, type RoleName, type RoleProcess } from "../support/role-process.js";
 import { sendRaw } from "../support/smtp-client.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
+let database: FileDatabase;
 let app: TestApp;
 let sink: SmtpSink;
 let receiver: HttpsReceiver;
 const roles: Record<RoleName, RoleProcess[]> = { api: [], smtp: [], worker: [] };
 
 beforeAll(async () => {
-  [sink, receiver] = await Promise.all([startSmtpSink(), startHttpsReceiver()]);
+  // The worker roles reconcile the whole database: this file's own keeps them off other files' submissions.
+  [sink, receiver, database] = await Promise.all([startSmtpSink(), startHttpsReceiver(), createFileDatabase()]);
   // In this process only to make tenants and read the database; it runs no role of the cluster below.
-  app = await startTestApp();
+  app = await startTestApp({ DATABASE_URL: database.url });
   const dir = await mkdtemp(join(tmpdir(), "mailbox-roles-"));
   const dkimKey = join(dir, "managed-dkim.pem");
   await writeFile(dkimKey, generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }));
   // What every machine of a deployment shares; each process has a DATA_DIR of its own.
   const shared = {
-    DATABASE_URL: inject("databaseUrl"),
+    DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: inject("temporalAddress"),
     TEMPORAL_TASK_QUEUE: uniqueName("roles"),
     MANAGED_DOMAIN: app.config.managedDomain,
@@ -54,6 +57,7 @@ afterAll(async () => {
   await app?.stop();
   await receiver?.close();
   await sink?.stop();
+  await database?.drop();
 });
 
 /** A JSON request to one api process. */

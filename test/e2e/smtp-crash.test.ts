@@ -5,23 +5,28 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { InboundRawMessage, Message } from "../../src/db/entities/index.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { eventsOf, webhookEndpoint } from "../support/inbound-ports.js";
 import { RawSmtpClient, transaction } from "../support/smtp-client.js";
 import { serveSmtp, type SmtpProcess } from "../support/smtp-process.js";
 
+let database: FileDatabase;
 let app: TestApp;
 let dataDir: string;
 let smtpProcess: SmtpProcess | undefined;
 
 beforeAll(async () => {
   // Endpoints at 127.0.0.1 are allowed: events are written for them (their attempts fail, which is not tested here).
-  app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: "127.0.0.1" });
+  // The restarted role's sweeper adopts pending raw mail of its whole database: this file's own.
+  database = await createFileDatabase();
+  app = await startTestApp({ WEBHOOK_ALLOW_HOSTS: "127.0.0.1", DATABASE_URL: database.url });
   dataDir = await mkdtemp(join(tmpdir(), "mailbox-smtp-crash-"));
 });
 afterAll(async () => {
   await smtpProcess?.kill("SIGKILL");
   await app?.stop();
+  await database?.drop();
   await rm(dataDir, { recursive: true, force: true });
 });
 

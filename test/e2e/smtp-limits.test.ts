@@ -1,5 +1,5 @@
 // The SMTP edge under abuse: relaying, unknown recipients, every session limit with its proper reply, SMTP
-// smuggling, and durable acceptance (451 when the commit fails). A raw socket client sends the exact bytes.
+// smuggling, a message sent before its 354, and durable acceptance (451 when the commit fails). A raw socket client sends the exact bytes.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { updateOrganization } from "../../src/admin/organizations.js";
 import { CustomerDomain, InboundRawMessage, Message } from "../../src/db/entities/index.js";
@@ -33,6 +33,14 @@ async function createInbox(): Promise<{ id: string; address: string }> {
 }
 
 const storedCount = (inboxId: string) => app.db.fork().count(Message, { inboxId });
+/** The codes of the next `n` replies (pipelined commands are answered in order). */
+const replyCodes = (client: RawSmtpClient, n: number) => Promise.all(Array.from({ length: n }, () => client.reply().then((r) => r?.code)));
+/** The inbox's messages once there is one. */
+const storedMessages = (inboxId: string) =>
+  eventually(async () => {
+    const rows = await app.db.fork().find(Message, { inboxId });
+    return rows.length > 0 ? rows : undefined;
+  });
 const rawCount = (mailFrom: string) => app.db.fork().count(InboundRawMessage, { mailFrom });
 const sender = () => `${uniqueName("sender")}@example.org`;
 const message = (subject: string, body = "body") => `From: someone@example.org\r\nSubject: ${subject}\r\n\r\n${body}\r\n`;
@@ -184,15 +192,22 @@ describe("message limits", () => {
   });
 });
 
-describe("SMTP smuggling", () => {
+describe("SMTP smuggling and pipelining", () => {
   // Each payload ends the DATA early under a lenient reading of <LF>.<LF>-style terminators, then starts a
-  // second transaction (the attack of CVE-2023-51764/-51765/-51766). Only <CRLF>.<CRLF> ends DATA here.
+  // second transaction (the attack of CVE-2023-51764/-51765/-51766): smtpsmug's bad endings (github.com/hannob/smtpsmug),
+  // sent after the 354 as a client that waits for it would. Only <CRLF>.<CRLF> ends DATA here.
   test.each([
-    ["<LF>.<LF>", "\n.\n"],
-    ["<CR><LF>.<LF>", "\r\n.\n"],
-    ["<LF>.<CR><LF>", "\n.\r\n"],
-    ["<CR>.<CR><LF>", "\r.\r\n"],
-  ])("a %s sequence never produces a second message", async (_name, terminator) => {
+    ["lflf", "\n.\n"],
+    ["crcr", "\r.\r"],
+    ["crlf", "\r.\n"],
+    ["lfcr", "\n.\r"],
+    ["lfcrlf", "\n.\r\n"],
+    ["crlflf", "\r\n.\n"],
+    ["crcrlf", "\r.\r\n"],
+    ["crlfcr", "\r\n.\r"],
+    ["nullbefore", "\r\n\x00.\r\n"],
+    ["nullafter", "\r\n.\x00\r\n"],
+  ])("smtpsmug's %s ending never produces a second message", async (_name, terminator) => {
     const inbox = await createInbox();
     const smuggled = `MAIL FROM:<ceo@${app.config.managedDomain}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\nSubject: smuggled\r\n\r\nwire the money\r\n`;
     const { client } = await RawSmtpClient.connect(smtp.port);
@@ -200,17 +215,61 @@ describe("SMTP smuggling", () => {
     const data = `Subject: outer\r\n\r\nhello${terminator}${smuggled}`;
     const replies = await transaction(client, { from: sender(), to: [inbox.address], data });
     expect(replies.message?.code).toBe(250);
-    // Nothing else answers: the smuggled commands were message content, not commands.
-    expect((await client.command("NOOP"))?.code).toBe(250);
-    await client.quit();
-    const [stored] = await eventually(async () => {
-      const rows = await app.db.fork().find(Message, { inboxId: inbox.id });
-      return rows.length > 0 ? rows : undefined;
-    });
+    // Nothing else answers: the smuggled commands were message content, not commands (their replies would come
+    // before these).
+    expect(await client.command("NOOP")).toEqual({ code: 250, text: expect.stringMatching(/OK/i) });
+    expect((await client.command("QUIT"))?.code).toBe(221);
+    client.destroy();
+    const [stored] = await storedMessages(inbox.id);
     expect(stored!.subject).toBe("outer");
     expect(stored!.text).toContain("wire the money");
-    await new Promise((r) => setTimeout(r, 300));
     expect(await storedCount(inbox.id)).toBe(1);
+  });
+
+  test("a message sent before the 354 is refused with 554 5.5.0, the connection closed and nothing stored", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO bulk.example");
+    client.write(`MAIL FROM:<${from}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n${message("too soon")}.\r\n`);
+    // smtp-server has written the 354 when the message is seen to have come before it: the message is what is refused.
+    expect(await replyCodes(client, 3)).toEqual([250, 250, 354]);
+    expect(await client.reply()).toEqual({ code: 554, text: "5.5.0 Error: SMTP protocol synchronization" });
+    expect(await client.reply()).toBeNull();
+    await client.closed;
+    expect(await rawCount(from)).toBe(0);
+  });
+
+  test("smtpsmug's pipelining test: a second transaction pipelined with its message after the first message is refused, the first kept", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO smuggler.example");
+    expect((await client.command(`MAIL FROM:<${from}>`))?.code).toBe(250);
+    expect((await client.command(`RCPT TO:<${inbox.address}>`))?.code).toBe(250);
+    expect((await client.command("DATA"))?.code).toBe(354);
+    client.write(`${message("mail 1/2")}.\r\nMAIL FROM:<${from}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n${message("mail 2/2")}.\r\n`);
+    expect(await replyCodes(client, 5)).toEqual([250, 250, 250, 354, 554]);
+    await client.closed;
+    const [stored] = await storedMessages(inbox.id);
+    expect(stored!.subject).toBe("mail 1/2");
+    expect(await storedCount(inbox.id)).toBe(1);
+  });
+
+  test("PIPELINING as RFC 2920 allows it is served: MAIL, RCPT and DATA in one write, the message after the 354, the next transaction behind the final dot", async () => {
+    const inbox = await createInbox();
+    const from = sender();
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    expect((await client.command("EHLO pipeliner.example"))?.text).toMatch(/^PIPELINING$/m);
+    const group = `MAIL FROM:<${from}>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n`;
+    client.write(group);
+    expect(await replyCodes(client, 3)).toEqual([250, 250, 354]);
+    // The message and its final dot, and behind them in the same write the next transaction's commands.
+    client.write(`${message("first")}.\r\n${group}`);
+    expect(await replyCodes(client, 4)).toEqual([250, 250, 250, 354]);
+    client.write(`${message("second")}.\r\nQUIT\r\n`);
+    expect(await replyCodes(client, 2)).toEqual([250, 221]);
+    await eventually(async () => ((await storedCount(inbox.id)) === 2 ? true : undefined));
   });
 });
 

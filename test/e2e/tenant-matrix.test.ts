@@ -51,6 +51,9 @@ async function ownedResources(owner: Tenant): Promise<OwnedResources> {
   expect(webhook.status).toBe(201);
   const upload = await owner.request("POST", "/v1/uploads?filename=matrix.txt", { body: "matrix upload", headers: { "content-type": "text/plain" } });
   expect(upload.status).toBe(201);
+  // Rules of the inbox's own, so that removing them changes a row.
+  const rules = await owner.request("PUT", `/v1/inboxes/${inboxId}/sender-rules`, { body: { block: ["spam.example"] } });
+  expect(rules.status).toBe(200);
   return {
     ids: {
       inbox_id: inboxId,
@@ -75,6 +78,7 @@ function bodyOf(route: Route, ids: OwnedResources["ids"]): unknown {
     ForwardMessage: { to: [{ email: "someone@example.com" }], text: "see below" },
     ApproveSubmission: {},
     RejectSubmission: {},
+    UpdateInboxSenderRules: { allow: ["partner.example"], block: [], requireAuthenticated: true },
   };
   const body = bodies[route.method.name];
   if (body === undefined) throw new Error(`no body for ${route.method.name}: add one to the matrix`);
@@ -139,7 +143,7 @@ describe("cross-tenant matrix over every route with an id", () => {
     expect(new Set(idRoutes.flatMap((r) => r.pathFields.map((f) => f.name)))).toEqual(new Set(Object.keys(resources.ids)));
     // The owner's rows are there to be compared: each kind of resource has at least one.
     const rows = await ownerRows(owner.organizationId);
-    for (const table of ["organizations", "inboxes", "threads", "messages", "attachments", "submissions", "customer_domains", "webhook_endpoints", "uploads"]) {
+    for (const table of ["organizations", "inboxes", "threads", "messages", "attachments", "submissions", "customer_domains", "webhook_endpoints", "uploads", "sender_rules"]) {
       expect(rows[table], table).toMatch(/^[1-9]\d*:[0-9a-f]{32}$/);
     }
   });

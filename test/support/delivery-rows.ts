@@ -37,6 +37,8 @@ export async function seedSubmission(
           mime: Buffer.from("Subject: seeded\r\n\r\nseeded\r\n"),
           status: "pending",
           queueId: null,
+          // No worker's queue: seeded rows are read, never delivered.
+          taskQueue: "seeded-rows",
           response: null,
           failureCode: null,
           heldReason: null,

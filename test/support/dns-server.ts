@@ -1,6 +1,7 @@
 // A real DNS server for tests (dns2), answering over UDP and TCP on one loopback port from zones the test
 // controls: records with TTLs, NXDOMAIN vs NODATA (with an SOA for negative caching), CNAME chains, SERVFAIL,
-// REFUSED, silence (a timeout for the client) and delays. It logs every question so tests can count lookups.
+// REFUSED, silence (a timeout for the client) and delays, per name or per name and type. It logs every question so
+// tests can count lookups.
 import type { AddressInfo, Socket } from "node:net";
 import dns2 from "dns2";
 import type { DnsServerAddress } from "../../src/dns/resolver.js";
@@ -9,10 +10,13 @@ const { Packet } = dns2;
 
 export type RecordInput =
   | { type: "A" | "AAAA"; address: string }
-  | { type: "CNAME"; target: string }
+  | { type: "CNAME" | "PTR"; target: string }
   | { type: "MX"; preference: number; exchange: string }
-  /** One TXT record; several strings make one record of several character-strings (a long DKIM key). */
-  | { type: "TXT"; text: string | string[] };
+  /**
+   * One TXT record; several strings make one record of several character-strings (a long DKIM key). SPF is the
+   * obsolete SPF RR type (99) of RFC 4408 with the same data.
+   */
+  | { type: "TXT" | "SPF"; text: string | string[] };
 
 export type Failure = "servfail" | "refused" | "timeout";
 
@@ -24,9 +28,12 @@ export interface TestDnsServer {
   set(name: string, records: RecordInput[], ttl?: number): void;
   /** Removes the records of one type at a name, or every record at it. */
   remove(name: string, type?: RecordInput["type"]): void;
-  /** Makes questions about a name (any type, or one type) fail this way until cleared. */
+  /** Makes questions about a name (any type, or one type: each type its own) fail this way until cleared. */
   fail(name: string, failure: Failure, type?: RecordInput["type"]): void;
+  /** Clears every failure set for a name. */
   clearFailure(name: string): void;
+  /** Removes every record, failure and delay. */
+  clear(): void;
   /** Holds every answer about a name (or every answer, for "*") this long. */
   delay(name: string, ms: number): void;
   /** The SOA TTL and MINIMUM of negative answers (NXDOMAIN, NODATA). */
@@ -35,6 +42,8 @@ export interface TestDnsServer {
   queries(name: string, type?: RecordInput["type"]): number;
   /** Questions that arrived over TCP. */
   tcpQueries(name: string): number;
+  /** Every question that arrived, of any name. */
+  readonly totalQueries: number;
   stop(): Promise<void>;
 }
 
@@ -47,7 +56,8 @@ const norm = (name: string) => name.replace(/\.$/, "").toLowerCase();
 
 export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer> {
   const zone = new Map<string, Stored[]>();
-  const failures = new Map<string, { failure: Failure; type: string | undefined }>();
+  // Keyed by name, then by type ("*" for any type).
+  const failures = new Map<string, Map<string, Failure>>();
   const delays = new Map<string, number>();
   const log: { name: string; type: string; tcp: boolean }[] = [];
   let negativeTtl = 60;
@@ -62,10 +72,10 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
     log.push({ name, type, tcp });
     const response = Packet.createResponseFromRequest(request);
     response.header.ra = 1;
-    const failure = failures.get(name);
-    if (failure && (failure.type === undefined || failure.type === type)) {
-      if (failure.failure === "timeout") return;
-      response.header.rcode = failure.failure === "servfail" ? Packet.RCODE.SERVFAIL : Packet.RCODE.REFUSED;
+    const failure = failures.get(name)?.get(type) ?? failures.get(name)?.get("*");
+    if (failure) {
+      if (failure === "timeout") return;
+      response.header.rcode = failure === "servfail" ? Packet.RCODE.SERVFAIL : Packet.RCODE.REFUSED;
       void send(response);
       return;
     }
@@ -149,10 +159,17 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
       else zone.set(owner, kept);
     },
     fail(name, failure, type) {
-      failures.set(norm(name), { failure, type });
+      const owner = norm(name);
+      if (!failures.has(owner)) failures.set(owner, new Map());
+      failures.get(owner)!.set(type ?? "*", failure);
     },
     clearFailure(name) {
       failures.delete(norm(name));
+    },
+    clear() {
+      zone.clear();
+      failures.clear();
+      delays.clear();
     },
     delay(name, ms) {
       delays.set(name === "*" ? "*" : norm(name), ms);
@@ -165,6 +182,9 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
     },
     queries: (name, type) => log.filter((q) => q.name === norm(name) && (type === undefined || q.type === type)).length,
     tcpQueries: (name) => log.filter((q) => q.name === norm(name) && q.tcp).length,
+    get totalQueries() {
+      return log.length;
+    },
     async stop() {
       await new Promise<void>((resolve) => udp.close(() => resolve()));
       for (const socket of connections) socket.destroy();
@@ -181,10 +201,23 @@ function resource(owner: string, { record, ttl }: Stored): dns2.Packet.Resource 
     case "AAAA":
       return { ...base, type: Packet.TYPE.AAAA, address: record.address } as never;
     case "CNAME":
-      return { ...base, type: Packet.TYPE.CNAME, domain: record.target } as never;
+    case "PTR":
+      return { ...base, type: Packet.TYPE[record.type], domain: record.target } as never;
     case "MX":
       return { ...base, type: Packet.TYPE.MX, priority: record.preference, exchange: record.exchange } as never;
     case "TXT":
-      return { ...base, type: Packet.TYPE.TXT, data: Array.isArray(record.text) ? record.text : [record.text] } as never;
+    case "SPF":
+      return { ...base, type: Packet.TYPE[record.type], data: characterStrings(record.text) } as never;
   }
+}
+
+/** A TXT record's character-strings: each at most 255 octets (RFC 1035 §3.3), so a longer string is split. */
+function characterStrings(text: string | string[]): Buffer[] {
+  return (Array.isArray(text) ? text : [text]).flatMap((string) => {
+    const bytes = Buffer.from(string, "utf8");
+    if (bytes.length <= 255) return [bytes];
+    const parts: Buffer[] = [];
+    for (let at = 0; at < bytes.length; at += 255) parts.push(bytes.subarray(at, at + 255));
+    return parts;
+  });
 }

@@ -1,5 +1,6 @@
 // Starts the real PostgreSQL and Temporal dev server once per test run, applies migrations, bundles the
-// workflows once, and hands their addresses to every test file.
+// workflows once, and hands their addresses to every test file. The tools some files need (helm, hadolint,
+// schemathesis) start installing in the background meanwhile, so a fresh clone's installs overlap the tests.
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -13,10 +14,14 @@ import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
 import { startTemporalDevServer } from "../../src/runtime/temporal-dev-server.js";
 import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
 import { startClamd, type ProvidedClamd } from "./clamd.js";
+import { dropFileDatabaseTemplate, prepareFileDatabaseTemplate } from "./file-database.js";
+import { prefetchTools } from "./tools.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** The migrated template that test/support/file-database.ts copies for files with a database of their own. */
+    fileDatabaseTemplate: string;
     temporalAddress: string;
     workflowBundleCode: string;
     clamd: ProvidedClamd;
@@ -27,9 +32,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Test processes trust the webhook receivers' test CA. Node reads NODE_EXTRA_CA_CERTS only at process start,
   // and the test forks start after this setup, inheriting its environment.
   process.env.NODE_EXTRA_CA_CERTS = fileURLToPath(new URL("../fixtures/webhook-tls/ca.pem", import.meta.url));
+  // The files of this run (vitest has collected their paths before it sets up).
+  const toolsPrefetched = prefetchTools(project.vitest.state.getPaths());
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-test-"));
   // The embedded PostgreSQL runs as an unprivileged user when the tests run as root: it must reach its data dir.
   await chmod(dataDir, 0o755);
+  // Bundling is CPU work while the servers start mostly wait: both at once.
+  const bundling = bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  bundling.catch(() => undefined); // awaited below; a failure is reported there, not as an unhandled rejection
   const [pg, temporal, clamd] = await Promise.all([
     process.env.DATABASE_URL ? undefined : startEmbeddedPostgres({ dataDir }),
     (async () => {
@@ -44,17 +54,26 @@ export default async function setup(project: TestProject): Promise<() => Promise
     startClamd(join(dataDir, "clamd")).catch((e: unknown) => (e instanceof Error ? e.message : String(e))),
   ]);
   const databaseUrl = process.env.DATABASE_URL ?? pg!.url;
-  const db = await openDatabase(databaseUrl);
-  await migrateDatabase(db);
-  await db.close();
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const [fileDatabaseTemplate] = await Promise.all([
+    prepareFileDatabaseTemplate(databaseUrl),
+    (async () => {
+      const db = await openDatabase(databaseUrl);
+      await migrateDatabase(db);
+      await db.close();
+    })(),
+  ]);
+  const bundle = await bundling;
 
   project.provide("databaseUrl", databaseUrl);
+  project.provide("fileDatabaseTemplate", fileDatabaseTemplate);
   project.provide("temporalAddress", process.env.TEMPORAL_ADDRESS ?? temporal!.address);
   project.provide("workflowBundleCode", bundle.code);
   project.provide("clamd", typeof clamd === "string" ? { failure: clamd } : { tcpAddress: clamd.tcpAddress, unixAddress: clamd.unixAddress, version: clamd.version });
 
   return async () => {
+    await toolsPrefetched;
+    // An external PostgreSQL (DATABASE_URL) keeps no template behind; an embedded one is removed whole.
+    if (!pg) await dropFileDatabaseTemplate(databaseUrl, fileDatabaseTemplate);
     await temporal?.stop();
     await pg?.stop();
     if (typeof clamd !== "string") await clamd.stop();

@@ -21,6 +21,7 @@ import { runConfiguredWorker, type RunningWorker } from "../../src/roles/worker.
 import { connectTemporal } from "../../src/temporal/client.js";
 import { startSmtpRole, type SmtpRole } from "../../src/roles/smtp.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
+import { uniqueName } from "./names.js";
 
 export interface TestApp {
   readonly baseUrl: string;
@@ -68,9 +69,7 @@ export interface JsonResponse {
   readonly body: any;
 }
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${randomBytes(5).toString("hex")}`;
-}
+export { uniqueName } from "./names.js";
 
 /**
  * The sweeper of a test's smtp role leaves other test files' pending rows alone: the database is shared by the whole

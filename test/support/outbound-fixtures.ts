@@ -27,6 +27,8 @@ export interface SubmissionFixture {
   readonly withMessage?: boolean;
   /** Backdates the commit (queue lifetime, reconciler tests). */
   readonly createdAt?: Date;
+  /** The task queue acceptance records; null (a row from before it was recorded) unless given. */
+  readonly taskQueue?: string;
 }
 
 export interface InsertedSubmission {
@@ -93,7 +95,21 @@ export async function insertSubmission(db: Database, f: SubmissionFixture): Prom
     }
     await insertSubmissions(
       tx,
-      [acceptedSubmission({ id: submissionId, organizationId: f.organizationId, inboxId, messageId, from: f.from, subject, metadata: {}, internetMessageId, mime, createdAt })],
+      [
+        acceptedSubmission({
+          id: submissionId,
+          organizationId: f.organizationId,
+          inboxId,
+          messageId,
+          from: f.from,
+          subject,
+          metadata: {},
+          internetMessageId,
+          mime,
+          taskQueue: f.taskQueue ?? null,
+          createdAt,
+        }),
+      ],
       f.to.map((to, position) =>
         acceptedRecipient({
           id: recipientIds[position]!,

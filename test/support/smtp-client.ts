@@ -30,7 +30,7 @@ export class RawSmtpClient {
    * Connects (from `localAddress`, say another 127.x.y.z, when given), sends `preamble` first when given (a PROXY
    * protocol header, as a load balancer would), and reads the greeting.
    */
-  static async connect(port: number, host = "127.0.0.1", localAddress?: string, preamble?: string): Promise<{ client: RawSmtpClient; greeting: SmtpReply | null }> {
+  static async connect(port: number, host = "127.0.0.1", localAddress?: string, preamble?: string | Buffer): Promise<{ client: RawSmtpClient; greeting: SmtpReply | null }> {
     const socket = net.connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
     if (preamble !== undefined) socket.write(preamble);

@@ -17,6 +17,7 @@ import { FIGURES, markdownTable } from "../../bench/page-figures.js";
 import type { RunFigures } from "../../bench/load.js";
 import { summarize } from "../../bench/report.js";
 import type { RolesRecord } from "../../bench/roles.js";
+import type { AuthenticationRecord } from "../../bench/authentication.js";
 import type { ValidateRecord } from "../../bench/validate.js";
 
 const header = (bench: string, startedAt: string, revision = "abc1234"): RecordHeader => ({
@@ -86,6 +87,7 @@ const RECORDS: {
   outbound: OutboundReport & RecordHeader;
   faults: FaultsRecord;
   roles: RolesRecord;
+  authentication: AuthenticationRecord;
 } = {
   cli: {
     ...header("cli", AT),
@@ -143,6 +145,16 @@ const RECORDS: {
     phases: [phase("kill -9 of the smtp role")],
     broken: [],
   },
+  authentication: {
+    ...header("authentication", AT),
+    settings: { cold: 300, warm: 3000, concurrency: 32, dnsDelayMs: 0 },
+    figures: {
+      "ours cold": { messages: 300, cpuMsPerMessage: 2.31, dnsQuestionsPerMessage: 6, messagesPerSecond: 212, p50Ms: 4.1, p99Ms: 9.8 },
+      "peer cold": { messages: 300, cpuMsPerMessage: 2.9, dnsQuestionsPerMessage: 7, messagesPerSecond: 180, p50Ms: 5, p99Ms: 11.2 },
+      "ours warm": { messages: 3000, cpuMsPerMessage: 1.12, dnsQuestionsPerMessage: 0, messagesPerSecond: 850, p50Ms: 30, p99Ms: 61 },
+    },
+    bodyHash: [{ bytes: 10240, canonicalization: "relaxed/relaxed", msPerMessage: 0.42, mbPerSecond: 23.3 }],
+  },
   roles: {
     ...header("roles", AT),
     settings: { runs: 1, seconds: 20, throughput: { ...phaseSettings, closedLoop: true }, kill: phaseSettings, inboxes: 20, sinkDomain: "bench-sink.test" },
@@ -193,6 +205,8 @@ describe("the benchmarks page generator", () => {
     expect(page).toContain("| kill -9 of the smtp role | 9.7 | 3,939 | 3,919 | 2,919 | 3,919 | 0 | 0 | 1 |");
     expect(page).toContain("kill -9 of the smtp role: not acknowledged connection closed ×20");
     expect(page).toContain("| 1 of each role | 419.00 | 15.80 | 10.70 | 0 | 7.8→8.9 |");
+    expect(page).toContain("| cold | ours | 2.31 | 6.00 | 212 | 4.10 | 9.80 |\n| cold | mailauth | 2.90 | 7.00 | 180 | 5.00 | 11.20 |\n| warm | ours | 1.12 | 0.00 | 850 | 30.00 | 61.00 |");
+    expect(page).toContain("| 10 KB | relaxed/relaxed | 0.42 | 23.30 |");
     expect(page).toContain("**Invariants broken:**\n\n- outbound: 1 acknowledged message(s) lost");
   });
 

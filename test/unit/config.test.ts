@@ -25,7 +25,8 @@ describe("configuration", () => {
   });
 
   test("FEEDBACK_LOOP_SENDERS lists domains and addresses, lower-cased, and refuses a public suffix or anything else", () => {
-    expect(loadConfig({}).feedbackLoopSenders).toEqual([]);
+    // Yahoo's and Microsoft's loops by default; a list replaces them.
+    expect(loadConfig({}).feedbackLoopSenders).toEqual(["arf.mail.yahoo.com", "staff@hotmail.com"]);
     expect(loadConfig({ FEEDBACK_LOOP_SENDERS: " ARF.mail.yahoo.com , staff@Hotmail.com,," }).feedbackLoopSenders).toEqual(["arf.mail.yahoo.com", "staff@hotmail.com"]);
     for (const bad of ["co.uk", "com", "github.io", "https://loop.example/", "@example.com", "a b.example"]) {
       expect(() => loadConfig({ FEEDBACK_LOOP_SENDERS: bad }), bad).toThrow(/FEEDBACK_LOOP_SENDERS must list domains or addresses/);
@@ -46,5 +47,24 @@ describe("configuration", () => {
     expect(loadConfig({ METRICS_TOKEN: "0123456789abcdef" }).metricsToken).toBe("0123456789abcdef");
     expect(() => loadConfig({ METRICS_TOKEN: "short-secret" })).toThrow(/METRICS_TOKEN must be at least 16/);
     expect(() => loadConfig({ METRICS_TOKEN: "short-secret" })).not.toThrow(/short-secret/);
+  });
+  test("SMTP_PROXY_PROTOCOL needs SMTP_PROXY_TRUSTED, a list of addresses and CIDR ranges, and the other way round", () => {
+    expect(loadConfig({}).smtp.proxyTrusted).toBeUndefined();
+    expect(loadConfig({ SMTP_PROXY_PROTOCOL: "true", SMTP_PROXY_TRUSTED: " 10.0.0.0/8, 192.0.2.7 ,2001:DB8::/32" }).smtp.proxyTrusted).toEqual([
+      { network: "10.0.0.0", prefix: 8 },
+      { network: "192.0.2.7", prefix: 32 },
+      { network: "2001:db8::", prefix: 32 },
+    ]);
+    expect(() => loadConfig({ SMTP_PROXY_PROTOCOL: "true" })).toThrow(/SMTP_PROXY_PROTOCOL=true and SMTP_PROXY_TRUSTED .* go together/);
+    expect(() => loadConfig({ SMTP_PROXY_TRUSTED: "10.0.0.0/8" })).toThrow(/go together/);
+    for (const bad of ["10.0.0.0/33", "lb.internal", "10.0.0.0/8/1", "::1/129", "10.0.0.0/"]) {
+      expect(() => loadConfig({ SMTP_PROXY_PROTOCOL: "true", SMTP_PROXY_TRUSTED: bad }), bad).toThrow(/SMTP_PROXY_TRUSTED must list IP addresses or CIDR ranges/);
+    }
+  });
+
+  test("API_MAX_CONNECTIONS_PER_PEER is 100 by default", () => {
+    expect(loadConfig({}).api.maxConnectionsPerPeer).toBe(100);
+    expect(loadConfig({ API_MAX_CONNECTIONS_PER_PEER: "5" }).api.maxConnectionsPerPeer).toBe(5);
+    expect(() => loadConfig({ API_MAX_CONNECTIONS_PER_PEER: "0" })).toThrow(/API_MAX_CONNECTIONS_PER_PEER must be an integer from 1 to 1000000/);
   });
 });

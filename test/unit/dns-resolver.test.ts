@@ -7,7 +7,7 @@ import { createCachingResolver } from "../../src/dns/cache.js";
 import { createResolver, type DnsResolver } from "../../src/dns/resolver.js";
 import { parseDnsServers } from "../../src/dns/servers.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
-import { uniqueName } from "../support/harness.js";
+import { uniqueName } from "../support/names.js";
 
 let dns: TestDnsServer;
 let resolver: DnsResolver;

@@ -7,7 +7,7 @@ import { nextHops, type NextHopSettings } from "../../src/outbound/delivery/next
 import { classifyTransportFailure } from "../../src/outbound/classify-smtp-result.js";
 import { parseSmtpRoutes } from "../../src/outbound/smtp-routes.js";
 import { startDnsServer, type RecordInput, type TestDnsServer } from "../support/dns-server.js";
-import { uniqueName } from "../support/harness.js";
+import { uniqueName } from "../support/names.js";
 
 let dns: TestDnsServer;
 let settings: NextHopSettings;

@@ -427,4 +427,47 @@ describe("the OpenAPI document", () => {
     expect((op.responses["200"] as Response).content!["application/json"]!.schema).toEqual({ $ref: "#/components/schemas/WaitForMessageResponse" });
     expect(schema("Message").properties!.extracted).toBeDefined();
   });
+  /** The schema a link's `$response.body#/…` pointer reaches in the answer it is read from ($refs followed). */
+  function schemaAt(answer: JsonSchema, pointer: string): JsonSchema {
+    let at: JsonSchema | undefined = answer;
+    for (const token of pointer.split("/").slice(1)) {
+      while (at?.$ref) at = doc.components.schemas[at.$ref.split("/").pop()!];
+      at = /^\d+$/.test(token) ? at?.items : at?.properties?.[token];
+    }
+    while (at?.$ref) at = doc.components.schemas[at.$ref.split("/").pop()!];
+    if (!at) throw new Error(`${pointer} reaches nothing`);
+    return at;
+  }
+
+  it("links answers to the operations that take an id they carry, never from a nullable field", () => {
+    const links = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([verb, op]) =>
+        Object.entries(op.responses).flatMap(([status, response]) =>
+          Object.entries((response as Response).links ?? {}).map(([name, link]) => ({ from: `${verb.toUpperCase()} ${path} ${status}`, name, link, response: response as Response })),
+        ),
+      ),
+    );
+    const targets = new Map(Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => [op.operationId, op] as const)));
+    expect(links.length).toBeGreaterThan(20);
+    for (const { from, name, link, response } of links) {
+      const target = targets.get(link.operationId)!;
+      expect(target, `${from} → ${name}`).toBeDefined();
+      const pathParams = target.parameters.filter((p) => p.in === "path").map((p) => `path.${p.name}`);
+      expect(Object.keys(link.parameters).sort(), `${from} → ${name}`).toEqual(pathParams.sort());
+      for (const expression of Object.values(link.parameters)) {
+        const reached = schemaAt(response.content!["application/json"]!.schema, expression.replace(/^\$response\.body#/, ""));
+        expect(reached.type, `${from} → ${name}: ${expression}`).toBe("string");
+      }
+      expect(link.description).toMatch(/^(GET|POST|PUT|DELETE) \/v1\/\S+ with \w+ from .+\.$/);
+    }
+    const linked = (from: string, to: string) => links.filter((l) => l.from === from && l.link.operationId === to).map((l) => l.link.parameters);
+    expect(linked("POST /v1/inboxes 201", "getInbox")).toEqual([{ "path.inboxId": "$response.body#/id" }]);
+    expect(linked("GET /v1/inboxes 200", "getInbox")).toEqual([{ "path.inboxId": "$response.body#/inboxes/0/id" }]);
+    expect(linked("GET /v1/inboxes/{inboxId}/threads 200", "getThread")).toEqual([{ "path.threadId": "$response.body#/threads/0/id" }]);
+    // An inbox's domainId is null for a managed address: no link to the domain operations from it.
+    for (const from of ["POST /v1/inboxes 201", "GET /v1/inboxes 200", "GET /v1/inboxes/{inboxId} 200"]) expect(linked(from, "getDomain")).toEqual([]);
+    // Nor from a complaint's submissionId, null when the report named none; a listed submission's own id is linked.
+    expect(links.filter((l) => l.link.operationId === "getSubmission" && l.from.startsWith("GET /v1/complaints"))).toEqual([]);
+    expect(linked("GET /v1/submissions 200", "getSubmission")).toEqual([{ "path.submissionId": "$response.body#/submissions/0/id" }]);
+  });
 });

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/inbox_service.proto.
  */
 export const file_mailbox_v1_inbox_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5tYWlsYm94L3YxL2luYm94X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEisgEKEkNyZWF0ZUluYm94UmVxdWVzdBJECgpsb2NhbF9wYXJ0GAEgASgJQjC6SC1yKxABGEAyJV5bQS1aYS16MC05XystXSsoXC5bQS1aYS16MC05XystXSspKiQSJgoMZGlzcGxheV9uYW1lGAIgASgJQhC6SAdyBRABGMgBorsYAigBEiAKCWRvbWFpbl9pZBgDIAEoCUIIukgFcgOwAQFIAIgBAUIMCgpfZG9tYWluX2lkIjcKE0NyZWF0ZUluYm94UmVzcG9uc2USIAoFaW5ib3gYASABKAsyES5tYWlsYm94LnYxLkluYm94ImkKEkxpc3RJbmJveGVzUmVxdWVzdBIdCgVsaW1pdBgBIAEoBUIJukgGGgQYZCgBSACIAQESHwoGY3Vyc29yGAIgASgJQgq6SAdyBRABGIAESAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiYwoTTGlzdEluYm94ZXNSZXNwb25zZRIiCgdpbmJveGVzGAEgAygLMhEubWFpbGJveC52MS5JbmJveBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI+Cg9HZXRJbmJveFJlcXVlc3QSKwoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSQiNAoQR2V0SW5ib3hSZXNwb25zZRIgCgVpbmJveBgBIAEoCzIRLm1haWxib3gudjEuSW5ib3giQQoSRGVsZXRlSW5ib3hSZXF1ZXN0EisKCGluYm94X2lkGAEgASgJQhm6SBZyFDISXmluYl9bYS1mMC05XXsyNH0kIhUKE0RlbGV0ZUluYm94UmVzcG9uc2UilgEKEkV4cG9ydEluYm94UmVxdWVzdBIrCghpbmJveF9pZBgBIAEoCUIZukgWchQyEl5pbmJfW2EtZjAtOV17MjR9JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHwoGY3Vyc29yGAMgASgJQgq6SAdyBRABGIAESAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IioAEKE0V4cG9ydEluYm94UmVzcG9uc2USFgoOZm9ybWF0X3ZlcnNpb24YASABKAUSIAoFaW5ib3gYAiABKAsyES5tYWlsYm94LnYxLkluYm94EiUKCG1lc3NhZ2VzGAMgAygLMhMubWFpbGJveC52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAQgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIrgCChVXYWl0Rm9yTWVzc2FnZVJlcXVlc3QSKwoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSQSJwoPdGltZW91dF9zZWNvbmRzGAIgASgFQgm6SAYaBBgZKAFIAIgBARIzCgRmcm9tGAMgASgJQiC6SB1yGxABGP4BMhReKFteXHNAXStAKT9bXlxzQF0rJEgBiAEBEikKEHN1YmplY3RfY29udGFpbnMYBCABKAlCCrpIB3IFEAEYyAFIAogBARItCgVhZnRlchgFIAEoCUIZukgWchQyEl5tc2dfW2EtZjAtOV17MjR9JEgDiAEBQhIKEF90aW1lb3V0X3NlY29uZHNCBwoFX2Zyb21CEwoRX3N1YmplY3RfY29udGFpbnNCCAoGX2FmdGVyIowBChZXYWl0Rm9yTWVzc2FnZVJlc3BvbnNlEikKB21lc3NhZ2UYASABKAsyEy5tYWlsYm94LnYxLk1lc3NhZ2VIAIgBARItCglleHRyYWN0ZWQYAiABKAsyFS5tYWlsYm94LnYxLkV4dHJhY3RlZEgBiAEBQgoKCF9tZXNzYWdlQgwKCl9leHRyYWN0ZWQy4QYKDEluYm94U2VydmljZRKKAQoLQ3JlYXRlSW5ib3gSHi5tYWlsYm94LnYxLkNyZWF0ZUluYm94UmVxdWVzdBofLm1haWxib3gudjEuQ3JlYXRlSW5ib3hSZXNwb25zZSI6orsYGQoObWFpbGJveDptYW5hZ2UQyQEwADgAQACC0+STAhc6ASpiBWluYm94IgsvdjEvaW5ib3hlcxJ7CgtMaXN0SW5ib3hlcxIeLm1haWxib3gudjEuTGlzdEluYm94ZXNSZXF1ZXN0Gh8ubWFpbGJveC52MS5MaXN0SW5ib3hlc1Jlc3BvbnNlIiuiuxgUCgxtYWlsYm94OnJlYWQwATgAQAGC0+STAg0SCy92MS9pbmJveGVzEoQBCghHZXRJbmJveBIbLm1haWxib3gudjEuR2V0SW5ib3hSZXF1ZXN0GhwubWFpbGJveC52MS5HZXRJbmJveFJlc3BvbnNlIj2iuxgUCgxtYWlsYm94OnJlYWQwATgAQAGC0+STAh9iBWluYm94EhYvdjEvaW5ib3hlcy97aW5ib3hfaWR9EosBCgtEZWxldGVJbmJveBIeLm1haWxib3gudjEuRGVsZXRlSW5ib3hSZXF1ZXN0Gh8ubWFpbGJveC52MS5EZWxldGVJbmJveFJlc3BvbnNlIjuiuxgZCg5tYWlsYm94Om1hbmFnZRDMATAAOAFAAYLT5JMCGCoWL3YxL2luYm94ZXMve2luYm94X2lkfRKPAQoLRXhwb3J0SW5ib3gSHi5tYWlsYm94LnYxLkV4cG9ydEluYm94UmVxdWVzdBofLm1haWxib3gudjEuRXhwb3J0SW5ib3hSZXNwb25zZSI/orsYFgoMbWFpbGJveDpyZWFkMAE4AEABSAGC0+STAh8SHS92MS9pbmJveGVzL3tpbmJveF9pZH0vZXhwb3J0Ep8BCg5XYWl0Rm9yTWVzc2FnZRIhLm1haWxib3gudjEuV2FpdEZvck1lc3NhZ2VSZXF1ZXN0GiIubWFpbGJveC52MS5XYWl0Rm9yTWVzc2FnZVJlc3BvbnNlIkaiuxgWCgxtYWlsYm94OnJlYWQwATgAQAFIAYLT5JMCJhIkL3YxL2luYm94ZXMve2luYm94X2lkfS9tZXNzYWdlczp3YWl0YgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_mailbox_v1_options, file_mailbox_v1_resources]);
+  fileDesc("Ch5tYWlsYm94L3YxL2luYm94X3NlcnZpY2UucHJvdG8SCm1haWxib3gudjEisgEKEkNyZWF0ZUluYm94UmVxdWVzdBJECgpsb2NhbF9wYXJ0GAEgASgJQjC6SC1yKxABGEAyJV5bQS1aYS16MC05XystXSsoXC5bQS1aYS16MC05XystXSspKiQSJgoMZGlzcGxheV9uYW1lGAIgASgJQhC6SAdyBRABGMgBorsYAigBEiAKCWRvbWFpbl9pZBgDIAEoCUIIukgFcgOwAQFIAIgBAUIMCgpfZG9tYWluX2lkIjcKE0NyZWF0ZUluYm94UmVzcG9uc2USIAoFaW5ib3gYASABKAsyES5tYWlsYm94LnYxLkluYm94ImkKEkxpc3RJbmJveGVzUmVxdWVzdBIdCgVsaW1pdBgBIAEoBUIJukgGGgQYZCgBSACIAQESHwoGY3Vyc29yGAIgASgJQgq6SAdyBRABGIAESAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiYwoTTGlzdEluYm94ZXNSZXNwb25zZRIiCgdpbmJveGVzGAEgAygLMhEubWFpbGJveC52MS5JbmJveBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI+Cg9HZXRJbmJveFJlcXVlc3QSKwoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSQiNAoQR2V0SW5ib3hSZXNwb25zZRIgCgVpbmJveBgBIAEoCzIRLm1haWxib3gudjEuSW5ib3giQQoSRGVsZXRlSW5ib3hSZXF1ZXN0EisKCGluYm94X2lkGAEgASgJQhm6SBZyFDISXmluYl9bYS1mMC05XXsyNH0kIhUKE0RlbGV0ZUluYm94UmVzcG9uc2UizQEKEkV4cG9ydEluYm94UmVxdWVzdBIrCghpbmJveF9pZBgBIAEoCUIZukgWchQyEl5pbmJfW2EtZjAtOV17MjR9JBIdCgVsaW1pdBgCIAEoBUIJukgGGgQYZCgBSACIAQESHwoGY3Vyc29yGAMgASgJQgq6SAdyBRABGIAESAGIAQESHAoUc2VuZGVyX2F1dGhlbnRpY2F0ZWQYBCABKAgSFwoPaW5jbHVkZV9ibG9ja2VkGAUgASgIQggKBl9saW1pdEIJCgdfY3Vyc29yIqABChNFeHBvcnRJbmJveFJlc3BvbnNlEhYKDmZvcm1hdF92ZXJzaW9uGAEgASgFEiAKBWluYm94GAIgASgLMhEubWFpbGJveC52MS5JbmJveBIlCghtZXNzYWdlcxgDIAMoCzITLm1haWxib3gudjEuTWVzc2FnZRIYCgtuZXh0X2N1cnNvchgEIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciLWAgoVV2FpdEZvck1lc3NhZ2VSZXF1ZXN0EisKCGluYm94X2lkGAEgASgJQhm6SBZyFDISXmluYl9bYS1mMC05XXsyNH0kEicKD3RpbWVvdXRfc2Vjb25kcxgCIAEoBUIJukgGGgQYGSgBSACIAQESMwoEZnJvbRgDIAEoCUIgukgdchsQARj+ATIUXihbXlxzQF0rQCk/W15cc0BdKyRIAYgBARIpChBzdWJqZWN0X2NvbnRhaW5zGAQgASgJQgq6SAdyBRABGMgBSAKIAQESLQoFYWZ0ZXIYBSABKAlCGbpIFnIUMhJebXNnX1thLWYwLTldezI0fSRIA4gBARIcChRzZW5kZXJfYXV0aGVudGljYXRlZBgGIAEoCEISChBfdGltZW91dF9zZWNvbmRzQgcKBV9mcm9tQhMKEV9zdWJqZWN0X2NvbnRhaW5zQggKBl9hZnRlciKMAQoWV2FpdEZvck1lc3NhZ2VSZXNwb25zZRIpCgdtZXNzYWdlGAEgASgLMhMubWFpbGJveC52MS5NZXNzYWdlSACIAQESLQoJZXh0cmFjdGVkGAIgASgLMhUubWFpbGJveC52MS5FeHRyYWN0ZWRIAYgBAUIKCghfbWVzc2FnZUIMCgpfZXh0cmFjdGVkMuEGCgxJbmJveFNlcnZpY2USigEKC0NyZWF0ZUluYm94Eh4ubWFpbGJveC52MS5DcmVhdGVJbmJveFJlcXVlc3QaHy5tYWlsYm94LnYxLkNyZWF0ZUluYm94UmVzcG9uc2UiOqK7GBkKDm1haWxib3g6bWFuYWdlEMkBMAA4AEAAgtPkkwIXOgEqYgVpbmJveCILL3YxL2luYm94ZXMSewoLTGlzdEluYm94ZXMSHi5tYWlsYm94LnYxLkxpc3RJbmJveGVzUmVxdWVzdBofLm1haWxib3gudjEuTGlzdEluYm94ZXNSZXNwb25zZSIrorsYFAoMbWFpbGJveDpyZWFkMAE4AEABgtPkkwINEgsvdjEvaW5ib3hlcxKEAQoIR2V0SW5ib3gSGy5tYWlsYm94LnYxLkdldEluYm94UmVxdWVzdBocLm1haWxib3gudjEuR2V0SW5ib3hSZXNwb25zZSI9orsYFAoMbWFpbGJveDpyZWFkMAE4AEABgtPkkwIfYgVpbmJveBIWL3YxL2luYm94ZXMve2luYm94X2lkfRKLAQoLRGVsZXRlSW5ib3gSHi5tYWlsYm94LnYxLkRlbGV0ZUluYm94UmVxdWVzdBofLm1haWxib3gudjEuRGVsZXRlSW5ib3hSZXNwb25zZSI7orsYGQoObWFpbGJveDptYW5hZ2UQzAEwADgBQAGC0+STAhgqFi92MS9pbmJveGVzL3tpbmJveF9pZH0SjwEKC0V4cG9ydEluYm94Eh4ubWFpbGJveC52MS5FeHBvcnRJbmJveFJlcXVlc3QaHy5tYWlsYm94LnYxLkV4cG9ydEluYm94UmVzcG9uc2UiP6K7GBYKDG1haWxib3g6cmVhZDABOABAAUgBgtPkkwIfEh0vdjEvaW5ib3hlcy97aW5ib3hfaWR9L2V4cG9ydBKfAQoOV2FpdEZvck1lc3NhZ2USIS5tYWlsYm94LnYxLldhaXRGb3JNZXNzYWdlUmVxdWVzdBoiLm1haWxib3gudjEuV2FpdEZvck1lc3NhZ2VSZXNwb25zZSJGorsYFgoMbWFpbGJveDpyZWFkMAE4AEABSAGC0+STAiYSJC92MS9pbmJveGVzL3tpbmJveF9pZH0vbWVzc2FnZXM6d2FpdGIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_mailbox_v1_options, file_mailbox_v1_resources]);
 
 /**
  * Request for CreateInbox.
@@ -234,6 +234,20 @@ export type ExportInboxRequest = Message<"mailbox.v1.ExportInboxRequest"> & {
    * @generated from field: optional string cursor = 3;
    */
   cursor?: string | undefined;
+
+  /**
+   * When true, only inbound messages whose sender authenticated (DMARC pass). False or omitted: every message.
+   *
+   * @generated from field: bool sender_authenticated = 4;
+   */
+  senderAuthenticated: boolean;
+
+  /**
+   * When true, mail that the sender rules blocked is exported too. False or omitted: it is left out.
+   *
+   * @generated from field: bool include_blocked = 5;
+   */
+  includeBlocked: boolean;
 };
 
 /**
@@ -325,6 +339,14 @@ export type WaitForMessageRequest = Message<"mailbox.v1.WaitForMessageRequest"> 
    * @generated from field: optional string after = 5;
    */
   after?: string | undefined;
+
+  /**
+   * When true, only messages whose sender authenticated (DMARC pass): forged mail neither answers nor wakes the
+   * wait. False or omitted: any sender.
+   *
+   * @generated from field: bool sender_authenticated = 6;
+   */
+  senderAuthenticated: boolean;
 };
 
 /**
@@ -412,7 +434,9 @@ export const InboxService: GenService<{
     output: typeof DeleteInboxResponseSchema;
   },
   /**
-   * Exports the inbox with its messages, newest first, one page at a time.
+   * Exports the inbox with its messages, newest first, one page at a time. Mail that the sender rules blocked is
+   * left out unless includeBlocked is true; with senderAuthenticated true, only inbound messages whose sender
+   * authenticated (DMARC pass) are exported.
    *
    * @generated from rpc mailbox.v1.InboxService.ExportInbox
    */
@@ -425,9 +449,11 @@ export const InboxService: GenService<{
    * Waits for an inbound message and answers the oldest one of the inbox that matches, with what was extracted from
    * it (its reply text, one-time codes and links): at once when one is stored already, else as soon as one is
    * stored, or {message: null, extracted: null} when timeoutSeconds pass. Filters: from (an address, or a domain
-   * with its subdomains), subjectContains (any letter case) and after (only messages received after that message
-   * of the inbox; 404 when the inbox has no such message). To wait for the next message, pass the id of the last
-   * one as after. Each API key may hold a limited number of waits at once: more answer 429 too_many_waits.
+   * with its subdomains), subjectContains (any letter case), senderAuthenticated (only messages whose sender
+   * authenticated: DMARC pass) and after (only messages received after that message of the inbox; 404 when the
+   * inbox has no such message). Mail that the sender rules blocked never answers a wait. To wait for the next
+   * message, pass the id of the last one as after. Each API key may hold a limited number of waits at once: more
+   * answer 429 too_many_waits.
    *
    * @generated from rpc mailbox.v1.InboxService.WaitForMessage
    */

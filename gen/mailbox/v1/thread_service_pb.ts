@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailbox/v1/thread_service.proto.
  */
 export const file_mailbox_v1_thread_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlsYm94L3YxL3RocmVhZF9zZXJ2aWNlLnByb3RvEgptYWlsYm94LnYxIpYBChJMaXN0VGhyZWFkc1JlcXVlc3QSKwoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSQSHQoFbGltaXQYAiABKAVCCbpIBhoEGGQoAUgAiAEBEh8KBmN1cnNvchgDIAEoCUIKukgHcgUQARiABEgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yImsKE0xpc3RUaHJlYWRzUmVzcG9uc2USKgoHdGhyZWFkcxgBIAMoCzIZLm1haWxib3gudjEuVGhyZWFkU3VtbWFyeRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciKVAQoQR2V0VGhyZWFkUmVxdWVzdBIsCgl0aHJlYWRfaWQYASABKAlCGbpIFnIUMhJedGhyX1thLWYwLTldezI0fSQSHQoFbGltaXQYAiABKAVCCbpIBhoEGGQoAUgAiAEBEh8KBmN1cnNvchgDIAEoCUIKukgHcgUQARiABEgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yIvUBChFHZXRUaHJlYWRSZXNwb25zZRIKCgJpZBgBIAEoCRIQCghpbmJveF9pZBgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhQKDHBhcnRpY2lwYW50cxgEIAMoCRIVCg1tZXNzYWdlX2NvdW50GAUgASgFEjMKD2xhc3RfbWVzc2FnZV9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoIbWVzc2FnZXMYByADKAsyEy5tYWlsYm94LnYxLk1lc3NhZ2USGAoLbmV4dF9jdXJzb3IYCCABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Ii9AMKFFJlcGx5VG9UaHJlYWRSZXF1ZXN0EiwKCXRocmVhZF9pZBgBIAEoCUIZukgWchQyEl50aHJfW2EtZjAtOV17MjR9JBJMCg9pZGVtcG90ZW5jeV9rZXkYAiABKAlCM7pIG3IZEAgYyAEyEl5bQS1aYS16MC05Ll86LV0rJKK7GBEKD2lkZW1wb3RlbmN5LWtleRI0ChF0YXJnZXRfbWVzc2FnZV9pZBgDIAEoCUIZukgWchQyEl5tc2dfW2EtZjAtOV17MjR9JBIRCgR0ZXh0GAQgASgJSACIAQESEQoEaHRtbBgFIAEoCUgBiAEBEhEKCXJlcGx5X2FsbBgGIAEoCBInCgJjYxgHIAMoCzITLm1haWxib3gudjEuQWRkcmVzc0IGorsYAkABEigKA2JjYxgIIAMoCzITLm1haWxib3gudjEuQWRkcmVzc0IGorsYAkABEj0KC2F0dGFjaG1lbnRzGAkgAygLMh4ubWFpbGJveC52MS5PdXRnb2luZ0F0dGFjaG1lbnRCCLpIBZIBAhBkOk26SEoaSAoKcmVwbHkuYm9keRIYdGV4dCBvciBodG1sIGlzIHJlcXVpcmVkGiBoYXModGhpcy50ZXh0KSB8fCBoYXModGhpcy5odG1sKUIHCgVfdGV4dEIHCgVfaHRtbCJ7ChVSZXBseVRvVGhyZWFkUmVzcG9uc2USJAoHbWVzc2FnZRgBIAEoCzITLm1haWxib3gudjEuTWVzc2FnZRIqCgpzdWJtaXNzaW9uGAIgASgLMhYubWFpbGJveC52MS5TdWJtaXNzaW9uEhAKCHJlcGxheWVkGAMgASgIMsgDCg1UaHJlYWRTZXJ2aWNlEpABCgtMaXN0VGhyZWFkcxIeLm1haWxib3gudjEuTGlzdFRocmVhZHNSZXF1ZXN0Gh8ubWFpbGJveC52MS5MaXN0VGhyZWFkc1Jlc3BvbnNlIkCiuxgWCgxtYWlsYm94OnJlYWQwATgAQAFIAYLT5JMCIBIeL3YxL2luYm94ZXMve2luYm94X2lkfS90aHJlYWRzEoMBCglHZXRUaHJlYWQSHC5tYWlsYm94LnYxLkdldFRocmVhZFJlcXVlc3QaHS5tYWlsYm94LnYxLkdldFRocmVhZFJlc3BvbnNlIjmiuxgWCgxtYWlsYm94OnJlYWQwATgAQAFIAYLT5JMCGRIXL3YxL3RocmVhZHMve3RocmVhZF9pZH0SnQEKDVJlcGx5VG9UaHJlYWQSIC5tYWlsYm94LnYxLlJlcGx5VG9UaHJlYWRSZXF1ZXN0GiEubWFpbGJveC52MS5SZXBseVRvVGhyZWFkUmVzcG9uc2UiR6K7GBkKDG1haWxib3g6c2VuZBDKASgBMAA4AEABgtPkkwIkOgEqIh8vdjEvdGhyZWFkcy97dGhyZWFkX2lkfS9yZXBsaWVzYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp, file_mailbox_v1_options, file_mailbox_v1_resources]);
+  fileDesc("Ch9tYWlsYm94L3YxL3RocmVhZF9zZXJ2aWNlLnByb3RvEgptYWlsYm94LnYxIs0BChJMaXN0VGhyZWFkc1JlcXVlc3QSKwoIaW5ib3hfaWQYASABKAlCGbpIFnIUMhJeaW5iX1thLWYwLTldezI0fSQSHQoFbGltaXQYAiABKAVCCbpIBhoEGGQoAUgAiAEBEh8KBmN1cnNvchgDIAEoCUIKukgHcgUQARiABEgBiAEBEhwKFHNlbmRlcl9hdXRoZW50aWNhdGVkGAQgASgIEhcKD2luY2x1ZGVfYmxvY2tlZBgFIAEoCEIICgZfbGltaXRCCQoHX2N1cnNvciJrChNMaXN0VGhyZWFkc1Jlc3BvbnNlEioKB3RocmVhZHMYASADKAsyGS5tYWlsYm94LnYxLlRocmVhZFN1bW1hcnkSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiswEKEEdldFRocmVhZFJlcXVlc3QSLAoJdGhyZWFkX2lkGAEgASgJQhm6SBZyFDISXnRocl9bYS1mMC05XXsyNH0kEh0KBWxpbWl0GAIgASgFQgm6SAYaBBhkKAFIAIgBARIfCgZjdXJzb3IYAyABKAlCCrpIB3IFEAEYgARIAYgBARIcChRzZW5kZXJfYXV0aGVudGljYXRlZBgEIAEoCEIICgZfbGltaXRCCQoHX2N1cnNvciL1AQoRR2V0VGhyZWFkUmVzcG9uc2USCgoCaWQYASABKAkSEAoIaW5ib3hfaWQYAiABKAkSDwoHc3ViamVjdBgDIAEoCRIUCgxwYXJ0aWNpcGFudHMYBCADKAkSFQoNbWVzc2FnZV9jb3VudBgFIAEoBRIzCg9sYXN0X21lc3NhZ2VfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKCG1lc3NhZ2VzGAcgAygLMhMubWFpbGJveC52MS5NZXNzYWdlEhgKC25leHRfY3Vyc29yGAggASgJSACIAQFCDgoMX25leHRfY3Vyc29yIvQDChRSZXBseVRvVGhyZWFkUmVxdWVzdBIsCgl0aHJlYWRfaWQYASABKAlCGbpIFnIUMhJedGhyX1thLWYwLTldezI0fSQSTAoPaWRlbXBvdGVuY3lfa2V5GAIgASgJQjO6SBtyGRAIGMgBMhJeW0EtWmEtejAtOS5fOi1dKySiuxgRCg9pZGVtcG90ZW5jeS1rZXkSNAoRdGFyZ2V0X21lc3NhZ2VfaWQYAyABKAlCGbpIFnIUMhJebXNnX1thLWYwLTldezI0fSQSEQoEdGV4dBgEIAEoCUgAiAEBEhEKBGh0bWwYBSABKAlIAYgBARIRCglyZXBseV9hbGwYBiABKAgSJwoCY2MYByADKAsyEy5tYWlsYm94LnYxLkFkZHJlc3NCBqK7GAJAARIoCgNiY2MYCCADKAsyEy5tYWlsYm94LnYxLkFkZHJlc3NCBqK7GAJAARI9CgthdHRhY2htZW50cxgJIAMoCzIeLm1haWxib3gudjEuT3V0Z29pbmdBdHRhY2htZW50Qgi6SAWSAQIQZDpNukhKGkgKCnJlcGx5LmJvZHkSGHRleHQgb3IgaHRtbCBpcyByZXF1aXJlZBogaGFzKHRoaXMudGV4dCkgfHwgaGFzKHRoaXMuaHRtbClCBwoFX3RleHRCBwoFX2h0bWwiewoVUmVwbHlUb1RocmVhZFJlc3BvbnNlEiQKB21lc3NhZ2UYASABKAsyEy5tYWlsYm94LnYxLk1lc3NhZ2USKgoKc3VibWlzc2lvbhgCIAEoCzIWLm1haWxib3gudjEuU3VibWlzc2lvbhIQCghyZXBsYXllZBgDIAEoCDLIAwoNVGhyZWFkU2VydmljZRKQAQoLTGlzdFRocmVhZHMSHi5tYWlsYm94LnYxLkxpc3RUaHJlYWRzUmVxdWVzdBofLm1haWxib3gudjEuTGlzdFRocmVhZHNSZXNwb25zZSJAorsYFgoMbWFpbGJveDpyZWFkMAE4AEABSAGC0+STAiASHi92MS9pbmJveGVzL3tpbmJveF9pZH0vdGhyZWFkcxKDAQoJR2V0VGhyZWFkEhwubWFpbGJveC52MS5HZXRUaHJlYWRSZXF1ZXN0Gh0ubWFpbGJveC52MS5HZXRUaHJlYWRSZXNwb25zZSI5orsYFgoMbWFpbGJveDpyZWFkMAE4AEABSAGC0+STAhkSFy92MS90aHJlYWRzL3t0aHJlYWRfaWR9Ep0BCg1SZXBseVRvVGhyZWFkEiAubWFpbGJveC52MS5SZXBseVRvVGhyZWFkUmVxdWVzdBohLm1haWxib3gudjEuUmVwbHlUb1RocmVhZFJlc3BvbnNlIkeiuxgZCgxtYWlsYm94OnNlbmQQygEoATAAOABAAYLT5JMCJDoBKiIfL3YxL3RocmVhZHMve3RocmVhZF9pZH0vcmVwbGllc2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp, file_mailbox_v1_options, file_mailbox_v1_resources]);
 
 /**
  * Request for ListThreads.
@@ -45,6 +45,21 @@ export type ListThreadsRequest = Message<"mailbox.v1.ListThreadsRequest"> & {
    * @generated from field: optional string cursor = 3;
    */
   cursor?: string | undefined;
+
+  /**
+   * When true, only threads with at least one inbound message whose sender authenticated (DMARC pass), so that an
+   * agent can leave forged mail unread. False or omitted: every thread.
+   *
+   * @generated from field: bool sender_authenticated = 4;
+   */
+  senderAuthenticated: boolean;
+
+  /**
+   * When true, threads of mail that the sender rules blocked are listed too. False or omitted: they are left out.
+   *
+   * @generated from field: bool include_blocked = 5;
+   */
+  includeBlocked: boolean;
 };
 
 /**
@@ -108,6 +123,14 @@ export type GetThreadRequest = Message<"mailbox.v1.GetThreadRequest"> & {
    * @generated from field: optional string cursor = 3;
    */
   cursor?: string | undefined;
+
+  /**
+   * When true, only the thread's inbound messages whose sender authenticated (DMARC pass). False or omitted: every
+   * message.
+   *
+   * @generated from field: bool sender_authenticated = 4;
+   */
+  senderAuthenticated: boolean;
 };
 
 /**
@@ -307,7 +330,10 @@ export const ReplyToThreadResponseSchema: GenMessage<ReplyToThreadResponse> = /*
  */
 export const ThreadService: GenService<{
   /**
-   * Lists the threads of an inbox as summaries, newest activity first.
+   * Lists the threads of an inbox as summaries, newest activity first. A thread of mail that the sender rules
+   * blocked is left out unless includeBlocked is true (blocked mail never joins a thread of other mail, nor other
+   * mail a thread of blocked mail). With senderAuthenticated true, only threads with at least one inbound message
+   * whose sender authenticated (DMARC pass) are listed.
    *
    * @generated from rpc mailbox.v1.ThreadService.ListThreads
    */
@@ -317,7 +343,9 @@ export const ThreadService: GenService<{
     output: typeof ListThreadsResponseSchema;
   },
   /**
-   * Returns a thread with its messages, newest first, one page at a time.
+   * Returns a thread with its messages, newest first, one page at a time; with senderAuthenticated true, only its
+   * inbound messages whose sender authenticated (DMARC pass). A thread of blocked mail is read like any other: its
+   * id comes only from a list that asked for blocked mail.
    *
    * @generated from rpc mailbox.v1.ThreadService.GetThread
    */

@@ -11,6 +11,7 @@ import { Message } from "./message.js";
 import { Organization } from "./organization.js";
 import { RequestWindow } from "./request-window.js";
 import { SendWindow } from "./send-window.js";
+import { SenderRule } from "./sender-rule.js";
 import { StoredEvent } from "./stored-event.js";
 import { Submission } from "./submission.js";
 import { SubmissionRecipient } from "./submission-recipient.js";
@@ -35,6 +36,7 @@ export {
   Organization,
   RequestWindow,
   SendWindow,
+  SenderRule,
   StoredEvent,
   Submission,
   SubmissionRecipient,
@@ -68,4 +70,5 @@ export const entities = [
   StoredEvent,
   Upload,
   UploadChunk,
+  SenderRule,
 ];

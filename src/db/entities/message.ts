@@ -12,6 +12,26 @@ export interface StoredInboundSecurity {
   remoteIp: string;
   helo: string;
   tls: { encrypted: boolean; protocol: string | null; cipher: string | null };
+  /** Sender authentication at receipt; absent when not evaluated (stored before it, or INBOUND_AUTHENTICATION=off). */
+  authentication?: StoredAuthentication;
+  /** What the sender rules decided at storing; absent on messages stored before sender rules. */
+  senderRule?: SenderRuleOutcome;
+}
+
+/** allowed (matched an allow entry), blocked (a rule refused it) or none. */
+export type SenderRuleOutcome = "allowed" | "blocked" | "none";
+
+/** What sender authentication found (src/authentication), as stored: its result words and what they prove. */
+export interface StoredAuthentication {
+  spf: string;
+  dkim: string;
+  dmarc: string;
+  arc: string;
+  fromDomain: string | null;
+  senderAuthenticated: boolean;
+  dkimDomains: string[];
+  dmarcPolicy: string | null;
+  replyToDiverges: boolean;
 }
 
 /** A stored message of a mailbox, inbound or outbound. */
@@ -50,6 +70,13 @@ export const Message = defineEntity({
     parseProblem: p.text().nullable(),
     /** Reply text, codes and links read out of an inbound message when it was stored; null when not computed. */
     extracted: p.json<Extracted>().nullable(),
+    /**
+     * Whether the sender of an inbound message authenticated (DMARC pass), as inboundSecurity.authentication says,
+     * kept apart for the senderAuthenticated filters; null when not evaluated (stored before it, switched off, outbound).
+     */
+    senderAuthenticated: p.boolean().nullable(),
+    /** A sender rule refused the inbound message: stored, but left out of lists, waits and events (src/senders). */
+    senderBlocked: p.boolean().default(false),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },
@@ -57,6 +84,15 @@ export const Message = defineEntity({
     { properties: ["threadId", "createdAt", "id"] },
     { properties: ["inboxId", "createdAt", "id"] },
     { properties: ["inboxId", "internetMessageId"] },
+    // The senderAuthenticated filters: an inbox's messages in list order, and a thread's, of authenticated senders.
+    {
+      name: "messages_authenticated_inbox_index",
+      expression: `create index "messages_authenticated_inbox_index" on "messages" ("inbox_id", "created_at", "id") where "sender_authenticated"`,
+    },
+    {
+      name: "messages_authenticated_thread_index",
+      expression: `create index "messages_authenticated_thread_index" on "messages" ("thread_id") where "sender_authenticated"`,
+    },
   ],
   uniques: [{ properties: ["rawId", "inboxId"] }],
 });

@@ -20,6 +20,11 @@ export const StoredEvent = defineEntity({
     type: p.string().length(64),
     /** The exact JSON payload, as webhooks send it. */
     payload: p.text(),
+    /**
+     * message.received: whether the message's sender authenticated, for streams that filter on it and say it (the
+     * webhook payload does not carry it); null for events stored before sender authentication.
+     */
+    senderAuthenticated: p.boolean().nullable(),
     createdAt: p.datetime(3),
   },
   indexes: [{ properties: ["organization", "seq"] }, { properties: ["createdAt"] }],

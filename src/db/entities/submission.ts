@@ -24,6 +24,10 @@ export const Submission = defineEntity({
     /** pending, queued, deferred, delivered, partially_delivered or failed; held (waits for a person's decision), rejected. */
     status: p.string().length(30).default("pending"),
     queueId: p.string().length(64).nullable(),
+    /** The Temporal task queue of the deployment that accepted it: only its workers deliver it. Null before it was recorded. */
+    taskQueue: p.string().length(255).nullable(),
+    /** While a worker holds it without a workflow (the delivery queue's lease): past this, another worker takes it over. */
+    claimExpiresAt: p.datetime(3).nullable(),
     response: p.text().nullable(),
     failureCode: p.string().length(64).nullable(),
     /** Why the send was held (first_contact, new_domain or all), or null when it never was; kept after the decision. */
@@ -44,6 +48,11 @@ export const Submission = defineEntity({
     // The inbox purge and feedback reports (ARF names the Message-ID) find submissions by these.
     { properties: ["inboxId"] },
     { properties: ["internetMessageId"] },
+    // The delivery queue looks for leases that ran out; the partial index holds only the submissions under a lease.
+    {
+      name: "submissions_claim_expires_at_index",
+      expression: `create index "submissions_claim_expires_at_index" on "submissions" ("task_queue", "claim_expires_at") where "claim_expires_at" is not null`,
+    },
   ],
 });
 

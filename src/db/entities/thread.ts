@@ -14,6 +14,11 @@ export const Thread = defineEntity({
     participants: p.array().$type<string[]>(),
     messageCount: p.integer().default(0),
     lastMessageAt: p.datetime(3),
+    /**
+     * A thread of mail that sender rules refused (src/senders): blocked mail never joins another thread, nor other
+     * mail a blocked thread (but for replies to it), so lists leave it out whole unless asked.
+     */
+    blocked: p.boolean().default(false),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },

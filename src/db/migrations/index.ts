@@ -11,7 +11,9 @@ import { Migration20261124100000_send_window_shards } from "./Migration202611241
 import { Migration20261124090000_inbound_raw_chunks } from "./Migration20261124090000_inbound_raw_chunks.js";
 import { Migration20261125100000_events } from "./Migration20261125100000_events.js";
 import { Migration20261126104755_uploads } from "./Migration20261126104755_uploads.js";
-import { Migration20261126122630_holds } from "./Migration20261126122630_holds.js";
+import { Migration20261126130000_delivery_claims } from "./Migration20261126130000_delivery_claims.js";
+import { Migration20261127100000_sender_trust } from "./Migration20261127100000_sender_trust.js";
+import { Migration20261127120000_holds } from "./Migration20261127120000_holds.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -25,5 +27,7 @@ export const migrations = [
   Migration20261124100000_send_window_shards,
   Migration20261125100000_events,
   Migration20261126104755_uploads,
-  Migration20261126122630_holds,
+  Migration20261126130000_delivery_claims,
+  Migration20261127100000_sender_trust,
+  Migration20261127120000_holds,
 ];

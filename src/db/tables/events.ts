@@ -13,6 +13,8 @@ export interface EventInsert {
   readonly type: string;
   /** The exact JSON payload webhooks send. */
   readonly payload: string;
+  /** message.received: whether the message's sender authenticated; streams filter on it and say it. */
+  readonly senderAuthenticated: boolean | null;
   readonly createdAt: Date;
 }
 
@@ -22,6 +24,7 @@ const COLUMNS: TypedColumns<EventInsert> = [
   ["inbox_id", "text", (e) => e.inboxId],
   ["type", "text", (e) => e.type],
   ["payload", "text", (e) => e.payload],
+  ["sender_authenticated", "boolean", (e) => e.senderAuthenticated],
   ["created_at", "timestamptz", (e) => e.createdAt],
 ];
 

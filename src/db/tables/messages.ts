@@ -34,6 +34,10 @@ export interface MessageInsert {
   readonly parseProblem: string | null;
   /** What extraction read out of an inbound message (src/extraction); null when not computed, absent outbound. */
   readonly extracted?: Extracted | null;
+  /** Inbound: whether the sender authenticated (DMARC), for the filters; null when not evaluated, and outbound. */
+  readonly senderAuthenticated?: boolean | null;
+  /** Inbound: a sender rule refused it (stored, left out of lists, waits and events); false outbound. */
+  readonly senderBlocked?: boolean;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -63,6 +67,8 @@ const COLUMNS: Columns<MessageInsert> = [
   ["raw_id", (m) => m.rawId],
   ["parse_problem", (m) => m.parseProblem],
   ["extracted", (m) => json(m.extracted ?? null)],
+  ["sender_authenticated", (m) => m.senderAuthenticated ?? null],
+  ["sender_blocked", (m) => m.senderBlocked ?? false],
   ["created_at", (m) => m.createdAt],
   ["updated_at", (m) => m.updatedAt],
 ];

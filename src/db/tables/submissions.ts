@@ -1,6 +1,7 @@
 // The `submissions` and `submission_recipients` tables' columns and row mapping, for every path that writes them:
-// outbound acceptance and the test fixtures. Delivery changes only their state columns (src/outbound/delivery), and
-// a decision on a held submission its state and decision columns (src/outbound/holds.ts).
+// outbound acceptance and the test fixtures. Delivery changes only their state columns and the delivery queue's
+// lease, claim_expires_at, which no insert sets (src/outbound/delivery), and a decision on a held submission its state
+// and decision columns (src/outbound/holds.ts).
 import type { SqlTx } from "../database.js";
 import type { StoredAddress } from "../entities/message.js";
 import type { SubmissionRow } from "../entities/submission.js";
@@ -22,6 +23,8 @@ export interface SubmissionInsert {
   readonly mime: Buffer;
   readonly status: string;
   readonly queueId: string | null;
+  /** The Temporal task queue whose workers deliver it (the accepting deployment's). */
+  readonly taskQueue: string | null;
   readonly response: string | null;
   readonly failureCode: string | null;
   /** first_contact, new_domain or all when the send was held for a decision; null otherwise. */
@@ -66,6 +69,7 @@ const SUBMISSION_COLUMNS: Columns<SubmissionInsert> = [
   ["mime", (s) => s.mime],
   ["status", (s) => s.status],
   ["queue_id", (s) => s.queueId],
+  ["task_queue", (s) => s.taskQueue],
   ["response", (s) => s.response],
   ["failure_code", (s) => s.failureCode],
   ["held_reason", (s) => s.heldReason],

@@ -61,6 +61,8 @@ export interface ThreadInsert extends ThreadSummary {
   readonly createdAt: Date;
   /** When its latest message joined. */
   readonly updatedAt: Date;
+  /** A thread of mail that sender rules refused (inbound processing starts it); false when omitted. */
+  readonly blocked?: boolean;
 }
 
 const COLUMNS: Columns<ThreadInsert> = [
@@ -71,6 +73,7 @@ const COLUMNS: Columns<ThreadInsert> = [
   ["participants", (t) => [...t.participants]],
   ["message_count", (t) => t.messageCount],
   ["last_message_at", (t) => t.lastMessageAt],
+  ["blocked", (t) => t.blocked ?? false],
   ["created_at", (t) => t.createdAt],
   ["updated_at", (t) => t.updatedAt],
 ];

@@ -1,11 +1,12 @@
 // The work behind the delivery activities: queue a submission, make one attempt to one recipient domain (route,
-// connect, send, record each recipient's outcome), and fail what the queue lifetime leaves open. Idempotent by
-// construction: an attempt reads the domain's open recipients when it starts, so recipients recorded as delivered
-// are never sent again. A worker killed after the peer's 250 and before the record may cause one more copy (the
-// same bytes, the same Message-ID) on the retried attempt; a message is never lost.
+// connect, send, record each recipient's outcome), and fail what the queue lifetime leaves open; and the first
+// attempt of a submission the delivery queue claimed, which the queue makes itself with what its claim read.
+// Idempotent by construction: an attempt sends only to the domain's open recipients, so recipients recorded as
+// delivered are never sent again. A worker killed after the peer's 250 and before the record may cause one more copy
+// (the same bytes, the same Message-ID) on the retried attempt; a message is never lost.
 import { createInFlight, type InFlight } from "../../runtime/drain.js";
 import type { Config } from "../../config.js";
-import type { Database } from "../../db/database.js";
+import type { Database, SqlPool } from "../../db/database.js";
 import type { DnsResolver } from "../../dns/resolver.js";
 import type { DkimSigningKey } from "../../domains/signing-keys.js";
 import type { Logger } from "../../logger.js";
@@ -16,7 +17,17 @@ import type { SmtpRoute } from "../smtp-routes.js";
 import { connectHostOf, nextHops } from "./next-hop.js";
 import type { DeliveryOperations, DomainAttemptResult, RecipientAttemptOutcome } from "./operations.js";
 import { attemptSmtp, createSmtpConnections, type SmtpConnections } from "./smtp-attempt.js";
-import { failOpenRecipients, queueSubmission, readAttemptInput, recordOutcomes, type BouncedRecipient, type RecipientOutcome } from "./store.js";
+import {
+  failOpenRecipients,
+  queueSubmission,
+  readAttemptInput,
+  readMime,
+  recordOutcomes,
+  type AttemptInput,
+  type BouncedRecipient,
+  type ClaimedSubmission,
+  type RecipientOutcome,
+} from "./store.js";
 
 /** How often a running attempt tells Temporal it is alive (well within the workflow's heartbeat timeout). */
 const HEARTBEAT_INTERVAL_MS = 2_000;
@@ -27,6 +38,11 @@ const ATTEMPT_BUDGET_MS = 15 * 60_000;
  * deferred, so it never outlives its activity timeout and runs twice at once; retries are regular activities.
  */
 export const FIRST_ATTEMPT_BUDGET_MS = 60_000;
+/**
+ * Waits before a failed recording (the database) is tried again; then the attempt fails. Recording what the peer
+ * answered is worth waiting for: a failed attempt is made again, and would send a copy the peer already took.
+ */
+const RECORD_RETRY_MS = [250, 1_000, 2_000, 4_000] as const;
 
 export const QUEUE_LIFETIME_EXCEEDED = "queue_lifetime_exceeded";
 
@@ -87,69 +103,22 @@ export function deliverySettingsOf(
   };
 }
 
-export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations {
+/** The delivery activities' operations, and the delivery queue's own first attempts. */
+export interface Deliverer extends DeliveryOperations {
+  /**
+   * The first attempt to one domain of a submission the delivery queue claimed, made in this process with what the
+   * claim read: bounded to FIRST_ATTEMPT_BUDGET_MS, and waited for by the worker's drain like every attempt.
+   */
+  firstAttempt(claimed: ClaimedSubmission, domain: string): Promise<DomainAttemptResult>;
+}
+
+export function createDeliveryOperations(deps: DeliveryDeps): Deliverer {
   const { sql } = deps.db;
   const attempts = deps.attempts ?? createInFlight();
   const { settings } = deps;
   const connections =
     deps.connections ?? createSmtpConnections({ ehloName: settings.ehloName, timeoutMs: settings.timeoutMs, idleMs: settings.connectionIdleMs });
-
-  const signingKey = async (organizationId: string, fromEmail: string): Promise<DkimSigningKey | undefined> => {
-    const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();
-    if (domain === settings.managedDomain) return deps.managedDkimKey();
-    const key = await deps.customerDkimKeys.dkimKeyFor(organizationId, domain);
-    // Acceptance checked that the domain may send; a domain removed since then is sent unsigned rather than held.
-    if (!key) deps.log?.warn("no DKIM key for the sender domain, sending unsigned", { organizationId, domain });
-    return key;
-  };
-
-  /** One attempt to one domain: route, connect, send, record each recipient's outcome. */
-  async function attempt(submissionId: string, domain: string, heartbeat: () => void, signal: AbortSignal): Promise<DomainAttemptResult> {
-    const input = await readAttemptInput(sql, submissionId, domain);
-    if (!input || input.recipients.length === 0) return { remaining: 0 };
-    const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
-    let verdicts: ReadonlyMap<string, DeliveryVerdict>;
-    let fromSmtp = true;
-    try {
-      const hops = await nextHops(domain, { ...settings, resolver: deps.resolver });
-      if (hops.kind === "failure") {
-        const verdict = classifyTransportFailure(hops.failure);
-        verdicts = new Map(input.recipients.map((r) => [r.email, verdict]));
-        fromSmtp = false;
-      } else {
-        const result = await attemptSmtp(
-          {
-            hops: hops.hops,
-            ehloName: settings.ehloName,
-            timeoutMs: settings.timeoutMs,
-            from: input.fromEmail,
-            recipients: input.recipients.map((r) => r.email),
-            mime: input.mime,
-            dkim: await signingKey(input.organizationId, input.fromEmail),
-            deadline: Date.now() + ATTEMPT_BUDGET_MS,
-            signal,
-          },
-          connections,
-        );
-        verdicts = result.verdicts;
-      }
-    } finally {
-      clearInterval(timer);
-    }
-    const outcomes: RecipientOutcome[] = [];
-    const suppress: BouncedRecipient[] = [];
-    for (const r of input.recipients) {
-      const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
-      const outcome = outcomeOf(verdict, fromSmtp);
-      outcomes.push({ id: r.id, ...outcome });
-      if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
-    }
-    await recordOutcomes(sql, submissionId, outcomes, suppress);
-    const recordedAt = Date.now();
-    for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
-    deps.log?.debug("delivery attempt", { submissionId, domain, outcomes: outcomes.map((o) => o.status) });
-    return { remaining: outcomes.filter((o) => o.status === "deferred").length, recipients: input.recipients.map((r, i) => attemptOutcomeOf(r.email, outcomes[i]!)) };
-  }
+  const attempter: Attempter = { ...deps, connections };
 
   return {
     async queueSubmission(submissionId) {
@@ -165,17 +134,120 @@ export function createDeliveryOperations(deps: DeliveryDeps): DeliveryOperations
 
     async attemptDomain(submissionId, domain, { heartbeat, signal, first }) {
       try {
-        return await attempts.run((cut) =>
-          attempt(submissionId, domain, heartbeat, AbortSignal.any([signal, cut, ...(first ? [AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)] : [])])),
-        );
+        return await attempts.run(async (cut) => {
+          const input = await readAttemptInput(sql, submissionId, domain);
+          if (!input) return { remaining: 0 };
+          return attemptWith(attempter, input, domain, heartbeat, AbortSignal.any([signal, cut, ...(first ? [AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)] : [])]));
+        });
       } finally {
         if (first) deps.firstAttemptEnded?.(submissionId);
       }
     },
 
+    firstAttempt(claimed, domain) {
+      return attempts.run(async (cut) => {
+        const input = await claimedInput(sql, claimed, domain);
+        if (!input) return { remaining: 0 };
+        return attemptWith(attempter, input, domain, () => undefined, AbortSignal.any([cut, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]));
+      });
+    },
+
     async expireDomain(submissionId, domain) {
       await failOpenRecipients(sql, submissionId, domain, QUEUE_LIFETIME_EXCEEDED, "queue lifetime exceeded");
     },
+  };
+}
+
+/** What one attempt uses: the deliverer's dependencies with the process's kept connections. */
+type Attempter = DeliveryDeps & { readonly connections: SmtpConnections };
+
+/** One attempt to one domain with its input: route, connect, send, record each recipient's outcome. */
+async function attemptWith(deps: Attempter, input: AttemptInput, domain: string, heartbeat: () => void, signal: AbortSignal): Promise<DomainAttemptResult> {
+  if (input.recipients.length === 0) return { remaining: 0 };
+  const { settings } = deps;
+  const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
+  try {
+    let verdicts: ReadonlyMap<string, DeliveryVerdict>;
+    let fromSmtp = true;
+    const hops = await nextHops(domain, { ...settings, resolver: deps.resolver });
+    if (hops.kind === "failure") {
+      const verdict = classifyTransportFailure(hops.failure);
+      verdicts = new Map(input.recipients.map((r) => [r.email, verdict]));
+      fromSmtp = false;
+    } else {
+      const result = await attemptSmtp(
+        {
+          hops: hops.hops,
+          ehloName: settings.ehloName,
+          timeoutMs: settings.timeoutMs,
+          from: input.fromEmail,
+          recipients: input.recipients.map((r) => r.email),
+          mime: input.mime,
+          dkim: await signingKeyFor(deps, input.organizationId, input.fromEmail),
+          deadline: Date.now() + ATTEMPT_BUDGET_MS,
+          signal,
+        },
+        deps.connections,
+      );
+      verdicts = result.verdicts;
+    }
+    const outcomes: RecipientOutcome[] = [];
+    const suppress: BouncedRecipient[] = [];
+    for (const r of input.recipients) {
+      const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
+      const outcome = outcomeOf(verdict, fromSmtp);
+      outcomes.push({ id: r.id, ...outcome });
+      if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
+    }
+    await recordWithRetries(deps, input.submissionId, outcomes, suppress);
+    const recordedAt = Date.now();
+    for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
+    deps.log?.debug("delivery attempt", { submissionId: input.submissionId, domain, outcomes: outcomes.map((o) => o.status) });
+    return {
+      remaining: outcomes.filter((o) => o.status === "deferred").length,
+      recipients: input.recipients.map((r, i) => attemptOutcomeOf(r.email, outcomes[i]!)),
+    };
+  } finally {
+    // Heartbeats go on while the outcome is recorded: a retried recording must not pass for a lost worker.
+    clearInterval(timer);
+  }
+}
+
+/** The signing key of the sender's domain: the managed domain's, or the customer domain's (unsigned without one). */
+async function signingKeyFor(deps: DeliveryDeps, organizationId: string, fromEmail: string): Promise<DkimSigningKey | undefined> {
+  const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();
+  if (domain === deps.settings.managedDomain) return deps.managedDkimKey();
+  const key = await deps.customerDkimKeys.dkimKeyFor(organizationId, domain);
+  // Acceptance checked that the domain may send; a domain removed since then is sent unsigned rather than held.
+  if (!key) deps.log?.warn("no DKIM key for the sender domain, sending unsigned", { organizationId, domain });
+  return key;
+}
+
+/** Records an attempt's outcomes, trying again (RECORD_RETRY_MS) while the database fails. */
+async function recordWithRetries(deps: DeliveryDeps, submissionId: string, outcomes: readonly RecipientOutcome[], suppress: readonly BouncedRecipient[]): Promise<void> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await recordOutcomes(deps.db.sql, submissionId, outcomes, suppress);
+    } catch (e) {
+      const wait = RECORD_RETRY_MS[retry];
+      if (wait === undefined) throw e;
+      deps.log?.warn("delivery outcome not recorded, trying again", { submissionId, error: e });
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+/** The attempt's input from what the delivery queue's claim read; undefined when the submission is gone. */
+async function claimedInput(sql: SqlPool, claimed: ClaimedSubmission, domain: string): Promise<AttemptInput | undefined> {
+  const mime = claimed.mime ?? (await readMime(sql, claimed.submissionId));
+  if (!mime) return undefined;
+  return {
+    submissionId: claimed.submissionId,
+    organizationId: claimed.organizationId,
+    fromEmail: claimed.fromEmail,
+    acceptedAt: claimed.createdAt,
+    mime,
+    recipients: claimed.recipients.filter((r) => r.domain === domain).map((r) => ({ id: r.id, email: r.email })),
   };
 }
 

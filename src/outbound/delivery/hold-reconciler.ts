@@ -1,5 +1,6 @@
 // Holds that may lack their workflow, or a workflow that missed its decision (src/outbound/delivery/holds.ts): the
-// Reconciler shape of every sweeper (src/jobs/periodic-jobs.ts).
+// Reconciler shape of every sweeper (src/jobs/periodic-jobs.ts). Only submissions of this worker's task queue (or
+// accepted before submissions recorded one), as the delivery reconciler: other queues' holds are other deployments'.
 import type { SqlPool } from "../../db/database.js";
 import type { Reconciler } from "../../jobs/periodic-jobs.js";
 import type { HoldDecisionNotifier } from "../ports.js";
@@ -18,16 +19,17 @@ export type StrandedHold = { readonly approved: false; readonly held: HeldSubmis
  * approval (the workflow was not told: the API died after the commit, or Temporal was down). Rejections need no
  * repair: nothing is sent for them, and a workflow not told ends at its hold's deadline.
  */
-export function holdReconciler(sql: SqlPool, starter: DeliveryStarter, decisions: HoldDecisionNotifier): Reconciler<StrandedHold> {
+export function holdReconciler(sql: SqlPool, taskQueue: string, starter: DeliveryStarter, decisions: HoldDecisionNotifier): Reconciler<StrandedHold> {
   return {
     name: "hold",
     async stranded() {
       const rows = await sql.query<HeldRow & { approved: boolean }>(
         `select ${HELD_COLUMNS}, s.status = 'pending' as approved from submissions s
-          where (s.status = 'held' and s.queue_id is null and s.created_at < now() - make_interval(secs => $1))
-             or (s.status = 'pending' and s.decided_at < now() - make_interval(secs => $1))
+          where (s.task_queue = $3 or s.task_queue is null)
+            and ((s.status = 'held' and s.queue_id is null and s.created_at < now() - make_interval(secs => $1))
+              or (s.status = 'pending' and s.decided_at < now() - make_interval(secs => $1)))
           order by s.created_at limit $2`,
-        [STRANDED_AFTER_MS / 1000, BATCH],
+        [STRANDED_AFTER_MS / 1000, BATCH, taskQueue],
       );
       return rows.map((r) => (r.approved ? { approved: true, submission: { submissionId: r.id, organizationId: r.organization_id, inboxId: r.inbox_id } } : { approved: false, held: heldOf(r) }));
     },

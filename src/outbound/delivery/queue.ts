@@ -1,33 +1,52 @@
-// The delivery queue: committed submissions wait in PostgreSQL (status pending) until a worker claims them and
-// starts their deliver/<submissionId> workflows. Both sides talk through PostgreSQL notifications:
+// The delivery queue: committed submissions wait in PostgreSQL (status pending) until a worker claims them, makes
+// their first attempts and hands what those leave open to their deliver/<submissionId> workflows. Both sides talk
+// through PostgreSQL notifications:
 //
 // - Acceptance (the api role) announces each committed submission (SUBMISSIONS_ANNOUNCED, grouped) and makes no
-//   Temporal call: the start is a worker's job, so it can be an eager start (the server hands the workflow's first
-//   task straight back to the starting worker: no task dispatch, ~35 ms less per message on the dev server).
-// - The worker's dispatcher keeps the announced ids in order and claims them in batches (pending → queued, one
-//   statement; src/outbound/delivery/store.ts) while fewer than DELIVERY_CONCURRENCY first attempts of its own run,
-//   then starts their workflows on its own connection with requestEagerStart. What it cannot take yet waits as
-//   pending, oldest first; once a second it reports how many wait, how long the oldest has waited and how fast it
-//   claims (DELIVERY_BACKLOG_REPORTED).
+//   Temporal call.
+// - The worker's dispatcher keeps the announced ids in order and claims them in batches (pending → queued under a
+//   lease, one statement that also reads what the attempts send; src/outbound/delivery/store.ts) while fewer than
+//   DELIVERY_CONCURRENCY first attempts of its own run, and makes the first attempt to each domain itself. Only a
+//   submission with recipients left open (deferred, or an attempt that could not be recorded) gets a workflow,
+//   started on the worker's own connection with requestEagerStart (the server hands its first task straight back),
+//   which waits each domain's backoff and retries. A workflow per message cost more CPU than all the rest of a
+//   delivery together (bench:outbound's Temporal floor: an empty workflow ~33 ms on the dev server and the SDK,
+//   against a target of 40 ms per message for everything), and most mail is delivered at the first attempt. What
+//   it cannot take yet waits as pending, oldest first; once a second it reports how many wait, how long the oldest
+//   has waited and how fast it claims (DELIVERY_BACKLOG_REPORTED).
+// - DELIVERY_WORKFLOWS=all (for an operator who wants every delivery in the Temporal UI, at a workflow's cost per
+//   message) starts each claimed submission's workflow at once instead, with what the claim queued; its first
+//   attempt (a local activity on this worker, handed back by the eager start) frees the slot.
+// - Held submissions (src/outbound/delivery/holds.ts) are never claimed: whatever the setting, the announcement
+//   starts their workflow, which waits for the decision; an approved one is delivered by that workflow.
+// - A claim is a lease (CLAIM_LEASE_MS) that its worker renews while it holds the submission without a workflow,
+//   and ends when the submission is final or its workflow has started. Every worker of the task queue looks for
+//   leases that ran out every TAKEOVER_INTERVAL_MS and starts their workflows (a start is idempotent by workflow
+//   id), so a killed worker's claims are delivered by the others within seconds; the workflow queues the
+//   submission itself and attempts what is open (one more copy at most, with the same Message-ID, of what the dead
+//   worker sent and did not record).
 // - Acceptance estimates how long a submission accepted now would wait for its first attempt — those waiting ahead
 //   of it over the workers' claim rate, and at least the age of the oldest — and refuses sends (503
 //   delivery_backlog, Retry-After) while that is past half of DELIVERY_BACKLOG_MAX_S (the other half covers the
 //   reports' age and the sends in flight), so that what it accepted starts within the limit. The age of the oldest
 //   alone was not enough: offered twice as fast as delivered, the newest waited twice as long (bench:outbound).
 //
-// Announcements carry the task queue, so a worker claims only work meant for its queue (and tests sharing one
-// database keep to their own). A lost announcement (no worker listening, a dropped connection) leaves the
-// submission pending: the delivery reconciler starts it (src/outbound/delivery/reconciler.ts).
+// Announcements carry the task queue and each submission records it, so a worker claims and takes over only work
+// of its own queue (deployments and tests sharing one database keep to their own). A worker that starts, or listens
+// again after losing its connection, takes up what waits pending for its queue (announced while it did not
+// listen); what still slips through (a failed notification) the delivery reconciler starts
+// (src/outbound/delivery/reconciler.ts).
 import { randomBytes } from "node:crypto";
+import type { DeliveryWorkflows } from "../../config.js";
 import type { Database } from "../../db/database.js";
 import { groupCommit } from "../../db/group-commit.js";
 import { Unavailable } from "../../errors.js";
 import type { Logger } from "../../logger.js";
 import type { DeliveryQueue } from "../ports.js";
-import { FIRST_ATTEMPT_BUDGET_MS } from "./deliverer.js";
+import { FIRST_ATTEMPT_BUDGET_MS, type Deliverer } from "./deliverer.js";
 import type { QueuedSubmission } from "./operations.js";
 import { heldAmong, heldStart } from "./holds.js";
-import { claimSubmissions, type ClaimedSubmission } from "./store.js";
+import { claimSubmissions, pendingSubmissionIds, releaseClaims, renewClaims, takeOverExpiredClaims, type ClaimedSubmission } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
 export const DELIVERY_BACKLOG_REPORTED = "delivery_backlog_reported";
@@ -40,6 +59,8 @@ export interface DeliveryStarter {
     readonly inboxId: string | null;
     /** What the claim queued; absent, the workflow queues the submission itself. */
     readonly queued?: QueuedSubmission;
+    /** First attempts the delivery queue made itself, per domain: each domain's next one waits its backoff. */
+    readonly attempted?: Readonly<Record<string, number>>;
     /** A held submission: its workflow waits for the decision first (src/outbound/delivery/holds.ts). */
     readonly held?: { readonly reason: string; readonly recipients: number };
   }): Promise<void>;
@@ -68,6 +89,16 @@ const IN_FLIGHT_TTL_MS = FIRST_ATTEMPT_BUDGET_MS + 10_000;
 const LISTEN_WAIT_MS = 5_000;
 /** A claim that failed (the database) is tried again after this long. */
 const CLAIM_RETRY_MS = 1_000;
+/**
+ * A claim's lease: renewed every TAKEOVER_INTERVAL_MS while its worker holds it, so it runs out only when the worker
+ * is gone (or cannot reach the database for this long). With the interval it bounds how long a dead worker's
+ * submissions wait: ~15 s.
+ */
+export const CLAIM_LEASE_MS = 12_000;
+/** How often a worker renews its leases and looks for leases that ran out. */
+const TAKEOVER_INTERVAL_MS = 2_000;
+/** Claims taken over per look at most; the next look takes the rest. */
+const TAKEOVER_BATCH = 100;
 
 function announcement(taskQueue: string, ids: readonly string[]): string {
   return `${taskQueue}\t${ids.join(",")}`;
@@ -116,6 +147,7 @@ export function createDeliveryQueue(deps: { db: Database; taskQueue: string; bac
         deps.log.warn("submission not announced; the delivery reconciler will start it", { submissionId, error: e }),
       );
     },
+    taskQueue: deps.taskQueue,
     close: () => listener.close(),
   };
 }
@@ -151,6 +183,13 @@ export interface DispatcherDeps {
   readonly capacity: number;
   /** The retry schedule handed to each workflow (from the worker's configuration). */
   readonly schedule: Pick<QueuedSubmission, "retryInitialMs" | "retryMaxMs" | "queueLifetimeMs">;
+  /** Makes the first attempts of what this worker claims (the same deliverer as the worker's activities). */
+  readonly deliverer: Pick<Deliverer, "firstAttempt">;
+  /**
+   * DELIVERY_WORKFLOWS: `deferred` makes the first attempts here and starts a workflow only for what they leave
+   * open; `all` starts every claimed submission's workflow at once, which makes its first attempts itself.
+   */
+  readonly workflows: DeliveryWorkflows;
   readonly log: Logger;
 }
 
@@ -162,10 +201,16 @@ export interface DeliveryDispatcher {
    * listens, or after LISTEN_WAIT_MS without (it goes on trying; the reconciler finds what it misses).
    */
   start(starter: DeliveryStarter): Promise<void>;
+  /** Stops claiming and taking over; what it holds goes on until settled(). */
   stop(): Promise<void>;
+  /**
+   * Resolves once every submission it claimed is final or handed to its workflow (the worker's drain ends the
+   * attempts first); its leases are renewed until then.
+   */
+  settled(): Promise<void>;
 }
 
-/** The worker's side: listens for announcements, claims and starts within its capacity, reports its backlog. */
+/** The worker's side: listens for announcements, claims and attempts within its capacity, reports its backlog. */
 export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatcher {
   return new Dispatcher(deps);
 }
@@ -197,13 +242,17 @@ class Dispatcher implements DeliveryDispatcher {
   /** First attempts of this process in flight: submission id → when its slot frees itself. */
   private readonly inFlight = new Map<string, number>();
   private readonly claimRate = new ClaimRate();
+  /** Submissions claimed here and not yet final or handed to their workflow: their leases are renewed. */
+  private readonly ownClaims = new Map<string, Promise<void>>();
   private starter: DeliveryStarter | undefined;
   private stopped = false;
   private pumping: Promise<void> | undefined;
   private listener: { close(): Promise<void> } | undefined;
   private reporter: NodeJS.Timeout | undefined;
+  private leases: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private reportedBacklog = false;
+  private tending = false;
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -222,16 +271,34 @@ class Dispatcher implements DeliveryDispatcher {
         if (tab < 0 || payload.slice(0, tab) !== this.deps.taskQueue) return;
         this.enqueue(payload.slice(tab + 1).split(","));
       },
-      listening,
-      lost: () => this.deps.log.warn("delivery queue: not listening for announcements; the delivery reconciler starts what is missed"),
+      listening: () => {
+        listening();
+        void this.takeUpPending();
+      },
+      lost: () => this.deps.log.warn("delivery queue: not listening for announcements; what is missed is taken up when it listens again"),
     });
     this.reporter = setInterval(() => {
       this.report().catch((e: unknown) => this.deps.log.warn("delivery queue: backlog report failed", { error: e }));
     }, REPORT_INTERVAL_MS);
     this.reporter.unref();
+    this.leases = setInterval(() => void this.tendLeases(), TAKEOVER_INTERVAL_MS);
+    this.leases.unref();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([listens, new Promise<void>((resolve) => (timer = setTimeout(resolve, LISTEN_WAIT_MS)))]);
     clearTimeout(timer);
+  }
+
+  /**
+   * What was announced while this worker did not listen (it was starting, or its connection was lost) waits
+   * pending: taken up as soon as it listens (again), rather than by the reconciler half a minute or more later.
+   * Read after LISTEN, so a submission committed meanwhile is either read here or announced to it.
+   */
+  private async takeUpPending(): Promise<void> {
+    try {
+      this.enqueue(await pendingSubmissionIds(this.deps.db.sql, this.deps.taskQueue, MAX_WAITING));
+    } catch (e) {
+      this.deps.log.warn("delivery queue: pending submissions not read; the delivery reconciler starts them", { error: e });
+    }
   }
 
   async stop(): Promise<void> {
@@ -240,6 +307,12 @@ class Dispatcher implements DeliveryDispatcher {
     clearTimeout(this.retry);
     await this.listener?.close();
     await this.pumping;
+  }
+
+  async settled(): Promise<void> {
+    // Bounded: every attempt ends within its budget (the drain cuts it sooner), a start within its deadline.
+    while (this.ownClaims.size > 0) await Promise.all(this.ownClaims.values());
+    clearInterval(this.leases);
   }
 
   private enqueue(ids: readonly string[]): void {
@@ -274,7 +347,7 @@ class Dispatcher implements DeliveryDispatcher {
       const ids = this.waiting.splice(0, room);
       let claimed: ClaimedSubmission[];
       try {
-        claimed = await claimSubmissions(this.deps.db.sql, ids);
+        claimed = await claimSubmissions(this.deps.db.sql, ids, CLAIM_LEASE_MS);
       } catch (e) {
         this.waiting.unshift(...ids);
         this.deps.log.warn("delivery queue: claim failed, trying again", { error: e });
@@ -288,17 +361,24 @@ class Dispatcher implements DeliveryDispatcher {
       for (const id of ids) this.known.delete(id);
       this.claimRate.add(claimed.length);
       const expires = Date.now() + IN_FLIGHT_TTL_MS;
-      for (const c of claimed) this.inFlight.set(c.submissionId, expires);
-      await Promise.all(claimed.map((c) => this.startWorkflow(c)));
-      if (claimed.length < ids.length) await this.startHeld(ids.filter((id) => !claimed.some((c) => c.submissionId === id)));
+      for (const c of claimed) {
+        this.inFlight.set(c.submissionId, expires);
+        const delivery = this.deps.workflows === "all" ? this.startWorkflow(c) : this.deliver(c);
+        this.ownClaims.set(
+          c.submissionId,
+          delivery.finally(() => this.ownClaims.delete(c.submissionId)),
+        );
+      }
+      if (claimed.length < ids.length) await this.startHolds(ids.filter((id) => !claimed.some((c) => c.submissionId === id)));
     }
   }
 
   /**
    * Held submissions are not claimed: their workflows start at once, take no slot (they wait for a person), and enter
-   * the hold themselves. Every worker may start one; a start finds a running workflow and leaves it be.
+   * the hold themselves; the queue never attempts them. Every worker may start one; a start finds a running
+   * workflow and leaves it be.
    */
-  private async startHeld(ids: readonly string[]): Promise<void> {
+  private async startHolds(ids: readonly string[]): Promise<void> {
     try {
       const held = await heldAmong(this.deps.db.sql, ids);
       await Promise.all(held.map((h) => this.starter!.start(heldStart(h))));
@@ -307,16 +387,90 @@ class Dispatcher implements DeliveryDispatcher {
     }
   }
 
-  private startWorkflow(c: ClaimedSubmission): Promise<void> {
-    return this.starter!.start({
-      submissionId: c.submissionId,
-      organizationId: c.organizationId,
-      inboxId: c.inboxId,
-      queued: { domains: c.domains, createdAtMs: c.createdAt.getTime(), ...this.deps.schedule },
-    }).catch((e: unknown) => {
+  /**
+   * DELIVERY_WORKFLOWS=all: the claimed submission's workflow makes every attempt, the first one too (its first
+   * attempt frees the slot: firstAttemptEnded); the lease ends once it has started.
+   */
+  private async startWorkflow(c: ClaimedSubmission): Promise<void> {
+    try {
+      await this.starter!.start({
+        submissionId: c.submissionId,
+        organizationId: c.organizationId,
+        inboxId: c.inboxId,
+        queued: { domains: c.domains, createdAtMs: c.createdAt.getTime(), ...this.deps.schedule },
+      });
+      await releaseClaims(this.deps.db.sql, [c.submissionId]);
+    } catch (e) {
       this.inFlight.delete(c.submissionId);
-      this.deps.log.warn("delivery workflow not started; the reconciler will start it", { submissionId: c.submissionId, error: e });
-    });
+      this.deps.log.warn("delivery workflow not started; it is taken over when its claim's lease runs out", { submissionId: c.submissionId, error: e });
+    }
+  }
+
+  /** The first attempt to each domain, here; what they leave open goes to the submission's workflow. */
+  private async deliver(c: ClaimedSubmission): Promise<void> {
+    const attempted: Record<string, number> = {};
+    const open: string[] = [];
+    await Promise.all(
+      c.domains.map(async (domain) => {
+        try {
+          const { remaining } = await this.deps.deliverer.firstAttempt(c, domain);
+          attempted[domain] = 1;
+          if (remaining > 0) open.push(domain);
+        } catch (e) {
+          // Not recorded (the database was unreachable): the workflow makes this domain's first attempt again.
+          this.deps.log.warn("delivery: first attempt failed; the workflow makes it again", { submissionId: c.submissionId, domain, error: e });
+          open.push(domain);
+        }
+      }),
+    );
+    this.firstAttemptEnded(c.submissionId);
+    // Every recipient final: the recording ended the lease.
+    if (open.length === 0) return;
+    try {
+      await this.starter!.start({
+        submissionId: c.submissionId,
+        organizationId: c.organizationId,
+        inboxId: c.inboxId,
+        queued: { domains: open.sort(), createdAtMs: c.createdAt.getTime(), ...this.deps.schedule },
+        attempted: Object.fromEntries(open.filter((d) => attempted[d]).map((d) => [d, attempted[d]!])),
+      });
+      await releaseClaims(this.deps.db.sql, [c.submissionId]);
+    } catch (e) {
+      // The lease runs out and a worker of the queue (this one too) takes it over.
+      this.deps.log.warn("delivery workflow not started; it is taken over when its claim's lease runs out", { submissionId: c.submissionId, error: e });
+    }
+  }
+
+  /** Renews the leases this worker holds, then takes over those of the queue that ran out. */
+  private async tendLeases(): Promise<void> {
+    if (this.tending) return;
+    this.tending = true;
+    try {
+      await renewClaims(this.deps.db.sql, [...this.ownClaims.keys()], CLAIM_LEASE_MS);
+      if (!this.stopped && this.starter) await this.takeOver(this.starter);
+    } catch (e) {
+      this.deps.log.warn("delivery queue: leases not tended, trying again", { error: e });
+    } finally {
+      this.tending = false;
+    }
+  }
+
+  private async takeOver(starter: DeliveryStarter): Promise<void> {
+    const expired = (await takeOverExpiredClaims(this.deps.db.sql, this.deps.taskQueue, CLAIM_LEASE_MS, TAKEOVER_BATCH)).filter(
+      (c) => !this.ownClaims.has(c.submissionId),
+    );
+    if (expired.length === 0) return;
+    this.deps.log.info("delivery queue: taking over claims whose lease ran out", { count: expired.length });
+    const started: string[] = [];
+    await Promise.all(
+      expired.map((c) =>
+        starter.start(c).then(
+          () => void started.push(c.submissionId),
+          (e: unknown) => this.deps.log.warn("delivery workflow not started; tried again when the lease runs out", { submissionId: c.submissionId, error: e }),
+        ),
+      ),
+    );
+    await releaseClaims(this.deps.db.sql, started);
   }
 
   /** Reports the waiting submissions that are still pending, the oldest one's wait, and the claim rate. */

@@ -3,11 +3,15 @@
 // under a row lock on the submission, so parallel domains of one submission never write a stale aggregate.
 // Recipients that are final (delivered, bounced, failed) are never changed again: a repeated activity cannot undo
 // or resend them. The statements per message are few on purpose (bench:outbound counted them): a claim queues many
-// submissions in one statement, an attempt reads its input in one, and records its outcome in three. Each function
-// takes the pool it runs on; the dispatcher and the deliverer call them directly.
+// submissions and reads what their first attempts send in one statement, and an attempt records its outcome in
+// three. Each function takes the pool it runs on; the dispatcher and the deliverer call them directly.
+//
+// A claim is a lease (claim_expires_at): the claiming worker renews it while it holds the submission without a
+// workflow, and clears it once the submission is final or its workflow has started; a lease that runs out (the
+// worker died) is taken over by another worker of the task queue, which starts the workflow.
 import type { SqlPool, SqlTx } from "../../db/database.js";
 import { suppressFrom } from "../../db/tables/suppressions.js";
-import { aggregateStatus, messageDeliveryStatus, queueIdOf, type SubmissionStatus } from "./aggregate.js";
+import { aggregateStatus, isFinalRecipientStatus, messageDeliveryStatus, queueIdOf, type SubmissionStatus } from "./aggregate.js";
 
 const OPEN = `('pending', 'queued', 'deferred')`;
 
@@ -41,7 +45,7 @@ export interface QueuedState {
   readonly domains: string[];
 }
 
-/** A submission the delivery queue claimed (pending → queued), with what its workflow needs to start. */
+/** A submission the delivery queue claimed (pending → queued), with what its first attempts send. */
 export interface ClaimedSubmission {
   readonly submissionId: string;
   readonly organizationId: string;
@@ -49,25 +53,48 @@ export interface ClaimedSubmission {
   readonly createdAt: Date;
   /** Its recipients' domains, in order. */
   readonly domains: string[];
+  readonly fromEmail: string;
+  /** The stored bytes; undefined when larger than the claim carries (MIME_IN_CLAIM_BYTES): the attempt reads them. */
+  readonly mime: Buffer | undefined;
+  /** Its recipients, in order. */
+  readonly recipients: readonly ClaimedRecipient[];
 }
+
+export interface ClaimedRecipient extends OpenRecipient {
+  readonly domain: string;
+}
+
+/** A submission whose lease ran out: its workflow is to be started. */
+export interface ExpiredClaim {
+  readonly submissionId: string;
+  readonly organizationId: string;
+  readonly inboxId: string | null;
+}
+
+/** Bytes a claim reads with each submission at most: a batch of claims stays a few MiB however large the mail. */
+export const MIME_IN_CLAIM_BYTES = 128 * 1024;
 
 interface Locked {
   id: string;
   organization_id: string;
   message_id: string | null;
+  /** When the queue lifetime starts: the acceptance, or a held send's decision (its wait is not its delivery's). */
   created_at_ms: number;
 }
 
 async function lockSubmission(tx: SqlTx, submissionId: string): Promise<Locked | undefined> {
   const rows = await tx.query<Locked>(
-    `select id, organization_id, message_id, (extract(epoch from created_at) * 1000)::float8 as created_at_ms
+    `select id, organization_id, message_id, (extract(epoch from coalesce(decided_at, created_at)) * 1000)::float8 as created_at_ms
        from submissions where id = $1 for update`,
     [submissionId],
   );
   return rows[0];
 }
 
-/** Writes the aggregate of the recipients' states to the submission and its mailbox message, in one statement. */
+/**
+ * Writes the aggregate of the recipients' states to the submission and its mailbox message, in one statement; a
+ * submission with every recipient final leaves the delivery queue's lease.
+ */
 async function writeAggregate(
   tx: SqlTx,
   submission: Locked,
@@ -77,10 +104,12 @@ async function writeAggregate(
 ): Promise<void> {
   const status: SubmissionStatus = aggregateStatus(recipients.map((r) => r.status));
   const failureCode = status === "failed" ? (lastFailureCode ?? recipients.find((r) => r.failure_code)?.failure_code ?? null) : null;
+  const final = recipients.every((r) => isFinalRecipientStatus(r.status));
   await tx.query(
-    `with s as (update submissions set status = $1, response = coalesce($2, response), failure_code = $3, updated_at = now() where id = $4)
+    `with s as (update submissions set status = $1, response = coalesce($2, response), failure_code = $3, updated_at = now(),
+                       claim_expires_at = case when $7 then null else claim_expires_at end where id = $4)
      update messages set delivery_status = $5, failure_code = $3, updated_at = now() where id = $6`,
-    [status, lastResponse, failureCode, submission.id, messageDeliveryStatus(status), submission.message_id],
+    [status, lastResponse, failureCode, submission.id, messageDeliveryStatus(status), submission.message_id, final],
   );
 }
 
@@ -94,37 +123,92 @@ async function reaggregate(tx: SqlTx, submission: Locked, lastResponse: string |
 }
 
 /**
- * pending → queued for those of the submissions that are still pending (queueId set), their recipients and mailbox
- * messages, in one statement; answers the ones it queued.
+ * pending → queued for those of the submissions that are still pending (queueId set, leased for `leaseMs`), their
+ * recipients and mailbox messages, in one statement; answers the ones it queued with what their attempts send. A
+ * held send that was approved (pending, decided) is its workflow's to deliver, never claimed.
  */
-export async function claimSubmissions(sql: SqlPool, submissionIds: readonly string[]): Promise<ClaimedSubmission[]> {
+export async function claimSubmissions(sql: SqlPool, submissionIds: readonly string[], leaseMs: number): Promise<ClaimedSubmission[]> {
   if (submissionIds.length === 0) return [];
   // A pending submission has only pending recipients, so its aggregate becomes queued, as its message's status.
-  const rows = await sql.query<{ id: string; organization_id: string; inbox_id: string | null; created_at_ms: number; domains: string[] }>(
+  const rows = await sql.query<{
+    id: string;
+    organization_id: string;
+    inbox_id: string | null;
+    created_at_ms: number;
+    from_email: string;
+    mime: Buffer | null;
+    recipients: ClaimedRecipient[];
+  }>(
     `with s as (
-       update submissions s set status = 'queued', queue_id = coalesce(s.queue_id, v.queue_id), updated_at = now()
+       update submissions s set status = 'queued', queue_id = coalesce(s.queue_id, v.queue_id), updated_at = now(),
+              claim_expires_at = now() + make_interval(secs => $3)
          from unnest($1::uuid[], $2::text[]) as v(id, queue_id)
-        where s.id = v.id and s.status = 'pending'
-       returning s.id, s.organization_id, s.inbox_id, s.message_id, s.created_at),
+        where s.id = v.id and s.status = 'pending' and s.decided_at is null
+       returning s.id, s.organization_id, s.inbox_id, s.message_id, s.created_at, s."from"->>'email' as from_email,
+                 case when octet_length(s.mime) <= $4 then s.mime end as mime),
      r as (
        update submission_recipients r set status = 'queued', updated_at = now()
          from s where r.submission_id = s.id and r.status = 'pending'
-       returning r.submission_id, r.domain),
+       returning r.submission_id, r.id, r.email, r.domain, r.position),
      m as (
        update messages m set delivery_status = 'queued', updated_at = now()
          from s where m.id = s.message_id and m.delivery_status = 'submitted')
-     select s.id, s.organization_id, s.inbox_id, (extract(epoch from s.created_at) * 1000)::float8 as created_at_ms,
-            coalesce((select array_agg(distinct r.domain order by r.domain) from r where r.submission_id = s.id), '{}') as domains
+     select s.id, s.organization_id, s.inbox_id, (extract(epoch from s.created_at) * 1000)::float8 as created_at_ms, s.from_email, s.mime,
+            coalesce((select json_agg(json_build_object('id', r.id, 'email', r.email, 'domain', r.domain) order by r.position)
+                        from r where r.submission_id = s.id), '[]') as recipients
        from s`,
-    [submissionIds, submissionIds.map(queueIdOf)],
+    [submissionIds, submissionIds.map(queueIdOf), leaseMs / 1000, MIME_IN_CLAIM_BYTES],
   );
   return rows.map((r) => ({
     submissionId: r.id,
     organizationId: r.organization_id,
     inboxId: r.inbox_id,
     createdAt: new Date(Number(r.created_at_ms)),
-    domains: r.domains,
+    domains: [...new Set(r.recipients.map((x) => x.domain))].sort(),
+    fromEmail: r.from_email,
+    mime: r.mime ?? undefined,
+    recipients: r.recipients,
   }));
+}
+
+/** Submissions of the task queue still pending (approved holds aside: their workflows'), oldest first: announced while no worker listened. */
+export async function pendingSubmissionIds(sql: SqlPool, taskQueue: string, limit: number): Promise<string[]> {
+  const rows = await sql.query<{ id: string }>(
+    `select id from submissions where status = 'pending' and decided_at is null and task_queue = $1 order by created_at limit $2`,
+    [taskQueue, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Extends the leases of these claims (a worker still holds them); a cleared lease stays cleared. */
+export async function renewClaims(sql: SqlPool, submissionIds: readonly string[], leaseMs: number): Promise<void> {
+  if (submissionIds.length === 0) return;
+  await sql.query(
+    `update submissions set claim_expires_at = now() + make_interval(secs => $2) where id = any($1::uuid[]) and claim_expires_at is not null`,
+    [submissionIds, leaseMs / 1000],
+  );
+}
+
+/** The workflows of these claims have started (or they are final): their leases end. */
+export async function releaseClaims(sql: SqlPool, submissionIds: readonly string[]): Promise<void> {
+  if (submissionIds.length === 0) return;
+  await sql.query(`update submissions set claim_expires_at = null where id = any($1::uuid[]) and claim_expires_at is not null`, [submissionIds]);
+}
+
+/**
+ * Takes over up to `limit` claims of the task queue whose lease ran out (their worker died before it finished or
+ * started a workflow): leased anew to the caller, which starts their workflows. Workers taking over at once take
+ * different ones (skip locked).
+ */
+export async function takeOverExpiredClaims(sql: SqlPool, taskQueue: string, leaseMs: number, limit: number): Promise<ExpiredClaim[]> {
+  const rows = await sql.query<{ id: string; organization_id: string; inbox_id: string | null }>(
+    `update submissions s set claim_expires_at = now() + make_interval(secs => $2)
+      where s.id in (select id from submissions where task_queue = $1 and claim_expires_at < now()
+                      order by claim_expires_at limit $3 for update skip locked)
+      returning s.id, s.organization_id, s.inbox_id`,
+    [taskQueue, leaseMs / 1000, limit],
+  );
+  return rows.map((r) => ({ submissionId: r.id, organizationId: r.organization_id, inboxId: r.inbox_id }));
 }
 
 /** pending → queued for the submission (queueId set) and its pending recipients; lists the open domains. */
@@ -164,6 +248,12 @@ export async function readAttemptInput(sql: SqlPool, submissionId: string, domai
     mime: Buffer.from(row.mime),
     recipients: row.recipients,
   };
+}
+
+/** The stored bytes of a submission (a claim carries them only up to MIME_IN_CLAIM_BYTES); undefined when it is gone. */
+export async function readMime(sql: SqlPool, submissionId: string): Promise<Buffer | undefined> {
+  const rows = await sql.query<{ mime: Buffer }>(`select mime from submissions where id = $1`, [submissionId]);
+  return rows[0] ? Buffer.from(rows[0].mime) : undefined;
 }
 
 /** A hard-bounced recipient to suppress: its recipient id, address and the bounce's detail. */

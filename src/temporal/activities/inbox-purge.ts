@@ -18,6 +18,8 @@ export const MAILBOX_DATA: readonly { table: string; where: string; key?: string
   { table: "inbound_raw_messages", where: "inbox_ids = array[?]::text[]" },
   // Who the inbox exchanged mail with (the hold policies' memory); never updated, so its rows go by ctid.
   { table: "contacts", key: "ctid", where: "own_address = (select address from inboxes where id = ?)" },
+  // Its sender rules would apply to nothing more.
+  { table: "sender_rules", where: "inbox_id = ?" },
 ];
 
 export function createInboxPurgeActivities(db: Database) {

@@ -125,6 +125,10 @@ Call with (dict "root" $ "role" "api"|"smtp"|"worker"|"migrate").
   value: {{ $v.smtp.port | quote }}
 - name: SMTP_PROXY_PROTOCOL
   value: {{ $v.smtp.proxyProtocol | quote }}
+{{- if $v.smtp.proxyProtocol }}
+- name: SMTP_PROXY_TRUSTED
+  value: {{ required "smtp.proxyTrusted (the load balancer's addresses or CIDR ranges) is required with smtp.proxyProtocol" (join "," $v.smtp.proxyTrusted) | quote }}
+{{- end }}
 {{- if $v.smtp.tls.existingSecret }}
 - name: SMTP_TLS_CERT
   value: /etc/mailbox/smtp-tls/tls.crt
@@ -132,7 +136,7 @@ Call with (dict "root" $ "role" "api"|"smtp"|"worker"|"migrate").
   value: /etc/mailbox/smtp-tls/tls.key
 {{- end }}
 {{- end }}
-{{- if or (eq .role "smtp") (eq .role "worker") }}
+{{- if has .role (list "api" "smtp" "worker") }}
 - name: STATUS_PORT
   value: {{ (index $v .role).statusPort | quote }}
 {{- end }}

@@ -1,0 +1,610 @@
+// Domain names a message shows or links to, and which of them imitate another: a brand that phishing mail often
+// imitates, the sender's own domain, or another domain of the same message. A look-alike is a name that reads as
+// the other one while being a different registrable domain:
+//
+// - `mixed_script`: a label mixing scripts that are never mixed in a real name (Latin with Cyrillic or Greek …);
+//   Japanese, Chinese and Korean mixes with Latin are allowed, as browsers allow them (UTS #39 "highly restrictive");
+// - `confusable`: letters of another script or digits that read as the imitated name ("раураl", "paypa1",
+//   "rnicrosoft"), and a capital I written for an l ("appIe.com");
+// - `typo`: one letter swapped for one that reads alike, two neighbours swapped, a doubled letter added or dropped
+//   ("paypall", "docusing"; "arnazon" is a confusable), or a letter dropped from inside a name of six letters or
+//   more ("amazn", "micosoft") — against the known brands, the sender's domain and (for the sender) the message's
+//   names; for five-letter brands, only a letter that reads alike, under the brand's own suffix ("appie.com");
+// - `brand_in_subdomain`: a brand's domain put in front of another one ("paypal.com.account-check.xyz"), or its
+//   name (or other name: "amex") as a word of the subdomain;
+// - `brand_token`: a brand's name (or a look-alike of it, or its other name) as one word of a hyphenated name
+//   ("paypal-secure.com", "netfiix-support.com", "amex-card-services.net") or glued to a lure ("appleid"); for
+//   brands whose names other businesses also use in theirs ("salesforce-consulting"), only beside a word of signing
+//   in or paying ("salesforce-login", "intuit-invoices"); and a name the message itself shows with a word of
+//   signing in beside it or glued to it ("nationwide-secure-logon.com" in mail naming nationwide.co.uk);
+// - `typo` also covers a name under a misspelt ".com" ("acmecorp.co", "acmecorp.cm" for acmecorp.com).
+//
+// The registrable domain is read from the public suffix list (tldts, private suffixes included, so two users'
+// `github.io` sites are two domains). Every scan here is one forward pass or a regular expression that can only
+// start at a word boundary, so the work is linear in the text.
+import { domainToASCII, domainToUnicode } from "node:url";
+import { parse as parseDomain } from "tldts";
+import { latinLookalike, LOOKALIKE_PAIRS, LOOKALIKE_SEQUENCES } from "./confusables.js";
+
+export type LookalikeKind = "mixed_script" | "confusable" | "typo" | "brand_in_subdomain" | "brand_token";
+
+export interface Lookalike {
+  readonly kind: LookalikeKind;
+  /** The look-alike host name, in its ASCII (xn--) form. */
+  readonly domain: string;
+  /** The registrable domain it imitates (ASCII), or its ASCII reading when it imitates nothing known. */
+  readonly imitates: string;
+}
+
+/**
+ * Brands phishing mail most often imitates (registrable domains), from the phishing reports of the large mail
+ * providers and anti-phishing groups. A look-alike of these is reported even when the message names no other.
+ */
+export const KNOWN_BRANDS: readonly string[] = [
+  "paypal.com", "apple.com", "icloud.com", "microsoft.com", "office.com", "office365.com", "outlook.com", "live.com",
+  "hotmail.com", "microsoftonline.com", "google.com", "gmail.com", "youtube.com", "amazon.com", "amazon.de",
+  "amazon.co.uk", "netflix.com", "facebook.com", "instagram.com", "whatsapp.com", "linkedin.com", "twitter.com",
+  "dropbox.com", "docusign.com", "docusign.net", "adobe.com", "wetransfer.com", "chase.com", "wellsfargo.com",
+  "bankofamerica.com", "citibank.com", "americanexpress.com", "capitalone.com", "usbank.com", "hsbc.com",
+  "barclays.co.uk", "santander.com", "lloydsbank.com", "natwest.com", "sparkasse.de", "commerzbank.de",
+  "deutsche-bank.de", "postbank.de", "ing.com", "revolut.com", "wise.com", "n26.com", "coinbase.com", "binance.com",
+  "kraken.com", "metamask.io", "blockchain.com", "stripe.com", "shopify.com", "ebay.com", "walmart.com", "target.com",
+  "bestbuy.com", "costco.com", "aliexpress.com", "alibaba.com", "booking.com", "airbnb.com", "expedia.com", "uber.com",
+  "dhl.com", "dhl.de", "fedex.com", "ups.com", "usps.com", "royalmail.com", "irs.gov", "github.com", "gitlab.com",
+  "slack.com", "zoom.us", "okta.com", "salesforce.com", "intuit.com", "quickbooks.com", "xero.com", "godaddy.com",
+  "cloudflare.com", "steamcommunity.com", "steampowered.com", "roblox.com", "epicgames.com", "spotify.com",
+  "yahoo.com", "aol.com", "protonmail.com", "proton.me", "openai.com", "anthropic.com", "notion.so", "atlassian.com",
+  "mastercard.com", "visa.com", "norton.com", "mcafee.com", "telegram.org", "discord.com", "tiktok.com",
+];
+
+/** Domains the brands themselves use whose names carry the brand as a word ("google-analytics.com"). */
+const BRAND_OWNED = new Set([
+  "google-analytics.com", "googleusercontent.com", "googlemail.com", "googleapis.com", "googletagmanager.com",
+  "amazon-adsystem.com", "amazonaws.com", "media-amazon.com", "ssl-images-amazon.com", "amazontrust.com",
+  "paypal-community.com", "paypalobjects.com", "paypal-corp.com", "microsoft365.com", "office.net", "sharepoint.com",
+  "apple-dns.net", "icloud-content.com", "cdn-apple.com", "facebookmail.com", "fbcdn.net", "linkedin-ei.com",
+  "docusign-europe.net", "dropboxusercontent.com", "githubusercontent.com", "github.io", "githubassets.com",
+  "slack-edge.com", "zoomgov.com", "stripe-status.com", "shopifyemail.com", "ebay-kleinanzeigen.de", "bestbuy-email.com",
+  "chase-email.com", "netflix-email.com", "amazonpay.com", "paypal-prepaid.com", "googlecloud.com",
+  // A brand's name glued to a lure word, and its own: SharePoint's notifications, Microsoft's sign-in pages, Citi's
+  // online banking, Adobe's signing and sign-in, Amazon's payments.
+  "sharepointonline.com", "msftauth.net", "citibankonline.com", "adobesign.com", "adobelogin.com", "amazonpayments.com",
+]);
+
+/**
+ * Brands whose name as a subdomain or as a word of a hyphenated name is almost always an imitation. Not the tools
+ * companies host under their own names ("github.acme.com", "gitlab.acme.com"), not the short names, and not
+ * Sparkasse, whose every local bank is "sparkasse-<region>.de".
+ */
+const BRAND_WORD_DOMAINS = new Set([
+  "paypal.com", "apple.com", "icloud.com", "microsoft.com", "office365.com", "outlook.com", "hotmail.com",
+  "microsoftonline.com", "google.com", "gmail.com", "amazon.com", "netflix.com", "facebook.com", "instagram.com",
+  "whatsapp.com", "linkedin.com", "dropbox.com", "docusign.com", "adobe.com", "wetransfer.com", "wellsfargo.com",
+  "bankofamerica.com", "citibank.com", "americanexpress.com", "capitalone.com", "barclays.co.uk", "santander.com",
+  "lloydsbank.com", "natwest.com", "commerzbank.de", "postbank.de", "revolut.com", "coinbase.com",
+  "binance.com", "metamask.io", "blockchain.com", "ebay.com", "walmart.com", "aliexpress.com", "booking.com",
+  "airbnb.com", "fedex.com", "royalmail.com", "steamcommunity.com", "steampowered.com", "roblox.com", "yahoo.com",
+  "protonmail.com", "mastercard.com", "norton.com", "mcafee.com",
+]);
+
+interface Brand {
+  readonly domain: string;
+  /** The registrable domain without its public suffix ("paypal"). */
+  readonly label: string;
+  readonly skeleton: string;
+}
+
+const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
+  const label = labelOf(domain);
+  return { domain, label, skeleton: skeleton(label) };
+});
+/** A brand by the skeleton of its name; the first listed (its .com) for a brand under several suffixes. */
+const BRAND_BY_SKELETON = new Map([...BRANDS].reverse().map((b) => [b.skeleton, b]));
+const BRAND_BY_DOMAIN = new Map(BRANDS.map((b) => [b.domain, b]));
+const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
+
+export interface DomainParts {
+  /** The host name as given, lower-case, in Unicode. */
+  readonly host: string;
+  /** The registrable domain in Unicode ("paypal.com"), or null for an IP address or a bare suffix. */
+  readonly registrable: string | null;
+  /** The registrable domain without its public suffix ("paypal"). */
+  readonly label: string;
+  /** The labels in front of the registrable domain ("account.paypal.com" → "account"). */
+  readonly subdomain: string;
+}
+
+/** The parts of a host name (ASCII or Unicode) as the public suffix list reads them. */
+export function domainParts(host: string): DomainParts {
+  const unicode = toUnicode(host.toLowerCase());
+  const parsed = parseDomain(unicode, { allowPrivateDomains: true, extractHostname: false });
+  const registrable = parsed.isIp ? null : parsed.domain;
+  return {
+    host: unicode,
+    registrable,
+    label: registrable ? (parsed.domainWithoutSuffix ?? "") : "",
+    subdomain: parsed.subdomain ?? "",
+  };
+}
+
+/** The registrable domain of a host name (ASCII), for comparing two hosts' organisations. */
+export function registrableDomain(host: string): string | null {
+  const registrable = domainParts(host).registrable;
+  return registrable === null ? null : toAscii(registrable);
+}
+
+export function toAscii(domain: string): string {
+  return domainToASCII(domain) || domain;
+}
+
+export function toUnicode(domain: string): string {
+  return domain.includes("xn--") ? domainToUnicode(domain) || domain : domain;
+}
+
+/**
+ * Domain names in text ("paypal.com", "www.pаypal.com", "xn--pypal-4ve.com"), lower-case and as written, with their
+ * index. Only names under a public suffix (or the reserved .example and .test), so "node.js" and "index.html" are
+ * not names; addresses' domains ("a@b.com") are not listed.
+ */
+export function domainsIn(text: string, limit: number): { domain: string; written: string; index: number }[] {
+  const out: { domain: string; written: string; index: number }[] = [];
+  if (!text.includes(".")) return out;
+  for (const m of text.matchAll(DOMAIN_TOKEN)) {
+    if (out.length >= limit) break;
+    const domain = m[0].toLowerCase();
+    if (isDomainName(domain)) out.push({ domain, written: m[0], index: m.index });
+  }
+  return out;
+}
+
+/**
+ * A run of labels joined by single dots, not inside a longer word, an address or a path. The look-behind lets it
+ * start only where a run begins, so each run is tried once: linear in the text.
+ */
+const DOMAIN_TOKEN = /(?<![\p{L}\p{N}\p{M}._@/-])[\p{L}\p{N}\p{M}-]{1,63}(?:\.[\p{L}\p{N}\p{M}-]{1,63}){1,8}(?![\p{L}\p{N}\p{M}_@-]|\.[\p{L}\p{N}\p{M}])/gu;
+const RESERVED_SUFFIXES = new Set(["example", "test"]);
+
+export function isDomainName(domain: string): boolean {
+  if (domain.startsWith("-") || domain.endsWith("-") || /^[\d.]+$/.test(domain)) return false;
+  const parsed = parseDomain(domain, { allowPrivateDomains: true, extractHostname: false });
+  if (!parsed.domain || !parsed.domainWithoutSuffix || parsed.isIp) return false;
+  return parsed.isIcann === true || parsed.isPrivate === true || RESERVED_SUFFIXES.has(parsed.publicSuffix ?? "");
+}
+
+/** What each letter of a label reads as in ASCII: accents removed, look-alike letters and sequences replaced. */
+export function skeleton(label: string): string {
+  const plain = label.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
+  let out = "";
+  for (const char of plain) out += latinLookalike(char);
+  for (const [sequence, letter] of LOOKALIKE_SEQUENCES) out = out.replaceAll(sequence, letter);
+  return out;
+}
+
+/** Whether a label mixes scripts that a real name never mixes (digits and hyphens belong to every script). */
+export function isMixedScript(label: string): boolean {
+  const scripts = new Set<string>();
+  for (const char of label) {
+    const script = scriptOf(char);
+    if (script) scripts.add(script);
+  }
+  if (scripts.size <= 1) return false;
+  // Japanese, Chinese and Korean names mix Han with kana, bopomofo or hangul, and any of them with Latin.
+  const cjk = new Set(["Han", "Hiragana", "Katakana", "Bopomofo", "Hangul", "Latin"]);
+  return ![...scripts].every((s) => cjk.has(s));
+}
+
+const SCRIPTS: readonly [string, RegExp][] = [
+  ["Latin", /\p{Script=Latin}/u],
+  ["Cyrillic", /\p{Script=Cyrillic}/u],
+  ["Greek", /\p{Script=Greek}/u],
+  ["Armenian", /\p{Script=Armenian}/u],
+  ["Han", /\p{Script=Han}/u],
+  ["Hiragana", /\p{Script=Hiragana}/u],
+  ["Katakana", /\p{Script=Katakana}/u],
+  ["Hangul", /\p{Script=Hangul}/u],
+  ["Bopomofo", /\p{Script=Bopomofo}/u],
+  ["Cherokee", /\p{Script=Cherokee}/u],
+];
+
+function scriptOf(char: string): string | null {
+  if (!/\p{L}/u.test(char)) return null;
+  for (const [name, pattern] of SCRIPTS) if (pattern.test(char)) return name;
+  return "Other";
+}
+
+/** Whether a label is written wholly in letters of another script that all read as Latin ones ("аррӏе"). */
+function isWholeScriptConfusable(label: string): boolean {
+  let letters = 0;
+  for (const char of label.normalize("NFKD").replace(/\p{M}/gu, "")) {
+    if (!/\p{L}/u.test(char)) continue;
+    letters++;
+    if (/[a-z]/.test(char) || !/^[a-z0-9]$/.test(latinLookalike(char))) return false;
+  }
+  return letters > 0;
+}
+
+/**
+ * The domains of one message a look-alike may imitate: the sender's, the message's own names, and the known brands.
+ * Only a plain name imitates: of "paypa1.com" and "paypal.com" in one message, the first reads as the second.
+ */
+export class DomainReferences {
+  /** Skeleton of a plain label → the registrable domain (ASCII) it belongs to. */
+  private readonly bySkeleton = new Map<string, string>();
+  private readonly plain: Reference[] = [];
+  /** What each host read as, by host. */
+  private readonly read = new Map<string, Lookalike | null>();
+  private readonly from: Reference | null = null;
+
+  /**
+   * `authenticatedFrom`: the sender's registrable domain when sender authentication passed — a brand's own mail
+   * links its own hyphenated and sub-domains ("paypal-communication.com" in mail from paypal.com), which are not
+   * imitations then.
+   */
+  private readonly authenticatedFrom: string | null;
+
+  constructor(fromDomain: string | null, messageDomains: Iterable<string>, authenticatedFrom: string | null = null) {
+    // Assigned here, not as a parameter property: the parser worker loads this file with Node's type stripping.
+    this.authenticatedFrom = authenticatedFrom;
+    const from = fromDomain ? domainParts(fromDomain) : null;
+    if (from?.registrable && isPlainLabel(from.label)) {
+      this.from = { label: from.label, domain: toAscii(from.registrable), skeleton: from.label };
+      this.bySkeleton.set(from.label, this.from.domain);
+    }
+    const seen = new Set<string>();
+    for (const domain of messageDomains) {
+      if (this.plain.length >= MAX_REFERENCES) break;
+      const parts = domainParts(domain);
+      if (!parts.registrable || !isPlainLabel(parts.label) || seen.has(parts.registrable)) continue;
+      seen.add(parts.registrable);
+      const reference = { label: parts.label, domain: toAscii(parts.registrable), skeleton: parts.label };
+      this.plain.push(reference);
+      if (!this.bySkeleton.has(parts.label)) this.bySkeleton.set(parts.label, reference.domain);
+    }
+  }
+
+  /**
+   * What a host name imitates, or null when it reads as itself. `sender`: the host is the From domain, which is
+   * also compared letter by letter with the message's other names. `written`: the name as the message writes it,
+   * capitals kept, when it may differ from `host` ("appIe.com").
+   */
+  lookalike(host: string, sender = false, written: string = host): Lookalike | null {
+    // A message links the same few hosts many times: each is read once.
+    const asL = capitalIAsL(written);
+    const key = `${sender ? "from:" : ""}${asL === null ? host : written}`;
+    const known = this.read.get(key);
+    if (known !== undefined) return known;
+    const found = this.readLookalike(host, sender, asL);
+    this.read.set(key, found);
+    return found;
+  }
+
+  private readLookalike(host: string, sender: boolean, asL: string | null): Lookalike | null {
+    const parts = domainParts(host);
+    if (!parts.registrable) return null;
+    const domain = toAscii(parts.host);
+    const registrable = toAscii(parts.registrable);
+    // A brand's own domain is no look-alike of another brand's ("microsoftonline.com" is Microsoft's).
+    if (BRAND_OWNED.has(registrable) || KNOWN_BRAND_SET.has(registrable)) return null;
+    // A capital I written where a small l belongs reads as that l ("appIe.com" is apple.com to a reader).
+    if (asL !== null) {
+      const readsAs = skeleton(domainParts(asL).label);
+      const imitated = BRAND_BY_SKELETON.get(readsAs)?.domain ?? this.bySkeleton.get(readsAs);
+      if (imitated && imitated !== registrable) return { kind: "confusable", domain, imitates: imitated };
+    }
+    const labels = [...parts.subdomain.split("."), parts.label].filter(Boolean);
+    const mixed = labels.some(isMixedScript);
+    const readsAs = skeleton(parts.label);
+    // The same name read through look-alike letters, under any suffix.
+    if (readsAs !== parts.label) {
+      const imitated = BRAND_BY_SKELETON.get(readsAs)?.domain ?? this.bySkeleton.get(readsAs);
+      // The same name under another suffix reads as itself ("icloud.com.cn": "cl" only reads as "d").
+      if (imitated && imitated !== registrable && labelOf(imitated) !== parts.label) {
+        return { kind: mixed ? "mixed_script" : "confusable", domain, imitates: imitated };
+      }
+    }
+    if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
+    for (const reference of this.typoReferences(sender)) {
+      if (reference.domain !== registrable && (oneLookalikeEdit(readsAs, reference.skeleton) || droppedLetter(readsAs, reference.skeleton))) {
+        return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
+      }
+    }
+    const suffix = suffixOf(parts);
+    for (const brand of FIVE_LETTER_BRANDS) {
+      if (fiveLetterTypo(readsAs, brand, suffix)) return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
+    }
+    const tokens = parts.label.split("-");
+    const lure = tokens.some(isLure);
+    if (parts.subdomain) {
+      const words = withJoinedPairs(skeleton(parts.subdomain).split(/[.-]/));
+      for (const brand of BRANDS) {
+        if (brand.domain === registrable) continue;
+        // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
+        // of the subdomain (for brands others name themselves after, only with a lure in the name).
+        const wholeDomain = `.${parts.subdomain}.`.includes(`.${brand.domain}.`);
+        const asWord = words.includes(brand.skeleton) && (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)));
+        if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
+      }
+      // A brand's other name beside a lure ("amex.card-services.net").
+      const alias = lure ? words.map((w) => BRAND_ALIASES.get(w)).find((a) => a !== undefined && a !== registrable) : undefined;
+      if (alias) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: alias });
+    }
+    // Each word, and each pair of words written with a hyphen between them ("we-transfer").
+    for (const token of tokens.length >= 2 ? withJoinedPairs(tokens) : []) {
+      const brand = brandOfToken(token, lure, tokens.some((t) => CREDENTIAL_LURES.has(t)));
+      if (brand) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand.domain });
+    }
+    // A brand glued to a lure word ("appleid", "paypalsecure", "securenetflix").
+    for (const token of tokens) {
+      const brand = gluedBrand(token);
+      if (brand && brand !== registrable) return this.unlessOwn({ kind: "brand_token", domain, imitates: brand });
+    }
+    // Another name of this message with a word of signing in beside it or glued to it ("nationwide-secure-logon.com"
+    // in a message that names nationwide.co.uk).
+    const builtOn = this.messageNameWithLure(tokens, registrable);
+    if (builtOn) return this.unlessOwn({ kind: "brand_token", domain, imitates: builtOn });
+    if (MISSPELT_COM.has(suffix)) {
+      const imitated = this.sameLabelDotCom(parts.label, sender);
+      if (imitated) return this.unlessOwn({ kind: "typo", domain, imitates: imitated });
+    }
+    return null;
+  }
+
+  /**
+   * The domain of the message whose name is a word of this hyphenated one beside a word of signing in, or glued to
+   * one: a look-alike built on a name the message itself shows. Not a name that is itself a lure word. Each word is
+   * cut at each place once and both halves looked up, so the work is the word's length, not the message's names.
+   */
+  private messageNameWithLure(tokens: readonly string[], registrable: string): string | null {
+    const named = (name: string): string | null => {
+      const domain = name.length >= MIN_BRAND_WORD && !isLure(name) ? this.bySkeleton.get(name) : undefined;
+      return domain !== undefined && domain !== registrable ? domain : null;
+    };
+    const credential = tokens.some(isCredentialLure);
+    for (const token of tokens) {
+      const whole = credential ? named(token) : null;
+      if (whole) return whole;
+      for (let cut = 2; cut <= token.length - 2; cut++) {
+        const head = token.slice(0, cut);
+        const tail = token.slice(cut);
+        const glued = (isCredentialLure(tail) ? named(head) : null) ?? (isCredentialLure(head) ? named(tail) : null);
+        if (glued) return glued;
+      }
+    }
+    return null;
+  }
+
+  /** A ".com" domain of the same name among the brands, the sender's domain and (for the sender) the message's. */
+  private sameLabelDotCom(label: string, sender: boolean): string | null {
+    const dotCom = `${label}.com`;
+    if (BRANDS.some((b) => b.domain === dotCom)) return dotCom;
+    if (!sender && this.from?.domain === dotCom) return dotCom;
+    if (sender && this.plain.some((p) => p.domain === dotCom)) return dotCom;
+    return null;
+  }
+
+  /** A look-alike of the authenticated sender's own brand, in its own mail, is one of its names. */
+  private unlessOwn(found: Lookalike): Lookalike | null {
+    return this.authenticatedFrom !== null && found.imitates === this.authenticatedFrom ? null : found;
+  }
+
+  /**
+   * The names a one-letter typo is checked against: the known brands and the sender's domain; for the sender's
+   * domain itself, the message's other names too (a typo of a name the message links to).
+   */
+  private *typoReferences(sender: boolean): Iterable<Reference> {
+    for (const brand of BRANDS) if (brand.label.length >= MIN_TYPO_LABEL) yield brand;
+    if (this.from && !sender && this.from.label.length >= MIN_TYPO_LABEL) yield this.from;
+    if (sender) for (const own of this.plain) if (own.label.length >= MIN_TYPO_LABEL) yield own;
+  }
+}
+
+/** Whether a registrable domain (ASCII) is one of the known brands'. */
+export function isKnownBrand(registrable: string): boolean {
+  return KNOWN_BRAND_SET.has(registrable);
+}
+
+const KNOWN_BRAND_SET = new Set(KNOWN_BRANDS);
+
+/** A name a look-alike may imitate: plain, so its skeleton is its label. */
+interface Reference {
+  readonly label: string;
+  readonly domain: string;
+  readonly skeleton: string;
+}
+
+/** A label written only in the letters, digits and hyphens that it reads as: no look-alike letters in it. */
+function isPlainLabel(label: string): boolean {
+  return /^[a-z0-9-]+$/.test(label) && skeleton(label) === label;
+}
+
+/** Words of signing in: beside them even a brand named like an everyday word is the brand ("chase-secure-login"). */
+const CREDENTIAL_LURES = new Set([
+  "login", "logon", "signin", "signon", "secure", "security", "verify", "verification", "account", "accounts", "auth",
+  "password", "wallet", "id", "unlock", "recovery", "session",
+]);
+/** Words of signing in, paying, delivering and sharing that phishing names put beside a brand's name. */
+const LURE_WORDS = new Set([
+  ...CREDENTIAL_LURES, "sign", "support", "update", "billing", "invoice", "invoices", "payment", "payments", "pay", "alert",
+  "alerts", "service", "services", "help", "helpdesk", "reset", "confirm", "portal", "online", "access", "refund", "claim",
+  "notice", "team", "renew", "renewal", "check", "delivery", "parcel", "track", "tracking", "meeting", "join", "docs",
+  "document", "documents", "share", "sharing", "files", "webmail", "storage",
+  // German, for the German banks among the brands ("sparkasse-sicherheit.de").
+  "sicherheit", "sicher", "konto", "kundenservice", "verifizierung", "freischaltung", "pushtan", "anmeldung", "onlinebanking",
+]);
+/** Beginnings of lure words, for their other forms ("redelivery", "verifying", "suspended", "payments"). */
+const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin", "account", "payment", "invoic", "track", "renew", "updat", "confirm", "suspend", "unlock", "recover", "refund", "billing", "support", "password", "authent"];
+
+function isLure(word: string): boolean {
+  return LURE_WORDS.has(word) || LURE_STEMS.some((stem) => word.startsWith(stem));
+}
+
+/** Beginnings of words of signing in ("verifying", "securelogin", "accountupdate"). */
+const CREDENTIAL_STEMS = ["verif", "secur", "login", "logon", "signin", "account", "password", "authent", "unlock", "recover"];
+
+function isCredentialLure(word: string): boolean {
+  return CREDENTIAL_LURES.has(word) || CREDENTIAL_STEMS.some((stem) => word.startsWith(stem));
+}
+
+/**
+ * Other names of the brands, which phishing puts in names beside a lure word ("amex-card-services.net",
+ * "bofa-secure-alerts.com", "o365-login.com"); like the short brand names, only beside a lure.
+ */
+const BRAND_ALIASES = new Map([
+  ["amex", "americanexpress.com"], ["bofa", "bankofamerica.com"], ["citi", "citibank.com"], ["msft", "microsoft.com"],
+  ["o365", "microsoft.com"], ["m365", "microsoft.com"], ["ms365", "microsoft.com"], ["onedrive", "microsoft.com"],
+  ["sharepoint", "microsoft.com"], ["xbox", "microsoft.com"], ["itunes", "apple.com"], ["gdrive", "google.com"],
+  ["aws", "amazon.com"],
+]);
+
+/** Words and each two neighbours joined: a brand's name split by a hyphen reads as one ("we-transfer"). */
+function withJoinedPairs(words: readonly string[]): string[] {
+  const out = [...words];
+  for (let i = 0; i + 1 < words.length && i < 16; i++) out.push(`${words[i]}${words[i + 1]}`);
+  return out;
+}
+
+/** Short brand names that phishing puts in names as a word of their own ("dhl-express-delivery", "hsbc-uk-secure"). */
+const SHORT_BRAND_WORDS = new Set(["dhl", "ups", "usps", "hsbc", "irs", "zoom", "aol", "visa", "uber", "okta", "ebay", "ing", "n26", "wise"]);
+
+/** Suffixes that read as ".com" with a letter dropped or doubled ("co", "cm", "con", "corn"). */
+const MISSPELT_COM = new Set(["co", "cm", "om", "con", "corn", "comm", "cpm"]);
+
+/**
+ * The brand a word of a hyphenated name stands for: its name, or one look-alike edit from it; a brand that other
+ * businesses name themselves after only beside a lure word.
+ */
+function brandOfToken(token: string, lure: boolean, credential: boolean): Brand | null {
+  if (SHORT_BRAND_WORDS.has(token)) return lure ? (BRAND_BY_SKELETON.get(token) ?? null) : null;
+  const alias = BRAND_ALIASES.get(token);
+  if (alias) return lure ? (BRAND_BY_DOMAIN.get(alias) ?? null) : null;
+  if (token.length < MIN_BRAND_WORD) return null;
+  const readsAs = skeleton(token);
+  const exact = BRAND_BY_SKELETON.get(readsAs);
+  // A brand named like an everyday word ("office", "booking") is that word, unless it is written to look like it or
+  // stands beside a word of signing in.
+  const plainWord = readsAs === token && COMMON_WORD_BRANDS.has(token) && !credential;
+  if (exact && exact.label.length >= MIN_BRAND_WORD && !plainWord && (lure || BRAND_WORDS.includes(exact))) return exact;
+  for (const brand of lure ? BRANDS : BRAND_WORDS) {
+    if (brand.label.length >= MIN_TYPO_LABEL && oneLookalikeEdit(readsAs, brand.skeleton)) return brand;
+    // The looser typos only beside a lure ("micosoft-support", "appie-id-verify").
+    if (lure && (droppedLetter(readsAs, brand.skeleton) || fiveLetterTypo(readsAs, brand, null))) return brand;
+  }
+  return null;
+}
+
+function brandWordWithLure(brand: Brand): boolean {
+  return brand.label.length >= MIN_BRAND_WORD && !COMMON_WORD_BRANDS.has(brand.label);
+}
+
+/**
+ * The domain of a phished brand whose name (or other name of four letters or more) and a lure word are written as
+ * one word ("appleid", "paypalsecure", "securenetflix", "amexlogin").
+ */
+function gluedBrand(token: string): string | null {
+  if (token.length < MIN_BRAND_WORD + 2) return null;
+  for (const brand of BRAND_WORDS) if (gluedTo(token, brand.label, isLure)) return brand.domain;
+  for (const [alias, domain] of BRAND_ALIASES) if (alias.length >= 4 && gluedTo(token, alias, isLure)) return domain;
+  return null;
+}
+
+/** Whether a word is a name with a lure word glued before or after it. */
+function gluedTo(token: string, name: string, lure: (word: string) => boolean): boolean {
+  if (token.length <= name.length) return false;
+  const rest = token.startsWith(name) ? token.slice(name.length) : token.endsWith(name) ? token.slice(0, -name.length) : null;
+  return rest !== null && lure(rest);
+}
+
+/** Brands whose names are everyday words, which other names use for their meaning. */
+const COMMON_WORD_BRANDS = new Set(["office", "target", "booking", "slack", "notion", "discord", "chase", "kraken", "proton", "norton"]);
+
+/** Brand names shorter than this are words of too many other names ("ups", "dhl", "chase" aside). */
+const MIN_BRAND_WORD = 5;
+
+/** References taken from one message at most: its links and the names in its text. */
+const MAX_REFERENCES = 200;
+/** Shorter names are one letter away from too many real ones. */
+const MIN_TYPO_LABEL = 6;
+/** Brands of five letters, whose typos are read only under their own suffix. */
+const FIVE_LETTER_BRANDS = BRANDS.filter((b) => b.label.length === MIN_TYPO_LABEL - 1);
+
+/**
+ * How a host name is shown to a model: in ASCII (xn--) when its Unicode form could pass for another name (mixed
+ * scripts, or wholly in letters that read as Latin ones), as itself otherwise ("bücher.de" stays readable).
+ */
+export function displayHost(host: string): string {
+  const unicode = toUnicode(host.toLowerCase());
+  if (isPlainAscii(unicode)) return host;
+  const suspicious = unicode.split(".").some((label) => isMixedScript(label) || isWholeScriptConfusable(label));
+  return suspicious ? toAscii(unicode) : host;
+}
+
+/**
+ * Whether a label is one look-alike edit from another: one letter swapped for one that reads alike, two neighbours
+ * swapped ("docusing"), or a doubled letter added or dropped ("paypall", "gooogle"). Compared as skeletons, so a
+ * digit for a letter counts as that letter ("netfl1x" is "netfllx", one l/i from "netflix").
+ */
+export function oneLookalikeEdit(label: string, reference: string): boolean {
+  if (label === reference) return false;
+  if (label.length === reference.length) {
+    const differ: number[] = [];
+    for (let i = 0; i < label.length && differ.length <= 2; i++) if (label[i] !== reference[i]) differ.push(i);
+    if (differ.length === 1) return LOOKALIKE_PAIRS.has(`${label[differ[0]!]}${reference[differ[0]!]}`);
+    const [a, b] = differ as [number, number];
+    return differ.length === 2 && b === a + 1 && label[a] === reference[b] && label[b] === reference[a];
+  }
+  const [long, short] = label.length > reference.length ? [label, reference] : [reference, label];
+  if (long.length !== short.length + 1) return false;
+  let i = 0;
+  while (i < short.length && long[i] === short[i]) i++;
+  // The extra letter doubles its neighbour, and the rest is the same.
+  const doubled = long[i] === long[i - 1] || long[i] === long[i + 1];
+  return doubled && long.slice(i + 1) === short.slice(i);
+}
+
+/**
+ * Whether a label is a name of six letters or more with one letter dropped from inside it ("amazn", "micosoft").
+ * Not the first or last letter, which leave other words ("cloud" of "icloud", "strip" of "stripe"), and not the
+ * words and names of their own that a dropped letter makes.
+ */
+function droppedLetter(label: string, name: string): boolean {
+  if (name.length < MIN_TYPO_LABEL || label.length !== name.length - 1 || REAL_NAMES_A_LETTER_SHORT.has(label)) return false;
+  if (label[0] !== name[0] || label.at(-1) !== name.at(-1)) return false;
+  let i = 1;
+  while (i < label.length && label[i] === name[i]) i++;
+  return label.slice(i) === name.slice(i + 1);
+}
+
+/**
+ * A five-letter brand's name with a letter swapped for one that reads alike ("appie", "gmaii"), under the brand's
+ * own suffix (`suffix`; null for a word of a hyphenated name beside a lure): five-letter names under other
+ * suffixes are often other businesses' ("appie.nl").
+ */
+function fiveLetterTypo(label: string, brand: Brand, suffix: string | null): boolean {
+  const sameSuffix = suffix === null || brand.domain === `${brand.label}.${suffix}`;
+  return sameSuffix && brand.label.length === MIN_TYPO_LABEL - 1 && label.length === brand.label.length && oneLookalikeEdit(label, brand.skeleton);
+}
+
+/** Words and names of their own that are a brand's name with a letter dropped from inside. */
+const REAL_NAMES_A_LETTER_SHORT = new Set([
+  "papal", "inuit", "revolt", "stipe", "cosco", "titter", "booing", "goole", "betbuy", "deutschebank",
+]);
+
+/**
+ * A host name as written, with each capital I that follows a small letter read as a small l ("appIe.com" →
+ * "apple.com"), or null when it has none: names are case-insensitive, so that capital only serves to deceive.
+ */
+function capitalIAsL(written: string): string | null {
+  return /[a-z]I/.test(written) ? written.replace(/(?<=[a-z])I/g, "l").toLowerCase() : null;
+}
+
+function labelOf(domain: string): string {
+  return domainParts(domain).label;
+}
+
+function suffixOf(parts: DomainParts): string {
+  return parts.registrable ? toAscii(parts.registrable.slice(parts.label.length + 1)) : "";
+}
+
+export function isPlainAscii(text: string): boolean {
+  return /^[\x00-\x7f]*$/.test(text);
+}
