@@ -5,7 +5,9 @@
 // original and joins its thread.
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { WorkflowNotFoundError } from "@temporalio/client";
 import { EICAR } from "../../src/scanning/builtin.js";
+import { deliveryWorkflowId } from "../../src/temporal/client.js";
 import { verifiedDomain } from "../support/customer-domains.js";
 import { attemptResults } from "../support/delivery-history.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
@@ -58,6 +60,12 @@ function submissionWhen(id: string, done: (s: any) => boolean, as: Tenant = tena
     const res = await as.request("GET", `/v1/submissions/${id}`);
     return done(res.body) ? res.body : undefined;
   });
+}
+
+/** No history yet: the workflow is started once the first attempt is recorded. */
+function notStartedYet(e: unknown): unknown[] {
+  if (e instanceof WorkflowNotFoundError) return [];
+  throw e;
 }
 
 /** The one transaction the sink got for a recipient. */
@@ -128,16 +136,11 @@ describe("attachments, cc and bcc", () => {
       ["bcc", "deferred"],
     ]);
     expect(settled.status).toBe("partially_delivered");
-    // The workflow's history tells the same: the first attempt's result names each recipient's outcome and reply.
-    const [first] = await attemptResults(app.temporal, submission.id);
-    expect(first).toEqual({
-      remaining: 1,
-      recipients: [
-        { email: to, status: "delivered", replyCode: 250, reply: expect.stringMatching(/^250 /) },
-        { email: cc, status: "bounced", replyCode: 550, reply: expect.stringMatching(/^550 5\.1\.1 /) },
-        { email: bcc, status: "deferred", replyCode: 451, reply: expect.stringMatching(/^451 4\.2\.0 /) },
-      ],
-    });
+    // The delivery queue made the first attempt (DELIVERY_WORKFLOWS=deferred): its story is the submission's, each
+    // recipient with the peer's reply; the workflow started for the deferral tells each retry's outcome.
+    expect(settled.recipients.map((r: any) => r.response.slice(0, 9))).toEqual(["250 2.0.0", "550 5.1.1", "451 4.2.0"]);
+    const retried = await eventually(async () => (await attemptResults(app.temporal, submission.id).catch(notStartedYet))[0]);
+    expect(retried).toEqual({ remaining: 1, recipients: [{ email: bcc, status: "deferred", replyCode: 451, reply: expect.stringMatching(/^451 4\.2\.0 /) }] });
 
     // One transaction: every recipient in the envelope; Bcc in no header and nowhere in the bytes.
     const copy = copyFor(to);
@@ -353,5 +356,45 @@ describe("forward", () => {
     const replyOnly = await tenant.issueKey({ scopes: ["mailbox:send"], sendMode: "reply_only" });
     const res = await post(`/v1/messages/${inbound.messageId}:forward`, { to: [{ email: at("zed") }] }, key(), tenant, { "x-api-key": replyOnly.key });
     expect(res).toMatchObject({ status: 403, body: { error: "send_mode_reply_only" } });
+  });
+});
+
+describe("the operator's view with DELIVERY_WORKFLOWS=all", () => {
+  test("a plain send's story is in the Temporal UI: its summary, each recipient's outcome and reply in the first attempt, the details and the result", async () => {
+    const all = await startTestApp({
+      SMTP_ROUTES: `*=127.0.0.1:${sink.port}`,
+      DELIVERY_WORKFLOWS: "all",
+      DELIVERY_RETRY_INITIAL: "200ms",
+      DELIVERY_RETRY_MAX: "400ms",
+      DELIVERY_QUEUE_LIFETIME: "2s",
+    });
+    try {
+      await all.startWorker();
+      const owner = await all.createTenant();
+      const own = (await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("ui"), displayName: "UI" } })).body;
+      const [to, cc, bcc] = [at("alice"), at("reject-carol"), at("defer-dave")];
+      const sent = await post(`/v1/inboxes/${own.id}/messages`, { to: [{ email: to }], cc: [{ email: cc }], bcc: [{ email: bcc }], subject: "s", text: "t" }, key(), owner);
+      expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+      const handle = all.temporal.workflow.getHandle(deliveryWorkflowId(sent.body.submission.id));
+      const result = await eventually(() => handle.result().catch(() => undefined), 30_000);
+
+      expect(await (await handle.describe()).staticSummary()).toBe("Delivery to 1 recipient domain");
+      // The workflow made the first attempt itself: its result names every recipient, with the peer's reply.
+      const [first] = await attemptResults(all.temporal, sent.body.submission.id);
+      expect(first).toEqual({
+        remaining: 1,
+        recipients: [
+          { email: to, status: "delivered", replyCode: 250, reply: expect.stringMatching(/^250 /) },
+          { email: cc, status: "bounced", replyCode: 550, reply: expect.stringMatching(/^550 5\.1\.1 /) },
+          { email: bcc, status: "deferred", replyCode: 451, reply: expect.stringMatching(/^451 4\.2\.0 /) },
+        ],
+      });
+      expect((await handle.query<{ currentDetails: string }>("__temporal_workflow_metadata")).currentDetails).toMatch(/^Recipients attempted: 1 delivered, 1 bounced, 1 deferred$/);
+      // Dave was deferred until the queue lifetime ran out: the result counts each recipient's last attempt.
+      expect(result).toEqual({ domains: 1, recipients: { delivered: 1, bounced: 1, deferred: 1 } });
+      expect((await submissionWhen(sent.body.submission.id, (x) => x.status === "partially_delivered", owner)).recipients[2]).toMatchObject({ status: "failed" });
+    } finally {
+      await all.stop();
+    }
   });
 });

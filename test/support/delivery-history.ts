@@ -6,8 +6,11 @@ import { deliveryWorkflowId } from "../../src/temporal/client.js";
 /** Every activity result in a delivery's history, in order: local activities' markers and activities' completions. */
 export async function activityResults(temporal: Client, submissionId: string): Promise<unknown[]> {
   const history = await temporal.workflow.getHandle(deliveryWorkflowId(submissionId)).fetchHistory();
-  const decode = (payloads: { data?: Uint8Array | null }[] | null | undefined) =>
-    (payloads ?? []).flatMap((p) => (p.data ? [JSON.parse(Buffer.from(p.data).toString("utf8")) as unknown] : []));
+  // JSON payloads only: a void result (an expiry's) is binary/null, without data.
+  const decode = (payloads: { metadata?: Record<string, Uint8Array> | null; data?: Uint8Array | null }[] | null | undefined) =>
+    (payloads ?? []).flatMap((p) =>
+      p.data && Buffer.from(p.metadata?.encoding ?? []).toString() === "json/plain" ? [JSON.parse(Buffer.from(p.data).toString("utf8")) as unknown] : [],
+    );
   return (history.events ?? []).flatMap((e) => [
     ...decode(e.markerRecordedEventAttributes?.details?.result?.payloads),
     ...decode(e.activityTaskCompletedEventAttributes?.result?.payloads),
