@@ -4,6 +4,9 @@
 // worker restart or a lost signal loses no decision; submission.held reaches the event stream and the webhooks that
 // asked for it; and the Temporal UI (the workflow's static summary, current details, result and activity results)
 // tells what happened without the API.
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createTransport } from "nodemailer";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { admin } from "../../src/cli/admin.js";
@@ -17,6 +20,8 @@ import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { startHttpsReceiver, verifySignature, type HttpsReceiver } from "../support/https-receiver.js";
 import { activityResults, attemptResults } from "../support/delivery-history.js";
+import { serveRole } from "../support/role-process.js";
+import { submissionState } from "../support/outbound-fixtures.js";
 import { openSse } from "../support/sse-client.js";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink.js";
 
@@ -261,6 +266,35 @@ describe("no decision is lost", () => {
     expect(sink.copiesFor(to)).toHaveLength(1);
   });
 
+  test("a worker killed (kill -9) while a send is held loses no decision: the next worker delivers the approval", async () => {
+    const org = await organization("all");
+    const to = at("killed");
+    await worker.stop();
+    // A real worker process of this app's task queue takes the announcement and starts the hold's workflow.
+    const victim = await serveRole("worker", {
+      DATABASE_URL: app.config.databaseUrl!,
+      TEMPORAL_ADDRESS: app.config.temporalAddress!,
+      TEMPORAL_TASK_QUEUE: app.config.temporalTaskQueue,
+      MANAGED_DOMAIN: app.config.managedDomain,
+      DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-holds-")),
+      SMTP_ROUTES: `*=127.0.0.1:${sink.port}`,
+    });
+    let held: { id: string };
+    try {
+      held = (await org.send(to)).body.submission;
+      await waiting(held.id, org.submission);
+    } finally {
+      await victim.kill("SIGKILL");
+    }
+    // Decided while no worker runs: the signal waits in Temporal, the decision in PostgreSQL.
+    expect((await org.decide(held.id, "approve")).status).toBe(200);
+    expect(sink.copiesFor(to)).toHaveLength(0);
+    worker = await app.startWorker();
+    expect(await handleOf(held.id).result()).toMatchObject({ hold: "approved", recipients: { delivered: 1 } });
+    expect(sink.copiesFor(to)).toHaveLength(1);
+    expect((await submissionState(app.db, held.id)).recipients[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  }, 90_000);
+
   test("the hold reconciler starts a held send's lost workflow, and wakes one that missed its approval", async () => {
     const org = await organization("all");
     await worker.stop();
@@ -358,6 +392,36 @@ describe("submission.held as an event", () => {
       expect(asked.requests).toHaveLength(1);
     } finally {
       stream.close();
+    }
+  });
+});
+
+describe("with DELIVERY_WORKFLOWS=all", () => {
+  test("a held send waits the same, unattempted, and its workflow delivers the approval", async () => {
+    const all = await startTestApp({ SMTP_ROUTES: `*=127.0.0.1:${sink.port}`, DELIVERY_WORKFLOWS: "all" });
+    try {
+      await all.startWorker();
+      const owner = await all.createTenant({ holdFor: "all" });
+      const person = await owner.issueKey({ scopes: ["delivery:approve"] });
+      const inbox = (await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("all"), displayName: "All" } })).body;
+      const to = at("all-mode");
+      const held = (await owner.request("POST", `/v1/inboxes/${inbox.id}/messages`, {
+        body: { to: [{ email: to }], subject: "s", text: "t" },
+        headers: { "idempotency-key": uniqueName("all") },
+      })).body.submission;
+      const read = (id: string) => owner.request("GET", `/v1/submissions/${id}`).then((r) => r.body);
+      await eventually(async () => ((await read(held.id)).queueId ? true : undefined));
+      const handle = handleOf(held.id, all);
+      expect(await (await handle.describe()).staticSummary()).toBe("Held for approval (all): 1 recipient");
+      expect((await submissionState(all.db, held.id)).recipients[0]).toMatchObject({ status: "held", attempts: 0 });
+      expect(sink.copiesFor(to)).toHaveLength(0);
+
+      expect((await owner.request("POST", `/v1/submissions/${held.id}:approve`, { body: {}, headers: { "x-api-key": person.key } })).status).toBe(200);
+      expect(await handle.result()).toEqual({ domains: 1, recipients: { delivered: 1 }, hold: "approved" });
+      expect(sink.copiesFor(to)).toHaveLength(1);
+      expect(await attemptResults(all.temporal, held.id)).toHaveLength(1);
+    } finally {
+      await all.stop();
     }
   });
 });
