@@ -80,6 +80,20 @@ async function waiting(submissionId: string, read: (id: string) => Promise<any>)
   return eventually(async () => ((await read(submissionId)).queueId ? handleOf(submissionId) : undefined));
 }
 
+/** On an app of its own (its worker started here): an organization holding every send, a person's key, one held send. */
+async function heldSendOn(on: TestApp, local: string) {
+  await on.startWorker();
+  const owner = await on.createTenant({ holdFor: "all" });
+  const person = await owner.issueKey({ scopes: ["delivery:approve"] });
+  const inbox = (await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName(local), displayName: "Held" } })).body;
+  const to = at(local);
+  const held = (await owner.request("POST", `/v1/inboxes/${inbox.id}/messages`, {
+    body: { to: [{ email: to }], subject: "s", text: "t" },
+    headers: { "idempotency-key": uniqueName(local) },
+  })).body.submission as { id: string };
+  return { owner, person, held, to };
+}
+
 /** Mail from `from` to the inbox over SMTP, stored (and its sender a contact of the inbox) once this resolves. */
 async function receive(owner: Tenant, inbox: { id: string; address: string }, from: string): Promise<void> {
   await createTransport({ host: "127.0.0.1", port: smtp.port, secure: false, tls: { rejectUnauthorized: false } }).sendMail({
@@ -324,15 +338,7 @@ describe("no decision is lost", () => {
   test("a hold nobody decides within HOLD_TIMEOUT is rejected as hold_expired, and cannot be approved after", async () => {
     const short = await startTestApp({ SMTP_ROUTES: `*=127.0.0.1:${sink.port}`, HOLD_TIMEOUT: "2s" });
     try {
-      await short.startWorker();
-      const owner = await short.createTenant({ holdFor: "all" });
-      const person = await owner.issueKey({ scopes: ["delivery:approve"] });
-      const inbox = (await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("slow"), displayName: "Slow" } })).body;
-      const to = at("expired");
-      const held = (await owner.request("POST", `/v1/inboxes/${inbox.id}/messages`, {
-        body: { to: [{ email: to }], subject: "s", text: "t" },
-        headers: { "idempotency-key": uniqueName("slow") },
-      })).body.submission;
+      const { owner, person, held, to } = await heldSendOn(short, "expired");
       const handle = await eventually(() => handleOf(held.id, short).describe().then(() => handleOf(held.id, short), () => undefined));
       expect(await handle.result()).toEqual({ domains: 0, hold: "hold_expired" });
       const after = (await owner.request("GET", `/v1/submissions/${held.id}`)).body;
@@ -400,15 +406,7 @@ describe("with DELIVERY_WORKFLOWS=all", () => {
   test("a held send waits the same, unattempted, and its workflow delivers the approval", async () => {
     const all = await startTestApp({ SMTP_ROUTES: `*=127.0.0.1:${sink.port}`, DELIVERY_WORKFLOWS: "all" });
     try {
-      await all.startWorker();
-      const owner = await all.createTenant({ holdFor: "all" });
-      const person = await owner.issueKey({ scopes: ["delivery:approve"] });
-      const inbox = (await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("all"), displayName: "All" } })).body;
-      const to = at("all-mode");
-      const held = (await owner.request("POST", `/v1/inboxes/${inbox.id}/messages`, {
-        body: { to: [{ email: to }], subject: "s", text: "t" },
-        headers: { "idempotency-key": uniqueName("all") },
-      })).body.submission;
+      const { owner, person, held, to } = await heldSendOn(all, "all-mode");
       const read = (id: string) => owner.request("GET", `/v1/submissions/${id}`).then((r) => r.body);
       await eventually(async () => ((await read(held.id)).queueId ? true : undefined));
       const handle = handleOf(held.id, all);
