@@ -193,6 +193,11 @@ export const FORMATS: Readonly<Record<string, JsonSchema>> = {
   email: { format: "email", pattern: `^(?:${DOT_ATOM}|"${DOT_ATOM}")@${DOMAIN}$` },
   "idn-hostname": { format: "idn-hostname", pattern: `^${DOMAIN}\\.?$` },
   uri: { format: "uri" },
+  // The CEL rule of sender_rule_service.proto, whose matches() is RE2 (its \s is exactly [\t\n\f\r ]), with the
+  // text rule's NUL left out.
+  "sender-rule-entry": {
+    pattern: "^(?:[^\\u0000\\t\\n\\f\\r @]+@)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+  },
 };
 
 const B64 = "[A-Za-z0-9+/_-]";

@@ -1,7 +1,9 @@
-import { getOption } from "@bufbuild/protobuf";
+import { create, getOption } from "@bufbuild/protobuf";
+import { createValidator } from "@bufbuild/protovalidate";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
+import { SenderRuleSettingsSchema } from "../../gen/mailbox/v1/sender_rule_service_pb.js";
 import { describe, expect, it } from "vitest";
 import { registrableName } from "../../src/domains/domains.js";
 import { parseOutboundAddress } from "../../src/outbound/addresses.js";
@@ -9,7 +11,7 @@ import { base64Decode } from "@bufbuild/protobuf/wire";
 import { buildOpenApi, FORMATS, mayMatchNul, openApiPath, REQUEST_BASE64, type JsonSchema, type Operation, type Parameter, type Response } from "../../src/rest/openapi.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { CONTRACT_SERVICES } from "../../src/rpc/services.js";
-import { NAME_PATTERN, TEXT_PATTERN } from "../../src/text-rule.js";
+import { NAME_PATTERN, TEXT_PATTERN, textProblem } from "../../src/text-rule.js";
 
 const routes = buildRouteTable(CONTRACT_SERVICES);
 const doc = buildOpenApi(routes);
@@ -315,6 +317,24 @@ describe("the OpenAPI document", () => {
       "00", "0.0", "192.0.2.1", "0x7f.1", "example.123", "localhost", "-bad.example", "under_score.example", "a..b.example", "[2001:db8::1]",
     ]) {
       expect([name, pattern.test(name)]).toEqual([name, accepts(name)]);
+    }
+  });
+
+  it("gives sender rule entries the pattern of their CEL rule (protovalidate's RE2) and the text rule", () => {
+    const settings = schema("SenderRuleSettingsInput");
+    for (const list of ["allow", "block"]) {
+      expect(settings.properties?.[list]?.items).toMatchObject({ type: "string", maxLength: 254, pattern: FORMATS["sender-rule-entry"]!.pattern });
+    }
+    const pattern = new RegExp(FORMATS["sender-rule-entry"]!.pattern!, "u");
+    const validator = createValidator();
+    const accepts = (entry: string) =>
+      textProblem(entry) === undefined && validator.validate(SenderRuleSettingsSchema, create(SenderRuleSettingsSchema, { block: [entry] })).kind === "valid";
+    for (const entry of [
+      "alice@example.com", "example.com", "Partner.Example", "xn--bcher-kva.example", "0", "a-b.c", "o'brien+x@sub.example.org", "é@example.com",
+      "\u000b@example.com", "\u00a0@example.com", "a\u0000b@example.com", "0".repeat(63), "0".repeat(64), "bücher.example", "a b@example.com",
+      "a\tb@example.com", "@example.com", "a@@example.com", "-a.example", "a-.example", "a..example", "example.com.", "a@b@example.com", "",
+    ]) {
+      expect([entry, pattern.test(entry)]).toEqual([entry, accepts(entry)]);
     }
   });
 
