@@ -157,7 +157,7 @@ export function createDeliveryStarter(client: Client, taskQueue: string, options
             workflowIdConflictPolicy: "USE_EXISTING",
             workflowIdReusePolicy: "REJECT_DUPLICATE",
             ...(options.eager ? { requestEagerStart: true } : {}),
-            staticSummary: deliverySummary({ domains: queued?.domains.length, held }),
+            staticSummary: deliverySummary({ domains: queued?.domains.length, held, retrying: attempted !== undefined }),
             typedSearchAttributes: deliverySearchAttributes(organizationId, inboxId),
           }),
         );
@@ -177,10 +177,15 @@ function deliverySearchAttributes(organizationId: string, inboxId: string | null
  * The one line the Temporal UI shows for a delivery before anything is opened: counts and the hold, never an
  * address, a subject or content. How it went is the workflow's current details and its result.
  */
-export function deliverySummary(known: { readonly domains?: number | undefined; readonly held?: { readonly reason: string; readonly recipients: number } | undefined }): string {
+export function deliverySummary(known: {
+  readonly domains?: number | undefined;
+  readonly held?: { readonly reason: string; readonly recipients: number } | undefined;
+  /** The delivery queue made the first attempts and hands over the domains they left open. */
+  readonly retrying?: boolean;
+}): string {
   if (known.held) return `Held for approval (${known.held.reason}): ${known.held.recipients} recipient${known.held.recipients === 1 ? "" : "s"}`;
-  if (known.domains !== undefined) return `Delivery to ${known.domains} recipient domain${known.domains === 1 ? "" : "s"}`;
-  return "Delivery";
+  const domains = known.domains === undefined ? "" : ` to ${known.domains} recipient domain${known.domains === 1 ? "" : "s"}`;
+  return known.retrying ? `Retries${domains} after the delivery queue's first attempt` : `Delivery${domains}`;
 }
 
 /** The signal that wakes a held submission's delivery workflow when a person decided (workflows/delivery-hold.ts). */

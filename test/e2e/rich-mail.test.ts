@@ -141,6 +141,8 @@ describe("attachments, cc and bcc", () => {
     expect(settled.recipients.map((r: any) => r.response.slice(0, 9))).toEqual(["250 2.0.0", "550 5.1.1", "451 4.2.0"]);
     const retried = await eventually(async () => (await attemptResults(app.temporal, submission.id).catch(notStartedYet))[0]);
     expect(retried).toEqual({ remaining: 1, recipients: [{ email: bcc, status: "deferred", replyCode: 451, reply: expect.stringMatching(/^451 4\.2\.0 /) }] });
+    const retries = await app.temporal.workflow.getHandle(deliveryWorkflowId(submission.id)).describe();
+    expect(await retries.staticSummary()).toBe("Retries to 1 recipient domain after the delivery queue's first attempt");
 
     // One transaction: every recipient in the envelope; Bcc in no header and nowhere in the bytes.
     const copy = copyFor(to);
