@@ -323,7 +323,11 @@ describe("no decision is lost", () => {
     const queue = app.config.temporalTaskQueue;
     const reconciler = holdReconciler(app.db.sql, queue, createDeliveryStarter(app.temporal, queue), createHoldDecisionNotifier(app.temporal, queue));
     // Only this organization's rows: the database is shared with the other test files.
-    const ours = { ...reconciler, stranded: async () => (await reconciler.stranded()).filter((r) => (r.approved ? r.submission : r.held).organizationId === org.owner.organizationId) };
+    const ofOrg = (rows: Awaited<ReturnType<typeof reconciler.stranded>>) => rows.filter((r) => (r.approved ? r.submission : r.held).organizationId === org.owner.organizationId);
+    const ours = { ...reconciler, stranded: async () => ofOrg(await reconciler.stranded()) };
+    // Another deployment's worker (another task queue on this database) leaves it to this one's.
+    const elsewhere = holdReconciler(app.db.sql, uniqueName("elsewhere"), createDeliveryStarter(app.temporal, queue), createHoldDecisionNotifier(app.temporal, queue));
+    expect(ofOrg(await elsewhere.stranded())).toEqual([]);
     expect(await reconcile(ours)).toBe(1);
     const handle = await waiting(held.id, org.submission);
 
