@@ -198,6 +198,14 @@ export interface Config {
     readonly concurrency: number;
     /** The longest a submission should wait for its first attempt; sends are refused (503) past half (DELIVERY_BACKLOG_MAX_S). */
     readonly backlogMaxMs: number;
+    /** How long a held send waits for a person's decision before it is rejected as hold_expired (HOLD_TIMEOUT, default 72h). */
+    readonly holdTimeoutMs: number;
+    /**
+     * Which deliveries are Temporal workflows (DELIVERY_WORKFLOWS): `deferred` (default), only those whose first
+     * attempt by the delivery queue left recipients deferred; `all`, every one, its first attempt made by the
+     * workflow. Held sends always have one.
+     */
+    readonly workflows: DeliveryWorkflows;
   };
   /** Where ARF feedback reports (RFC 5965) are received; each believed one adds a complaint and a suppression. */
   readonly feedbackAddress: string;
@@ -207,6 +215,10 @@ export interface Config {
   /** `mailbox mcp`: the service it relays MCP over stdio to (MAILBOX_URL), and the key it calls with (MAILBOX_API_KEY). */
   readonly mcpBridge: { readonly url: string; readonly apiKey: string | undefined };
 }
+
+/** DELIVERY_WORKFLOWS: which deliveries run as Temporal workflows. */
+export const DELIVERY_WORKFLOWS = ["deferred", "all"] as const;
+export type DeliveryWorkflows = (typeof DELIVERY_WORKFLOWS)[number];
 
 /** Paths are read when connecting; tls undefined means plaintext. */
 export interface TemporalAccess {
@@ -291,6 +303,12 @@ class EnvReader {
     return raw && resolve(raw);
   }
 
+  /** One of `choices`, `fallback` when unset. */
+  choice<T extends string>(name: string, choices: readonly T[], fallback: T): T {
+    const raw = this.str(name, fallback, new RegExp(`^(${choices.join("|")})$`), `one of ${choices.join(", ")}`);
+    return choices.find((c) => c === raw) ?? fallback;
+  }
+
   /** true or false, "false" when unset. */
   flag(name: string): boolean {
     return this.str(name, "false", /^(true|false)$/, "true or false") === "true";
@@ -315,9 +333,8 @@ class EnvReader {
 
 /** Where the process keeps its data and tools, how it logs, how long it may take to stop, the domain it serves. */
 function parseProcess(r: EnvReader): Pick<Config, "logLevel" | "dataDir" | "toolsDir" | "bindHost" | "shutdownTimeoutMs" | "managedDomain"> {
-  const logLevel = r.str("LOG_LEVEL", "info", /^(debug|info|warn|error)$/, "one of debug, info, warn, error");
   return {
-    logLevel: (["debug", "info", "warn", "error"] as const).find((l) => l === logLevel) ?? "info",
+    logLevel: r.choice("LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
     dataDir: resolve(r.str("DATA_DIR", "./.data")),
     toolsDir: resolve(r.str("TOOLS_DIR", "./.tools")),
     bindHost: r.str("BIND_HOST", "127.0.0.1"),
@@ -554,6 +571,8 @@ function parseDelivery(r: EnvReader): Pick<Config, "delivery"> {
       connectionIdleMs: r.int("DELIVERY_CONNECTION_IDLE_MS", 5_000, 100, 300_000),
       concurrency: r.int("DELIVERY_CONCURRENCY", 32, 1, 10_000),
       backlogMaxMs: r.int("DELIVERY_BACKLOG_MAX_S", 10, 2, 86_400) * 1000,
+      holdTimeoutMs: r.duration("HOLD_TIMEOUT", "72h", 1000),
+      workflows: r.choice("DELIVERY_WORKFLOWS", DELIVERY_WORKFLOWS, "deferred"),
     },
   };
 }

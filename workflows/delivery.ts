@@ -15,6 +15,7 @@
 // retried activity would.
 import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from "@temporalio/workflow";
 import type { DeliveryActivities } from "../src/temporal/activities/delivery.js";
+import { awaitHoldDecision, DeliveryStory } from "./delivery-story.js";
 import type { DeliveryArgs, DeliveryResult, QueuedSubmission } from "./types.js";
 
 /**
@@ -47,6 +48,12 @@ export function deliveryRetryDelayMs(attempt: number, initialMs: number, maxMs: 
 
 export async function delivery(args: DeliveryArgs): Promise<DeliveryResult> {
   if (!patched(LOCAL_FIRST_ATTEMPT)) return deliveryWithActivities(args);
+  // A held send waits for a person's decision before anything else (workflows/delivery-story.ts).
+  if (args.held) {
+    const hold = await awaitHoldDecision(args.submissionId);
+    if (hold !== "approved") return { domains: 0, hold };
+  }
+  const story = new DeliveryStory();
   const queued = args.queued ?? (await local.queueSubmission(args.submissionId));
   const deadline = queued.createdAtMs + queued.queueLifetimeMs;
   const attempts: Record<string, number> = { ...args.attempts };
@@ -55,6 +62,7 @@ export async function delivery(args: DeliveryArgs): Promise<DeliveryResult> {
       // The first attempt is local; the domain's retries (and a later run's attempts) are activities.
       if (!attempts[domain] && Date.now() < deadline) {
         const first = await local.attemptDomain({ submissionId: args.submissionId, domain });
+        story.attempted(first);
         attempts[domain] = 1;
         if (first.remaining === 0) return "done";
         await sleep(retryWait(attempts[domain], deadline, queued));
@@ -62,13 +70,13 @@ export async function delivery(args: DeliveryArgs): Promise<DeliveryResult> {
         // The delivery queue's own first attempt deferred: the backoff after it, as after one of ours.
         await sleep(retryWait(attempts[domain]!, deadline, queued));
       }
-      return deliverDomain(args.submissionId, domain, deadline, queued, attempts);
+      return deliverDomain(args.submissionId, domain, deadline, queued, attempts, story);
     }),
   );
   // A long retry schedule (short waits, long lifetime) would outgrow one history: a new run goes on with the domains
   // still open, and their attempt counts.
   if (outcomes.includes("continue")) await continueAsNew<typeof delivery>({ submissionId: args.submissionId, organizationId: args.organizationId, inboxId: args.inboxId, attempts });
-  return { domains: queued.domains.length };
+  return { domains: queued.domains.length, recipients: story.counts(), ...(args.held ? { hold: "approved" as const } : {}) };
 }
 
 /** The wait before the next attempt of a domain, within the queue lifetime. */
@@ -93,6 +101,7 @@ async function deliverDomain(
   deadline: number,
   schedule: QueuedSubmission,
   attempts: Record<string, number>,
+  story?: DeliveryStory,
 ): Promise<"done" | "continue"> {
   for (;;) {
     // Date.now() is the workflow clock: the same on every replay.
@@ -101,6 +110,7 @@ async function deliverDomain(
       return "done";
     }
     const result = await attemptsActivity.attemptDomain({ submissionId, domain });
+    story?.attempted(result);
     attempts[domain] = (attempts[domain] ?? 0) + 1;
     if (result.remaining === 0) return "done";
     await sleep(retryWait(attempts[domain], deadline, schedule));

@@ -2,11 +2,12 @@
 // entities or proto messages), and types only. What a workflow's activities return is the domain's own data, named
 // here by type from src/ (never a value: workflows/ is bundled into the deterministic sandbox). src/temporal/ starts
 // workflows with these arguments; nothing else under src/ needs them.
-import type { QueuedSubmission } from "../src/outbound/delivery/operations.js";
+import type { HoldState } from "../src/outbound/delivery/holds.js";
+import type { DomainAttemptResult, QueuedSubmission, RecipientAttemptOutcome } from "../src/outbound/delivery/operations.js";
 import type { ScanState } from "../src/scanning/scanner.js";
 import type { WebhookAttemptResult } from "../src/webhooks/deliveries.js";
 
-export type { QueuedSubmission, WebhookAttemptResult };
+export type { DomainAttemptResult, HoldState, QueuedSubmission, RecipientAttemptOutcome, WebhookAttemptResult };
 
 export interface InboxPurgeArgs {
   readonly inboxId: string;
@@ -26,6 +27,8 @@ export interface DeliveryArgs {
   readonly attempts?: Readonly<Record<string, number>>;
   /** Set when the delivery queue claimed (queued) the submission before starting the workflow. */
   readonly queued?: QueuedSubmission;
+  /** Set when the submission was held for a person's decision: the workflow waits for it before anything is sent. */
+  readonly held?: boolean;
   /**
    * Set when the delivery queue made the first attempts itself (counted in `attempts`): each of those domains waits
    * its backoff before its next attempt, as after an attempt of this workflow.
@@ -35,6 +38,10 @@ export interface DeliveryArgs {
 
 export interface DeliveryResult {
   readonly domains: number;
+  /** The last outcome of each recipient attempted in this run, counted by status (delivered, deferred, bounced, failed). */
+  readonly recipients?: Readonly<Record<string, number>>;
+  /** How the hold of a held submission ended: approved (then delivered as any other), rejected, hold_expired or gone. */
+  readonly hold?: HoldState["status"];
 }
 
 export interface WebhookRetrySchedule {
@@ -47,7 +54,8 @@ export interface WebhookRetrySchedule {
 export interface WebhookDeliveryArgs {
   readonly deliveryId: string;
   readonly organizationId: string;
-  readonly inboxId: string;
+  /** Null for an event without an inbox (a submission.held of /v1/send). */
+  readonly inboxId: string | null;
   /** Attempts already made (the prompt one): the first wait follows from it. */
   readonly attemptsSoFar: number;
   readonly retry: WebhookRetrySchedule;

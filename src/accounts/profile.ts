@@ -6,7 +6,7 @@ import type { TenantStore } from "../db/tenant-store.js";
 import { NotFound } from "../errors.js";
 
 export interface AccessProfile {
-  readonly organization: Pick<OrganizationRow, "id" | "status" | "messagesPerMinute" | "messagesPerDay" | "recipientsPerDay">;
+  readonly organization: Pick<OrganizationRow, "id" | "status" | "messagesPerMinute" | "messagesPerDay" | "recipientsPerDay" | "holdFor">;
   readonly principal: Principal;
   readonly managedStarter: { limit: number; used: number; remaining: number };
 }
@@ -19,11 +19,12 @@ interface OrganizationProfileRow {
   readonly recipients_per_day: number;
   readonly managed_limit: number;
   readonly managed_used: number;
+  readonly hold_for: string;
 }
 
 export async function readAccessProfile(store: TenantStore, principal: Principal): Promise<AccessProfile> {
   const [row] = await store.sqlRead<OrganizationProfileRow>((organizationId) => ({
-    text: `select id, status, messages_per_minute, messages_per_day, recipients_per_day, managed_limit, managed_used
+    text: `select id, status, messages_per_minute, messages_per_day, recipients_per_day, managed_limit, managed_used, hold_for
              from organizations where id = $1`,
     values: [organizationId],
   }));
@@ -36,6 +37,7 @@ export async function readAccessProfile(store: TenantStore, principal: Principal
       messagesPerMinute: row.messages_per_minute,
       messagesPerDay: row.messages_per_day,
       recipientsPerDay: row.recipients_per_day,
+      holdFor: row.hold_for,
     },
     principal,
     managedStarter: { limit, used, remaining: Math.max(0, limit - used) },

@@ -1,6 +1,7 @@
 // Operator actions on API keys: issue (the secret is shown once), rotate, update restrictions, revoke, list.
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { issueSecret } from "../auth/api-key-secret.js";
+import type { HoldPolicy } from "../auth/principal.js";
 import type { Config } from "../config.js";
 import { ApiKey, Organization } from "../db/entities/index.js";
 import type { ApiKeyRow } from "../db/entities/api-key.js";
@@ -17,6 +18,8 @@ export interface KeyRestrictions {
   allowedRecipientDomains?: string[] | null;
   expiresAt?: Date | null;
   requestsPerMinute?: number;
+  /** The key's own hold policy; null leaves it to the organization's. */
+  holdFor?: HoldPolicy | null;
 }
 
 /** What the operator sees of a key: never the hash or the lookup id. */
@@ -32,6 +35,7 @@ export function describeKey(key: ApiKeyRow) {
     allowedRecipientDomains: key.allowedRecipientDomains ?? null,
     expiresAt: key.expiresAt?.toISOString() ?? null,
     requestsPerMinute: key.requestsPerMinute,
+    holdFor: key.holdFor ?? null,
     revokedAt: key.revokedAt?.toISOString() ?? null,
     previousSecretValidUntil: key.previousValidUntil?.toISOString() ?? null,
     createdAt: key.createdAt.toISOString(),
@@ -63,6 +67,7 @@ export async function issueKey(
     allowedRecipientDomains: restrictions.allowedRecipientDomains ?? null,
     expiresAt: restrictions.expiresAt ?? null,
     requestsPerMinute: restrictions.requestsPerMinute ?? defaults.requestsPerMinute,
+    holdFor: restrictions.holdFor ?? null,
     revokedAt: null,
     createdAt: now,
     updatedAt: now,

@@ -1,5 +1,6 @@
 // Operator actions on organizations. Not part of the public API: the `mailbox admin org` commands call these.
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { HoldPolicy } from "../auth/principal.js";
 import type { Config } from "../config.js";
 import { Organization } from "../db/entities/index.js";
 import type { OrganizationRow } from "../db/entities/organization.js";
@@ -10,6 +11,8 @@ export interface OrganizationLimits {
   messagesPerMinute?: number;
   messagesPerDay?: number;
   recipientsPerDay?: number;
+  /** Which of the organization's sends wait for a person's decision (a key's own policy wins). */
+  holdFor?: HoldPolicy;
 }
 
 export const ORGANIZATION_STATUSES = ["active", "suspended"] as const;
@@ -29,6 +32,7 @@ export async function createOrganization(
     messagesPerMinute: input.messagesPerMinute ?? defaults.messagesPerMinute,
     messagesPerDay: input.messagesPerDay ?? defaults.messagesPerDay,
     recipientsPerDay: input.recipientsPerDay ?? defaults.recipientsPerDay,
+    holdFor: input.holdFor ?? "none",
     createdAt: now,
     updatedAt: now,
   });

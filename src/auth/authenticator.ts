@@ -6,7 +6,7 @@ import { PermissionDenied, RateLimited, Unauthenticated } from "../errors.js";
 import { lookupIdOf, secretMatches } from "./api-key-secret.js";
 import { createFailureLimiter } from "./failure-limiter.js";
 import { normalizeIp } from "./peer-address.js";
-import type { Principal } from "./principal.js";
+import type { HoldPolicy, Principal } from "./principal.js";
 
 interface KeyRow {
   id: string;
@@ -24,7 +24,9 @@ interface KeyRow {
   expires_at: Date | string | null;
   requests_per_minute: number;
   revoked_at: Date | string | null;
+  hold_for: HoldPolicy | null;
   organization_status: string;
+  organization_hold_for: HoldPolicy;
 }
 
 interface CachedKey {
@@ -67,7 +69,7 @@ export function createAuthenticator(db: Database, options: AuthenticatorOptions)
     const [row] = await db.sql.query<KeyRow>(
       `select k.id, k.organization_id, k.kind, k.lookup_id, k.secret_hash, k.previous_secret_hash, k.previous_valid_until,
               k.scopes, k.inbox_ids, k.allowed_ips, k.send_mode, k.allowed_recipient_domains, k.expires_at,
-              k.requests_per_minute, k.revoked_at, o.status as organization_status
+              k.requests_per_minute, k.revoked_at, k.hold_for, o.status as organization_status, o.hold_for as organization_hold_for
          from api_keys k join organizations o on o.id = k.organization_id
         where k.lookup_id = $1 or k.previous_lookup_id = $1`,
       [lookupId],
@@ -85,6 +87,8 @@ export function createAuthenticator(db: Database, options: AuthenticatorOptions)
       allowedRecipientDomains: row.allowed_recipient_domains,
       expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
       requestsPerMinute: row.requests_per_minute,
+      keyHoldFor: row.hold_for,
+      holdFor: row.hold_for ?? row.organization_hold_for,
     };
     const ends = [row.expires_at, current ? null : (row.previous_valid_until ?? new Date(0))]
       .filter((d): d is Date | string => d !== null)

@@ -7,6 +7,7 @@ import {
   updateOrganization,
   type OrganizationLimits,
 } from "../admin/organizations.js";
+import { HOLD_POLICIES } from "../auth/principal.js";
 import { parseScopes } from "../auth/scopes.js";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
@@ -80,6 +81,7 @@ function limitsOf(flags: Flags): OrganizationLimits {
     messagesPerMinute: count(flags["messages-per-minute"], "--messages-per-minute"),
     messagesPerDay: count(flags["messages-per-day"], "--messages-per-day"),
     recipientsPerDay: count(flags["recipients-per-day"], "--recipients-per-day"),
+    holdFor: oneOf(flags["hold-for"], HOLD_POLICIES, "--hold-for"),
   };
 }
 
@@ -98,5 +100,7 @@ function restrictionsOf(flags: Flags): KeyRestrictions {
     allowedRecipientDomains: list(flags["recipient-domains"]),
     expiresAt,
     requestsPerMinute: count(flags["requests-per-minute"], "--requests-per-minute"),
+    // An empty value gives the key back to its organization's policy.
+    holdFor: flags["hold-for"] === "" ? null : oneOf(flags["hold-for"], HOLD_POLICIES, "--hold-for"),
   };
 }

@@ -18,6 +18,7 @@ export const FLAGS = {
   "recipient-domains": { type: "string" },
   "expires-at": { type: "string" },
   "requests-per-minute": { type: "string" },
+  "hold-for": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 

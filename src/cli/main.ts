@@ -21,10 +21,12 @@ const USAGE = `mailbox <command>
   dkim-record                        the managed domain's DKIM TXT record to publish (generates the key if needed)
   mcp                                MCP over stdio, relayed to MAILBOX_URL/mcp with MAILBOX_API_KEY
   admin org create --name N [--managed-limit N] [--messages-per-minute N] [--messages-per-day N] [--recipients-per-day N]
-  admin org update --id ORG_ID [--name N] [--status active|suspended] [limit flags]
+                  [--hold-for none|first_contact|new_domain|all]
+  admin org update --id ORG_ID [--name N] [--status active|suspended] [limit flags] [--hold-for …]
   admin org list
   admin key issue --org ORG_ID --scopes a,b|* [--inbox-ids ..] [--allowed-ips ..] [--send-mode new_and_reply|reply_only]
                   [--recipient-domains ..] [--expires-at ISO] [--requests-per-minute N]
+                  [--hold-for none|first_contact|new_domain|all]   (an empty --hold-for: the organization's)
   admin key update --id KEY_ID [restriction flags; an empty list value clears the restriction]
   admin key rotate --id KEY_ID       new secret; the old one works for KEY_ROTATION_OVERLAP_S more seconds
   admin key revoke --id KEY_ID

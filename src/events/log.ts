@@ -8,20 +8,20 @@
 // commit is never below one a reader has seen. A reader that read up to a position has missed nothing before it.
 import type { SqlTx } from "../db/database.js";
 import { eventsInsert } from "../db/tables/events.js";
-import type { NewEvent } from "./message-received.js";
-import { MESSAGE_RECEIVED } from "./message-received.js";
+import type { NewEvent } from "./event.js";
 
 /**
- * The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId> <a|->", the last
- * word saying whether the message's sender authenticated.
+ * The notification channel; a notification's payload is "<organizationId> <inboxId> <messageId> <a|->", with "-"
+ * for an id the event does not have (a submission.held of /v1/send), the last word saying whether the message's
+ * sender authenticated ("-" too for an event not about an inbound sender).
  */
 export const EVENTS_CHANNEL = "mailbox_events";
 
-/** What a notification tells: an event of this organization about a message of this inbox was committed. */
+/** What a notification tells: an event of this organization (about a message of this inbox) was committed. */
 export interface EventNotice {
   readonly organizationId: string;
-  readonly inboxId: string;
-  readonly messageId: string;
+  readonly inboxId: string | null;
+  readonly messageId: string | null;
   /** Whether the message's sender authenticated; undefined when the notice does not say (a process not upgraded yet). */
   readonly senderAuthenticated: boolean | undefined;
 }
@@ -29,8 +29,16 @@ export interface EventNotice {
 export function noticeOf(payload: string): EventNotice | undefined {
   const [organizationId, inboxId, messageId, authenticated] = payload.split(" ");
   if (!organizationId || !inboxId || !messageId) return undefined;
-  return { organizationId, inboxId, messageId, senderAuthenticated: authenticated === undefined ? undefined : authenticated === "a" };
+  return {
+    organizationId,
+    inboxId: inboxId === NONE ? null : inboxId,
+    messageId: messageId === NONE ? null : messageId,
+    senderAuthenticated: authenticated === undefined ? undefined : authenticated === "a",
+  };
 }
+
+/** A notice's place holder for an id the event does not have. */
+const NONE = "-";
 
 /**
  * Appends events in the caller's transaction, and announces them at its commit. Call it last in the transaction: the
@@ -50,7 +58,7 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Prom
     id: e.eventId,
     organizationId: e.organizationId,
     inboxId: e.inboxId,
-    type: MESSAGE_RECEIVED,
+    type: e.type,
     payload: e.body,
     senderAuthenticated: e.senderAuthenticated,
     createdAt: e.createdAt,
@@ -59,7 +67,8 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[]): Prom
   await tx.query(
     `with appended as (${appended} returning organization_id, inbox_id, id, sender_authenticated)
      select count(pg_notify(${bind(EVENTS_CHANNEL)},
-              a.organization_id || ' ' || a.inbox_id || ' ' || n.message_id || case when a.sender_authenticated then ' a' else ' -' end))
+              a.organization_id || ' ' || coalesce(a.inbox_id, '${NONE}') || ' ' || coalesce(n.message_id, '${NONE}')
+                || case when a.sender_authenticated then ' a' else ' -' end))
        from appended a join unnest(${bind(events.map((e) => e.eventId))}::text[], ${bind(events.map((e) => e.messageId))}::text[]) as n(id, message_id)
          on n.id = a.id`,
     params,

@@ -66,7 +66,9 @@ export function createEventStreams(deps: EventStreamsDeps) {
       const authenticatedOnly = request.senderAuthenticated === true;
       const watch = hub.watch(
         store.organizationId,
-        (notice) => (filter === null || filter.includes(notice.inboxId)) && (!authenticatedOnly || notice.senderAuthenticated !== false),
+        (notice) =>
+          (filter === null || (notice.inboxId !== null && filter.includes(notice.inboxId))) &&
+          (!authenticatedOnly || notice.senderAuthenticated !== false),
       );
       try {
         let position = await startOf(store, filter, request.lastEventId);

@@ -1,9 +1,9 @@
 // What inbound processing needs from other parts of the service, as ports: the webhook outbox and the attachment
 // scanner are wired in by the composition root.
 import type { SqlTx } from "../db/database.js";
-import type { MessageReceivedEvent, NewEvent } from "../events/message-received.js";
+import type { MessageReceivedEvent, ReceivedEvent } from "../events/message-received.js";
 
-export type { MessageReceivedEvent, NewEvent };
+export type { MessageReceivedEvent, ReceivedEvent };
 
 /**
  * The webhook outbox. enqueue runs inside the caller's transaction, so the events commit with their messages or not
@@ -15,7 +15,7 @@ export interface MessageReceivedOutbox<Enqueued = unknown> {
    * Creates one delivery per active endpoint of each event's organization (the events of one store transaction),
    * each with the event's id and body.
    */
-  enqueue(tx: SqlTx, events: readonly NewEvent[]): Promise<Enqueued[]>;
+  enqueue(tx: SqlTx, events: readonly ReceivedEvent[]): Promise<Enqueued[]>;
   /** Makes the prompt first attempts of what was enqueued; retries are durable (Temporal). */
   dispatch(enqueued: readonly Enqueued[]): void;
 }

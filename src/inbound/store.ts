@@ -1,7 +1,8 @@
 // The inbound store: what storing parsed raw messages writes. One transaction stores a batch (the second and last
 // commit of each message): it claims the raw rows still pending, records reports to the feedback address, stores
-// one Message per admitted inbox that is still active (its thread, its attachments, its message.received event in
-// the event log and the webhook outbox), then deletes the raw rows — or keeps a partially parsed one as `failed`.
+// one Message per admitted inbox that is still active (its thread, its attachments, its sender as the inbox's
+// contact, its message.received event in the event log and the webhook outbox), then deletes the raw rows — or keeps
+// a partially parsed one as `failed`.
 // After the commit, webhook deliveries are dispatched and attachment scans started. When and how many messages a
 // batch holds is the pipeline's business (pipeline.ts); processor.ts puts the two together.
 //
@@ -15,6 +16,7 @@ import type { SenderAuthentication, SenderAuthenticator } from "../authenticatio
 import type { Database, SqlTx } from "../db/database.js";
 import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
 import { insertAttachments } from "../db/tables/attachments.js";
+import { insertContacts } from "../db/tables/contacts.js";
 import { insertMessages, type MessageInsert } from "../db/tables/messages.js";
 import { rulesForInboxes } from "../db/tables/sender-rules.js";
 import {
@@ -30,6 +32,7 @@ import {
 import { appendEvents } from "../events/log.js";
 import { messageReceivedEvents } from "../events/message-received.js";
 import { newId } from "../ids.js";
+import { contactsOf } from "../mailbox/contacts.js";
 import type { Logger } from "../logger.js";
 import type { EmailParser, ParsedAddress, ParsedEmail, RawInput } from "../mail/parse.js";
 import { judgeSender, senderOf } from "../senders/sender-rules.js";
@@ -129,6 +132,7 @@ interface StoredInboundMessage extends MessageReceivedEvent {
 interface InboxRef {
   readonly id: string;
   readonly organization_id: string;
+  readonly address: string;
 }
 
 /** One inbox's copy of a parsed message, as it is about to be stored. */
@@ -276,7 +280,7 @@ async function copiesOf(deps: InboundStoreDeps, tx: SqlTx, claimed: readonly Par
   const inboxes =
     inboxIds.length === 0
       ? []
-      : await tx.query<InboxRef>(`select id, organization_id from inboxes where id = any($1) and status = 'active' order by id for share`, [inboxIds]);
+      : await tx.query<InboxRef>(`select id, organization_id, address from inboxes where id = any($1) and status = 'active' order by id for share`, [inboxIds]);
   const rules = await rulesForInboxes(tx, inboxes);
   return parsed.flatMap((message): Copy[] => {
     const email = message.email!;
@@ -404,11 +408,15 @@ function joining(copy: Copy): JoiningMessage {
   return { subject: copy.email.subject, from: copy.from, to: copy.email.to, cc: copy.email.cc, at: copy.at };
 }
 
-/** The copies' messages and attachments, one statement each. */
+/** The copies' messages, attachments and their senders as the inboxes' contacts, one statement each. */
 async function insertCopies(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
   await insertMessages(
     tx,
     copies.map((copy, i) => messageOf(copy, threadIds[i]!)),
+  );
+  await insertContacts(
+    tx,
+    copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at)),
   );
   await insertAttachments(
     tx,
@@ -445,6 +453,7 @@ function messageOf(copy: Copy, threadId: string): MessageInsert {
     references: email.references,
     from: copy.from,
     to: email.to,
+    cc: email.cc,
     replyTo: email.replyTo,
     subject: email.subject,
     text: email.text,

@@ -7,9 +7,12 @@ import { DomainError } from "../errors.js";
 import { Code } from "@connectrpc/connect";
 import { DEFAULT_PAGE_SIZE, type CursorCodec, type CursorScope, type KeysetPosition } from "../pagination/cursor.js";
 
+/** What a message shows of each attachment (never its bytes). */
+export type AttachmentSummary = Pick<AttachmentRow, "id" | "filename" | "contentType" | "size" | "scanState">;
+
 export interface MessageWithAttachments {
   readonly message: MessageRow;
-  readonly attachments: AttachmentRow[];
+  readonly attachments: readonly AttachmentSummary[];
 }
 
 export interface MessagePage {

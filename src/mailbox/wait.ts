@@ -66,7 +66,7 @@ export function createMessageWaits(deps: MessageWaitsDeps) {
           const wake = await watch.next(left, signal);
           if (wake.closed) throw new Unavailable("unavailable", "the server is shutting down; wait again", 1);
           // A notice names its message: only those are read, unless notices may have been missed.
-          candidates = wake.resync ? null : wake.notices.map((n) => n.messageId);
+          candidates = wake.resync ? null : wake.notices.flatMap((n) => (n.messageId === null ? [] : [n.messageId]));
         }
       } finally {
         watch.close();

@@ -36,13 +36,32 @@ export function parseOutboundAddress(input: { email: string; name?: string | und
   return address;
 }
 
+type AddressInput = { email: string; name?: string | undefined };
+
 /** Parses a recipient list, refusing the same address twice (one RCPT per recipient). */
-export function parseRecipients(inputs: readonly { email: string; name?: string | undefined }[], field: string): OutboundAddress[] {
-  const seen = new Set<string>();
+export function parseRecipients(inputs: readonly AddressInput[], field: string, seen = new Set<string>()): OutboundAddress[] {
   return inputs.map((input, i) => {
     const address = parseOutboundAddress(input, `${field}[${i}]`);
-    if (seen.has(address.email)) throw new InvalidRequest(`${field}[${i}].email repeats ${address.email}`, "invalid_address");
+    if (seen.has(address.email)) throw new InvalidRequest(`${field}[${i}].email repeats ${address.email}, given once already in to, cc or bcc`, "invalid_address");
     seen.add(address.email);
     return address;
   });
+}
+
+/** The recipients of a send by how it addresses them: To and Cc are in the headers, Bcc only in the envelope. */
+export interface Recipients {
+  readonly to: readonly OutboundAddress[];
+  readonly cc: readonly OutboundAddress[];
+  readonly bcc: readonly OutboundAddress[];
+}
+
+/** Parses to, cc and bcc, each address once in the three together (400 invalid_address naming the repeat). */
+export function parseAllRecipients(input: { to: readonly AddressInput[]; cc?: readonly AddressInput[] | undefined; bcc?: readonly AddressInput[] | undefined }): Recipients {
+  const seen = new Set<string>();
+  return { to: parseRecipients(input.to, "to", seen), cc: parseRecipients(input.cc ?? [], "cc", seen), bcc: parseRecipients(input.bcc ?? [], "bcc", seen) };
+}
+
+/** Every recipient, To first, then Cc, then Bcc: the order of the submission's recipients. */
+export function everyRecipient(r: Recipients): OutboundAddress[] {
+  return [...r.to, ...r.cc, ...r.bcc];
 }

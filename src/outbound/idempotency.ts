@@ -9,7 +9,7 @@ import type { TenantSqlTx } from "../db/tenant-store.js";
 import { Conflict } from "../errors.js";
 import { newUuid } from "../ids.js";
 
-export type SendRoute = "send_message" | "reply" | "send_email";
+export type SendRoute = "send_message" | "reply" | "forward" | "send_email";
 
 /** What an earlier request with the same key created. */
 export interface IdempotentResult {

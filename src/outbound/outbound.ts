@@ -1,58 +1,83 @@
-// Outbound acceptance: inbox send, reply and /v1/send. Each validates once (addresses, recipient policy, size),
-// refuses while delivery is backlogged, composes the message, then in one transaction holds the sending inbox (a
-// delete waits for the send), claims the idempotency key, stores the mailbox message (not for /v1/send), the
-// submission with its composed bytes and its recipients (the rows of src/db/tables), and counts the send against
-// the organization's limits. After the commit the delivery workers are told (DeliveryQueue.announce); no Temporal
-// call holds up the answer. The transaction is plain SQL with bound parameters (TenantStore.sqlTransaction):
-// through the ORM the composed message travelled inlined as hex in the statement text, the largest CPU cost of
-// acceptance (bench:outbound's profile). Each route is a function of its dependencies (OutboundDeps, built once by
-// the composition root), the tenant's store and the caller.
+// Outbound acceptance: inbox send, reply, forward and /v1/send. Each parses its recipients once (to, cc and bcc, each
+// address once in the three, counted together against the limits, every one under the key's recipient policy), then
+// in this order: an exact retry of a send with files is answered from its earlier result before any is read or
+// fetched again; sends
+// are refused while delivery is backlogged or a recipient is suppressed; the files to attach are resolved (uploads,
+// URLs fetched once, inline bytes scanned) and the message composed once (Cc in its headers, Bcc never); the hold
+// policy decides whether it waits for a person. Then one transaction holds the sending inbox (a delete waits for the
+// send), claims the idempotency key, stores the mailbox message (not for /v1/send) with its attachments, the
+// submission with its composed bytes and one recipient per address with its kind, the recipients as the sender's
+// contacts (not for a held send) or the submission.held event (for one), and counts the send against the
+// organization's limits. After the commit the delivery workers are told (DeliveryQueue.announce; they start the
+// workflow of a held submission too, which waits for the decision); no Temporal call holds up the answer. The
+// transaction is plain SQL with bound parameters (TenantStore.sqlTransaction): through the ORM the composed message
+// travelled inlined as hex in the statement text, the largest CPU cost of acceptance (bench:outbound's profile).
 import type { Principal } from "../auth/principal.js";
 import { canAccessInbox, requireUnrestrictedInboxes } from "../auth/principal.js";
-import { Message, Submission, SubmissionRecipient, Thread } from "../db/entities/index.js";
+import { Attachment, Message, Thread } from "../db/entities/index.js";
 import type { InboxRow } from "../db/entities/inbox.js";
 import type { MessageRow, StoredAddress } from "../db/entities/message.js";
-import type { SubmissionRow } from "../db/entities/submission.js";
-import type { SubmissionRecipientRow } from "../db/entities/submission-recipient.js";
+import { insertAttachments, type AttachmentInsert } from "../db/tables/attachments.js";
 import { insertTogether } from "../db/tables/columns.js";
-import { idempotencyRecordStatement } from "../db/tables/idempotency-records.js";
+import { contactsInsert } from "../db/tables/contacts.js";
+import { idempotencyRecordOf, idempotencyRecordStatement } from "../db/tables/idempotency-records.js";
 import { messageRowOf, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
 import {
-  pendingRecipient,
-  pendingSubmission,
+  acceptedRecipient,
+  acceptedSubmission,
   recipientRowOf,
   submissionRowOf,
   submissionsInsert,
   type RecipientInsert,
+  type RecipientKind,
   type SubmissionInsert,
 } from "../db/tables/submissions.js";
 import { suppressedAmong } from "../db/tables/suppressions.js";
 import { lockThreadSummary, newThread, summaryWith, threadsInsert, updateThreadSummaries, type JoiningMessage } from "../db/tables/threads.js";
 import type { TenantSqlTx, TenantStore } from "../db/tenant-store.js";
-import { Gone, InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
+import type { NewEvent } from "../events/event.js";
+import { appendEvents } from "../events/log.js";
+import { submissionHeldEvent } from "../events/submission-held.js";
+import { Conflict, Gone, InvalidRequest, NotFound, PermissionDenied, TooLarge } from "../errors.js";
+import { attachmentId, sanitizeFilename } from "../inbound/attachments.js";
 import { newId, newUuid } from "../ids.js";
 import type { Inboxes } from "../inboxes/inboxes.js";
 import type { Logger } from "../logger.js";
-import { parseOutboundAddress, parseRecipients, type OutboundAddress } from "./addresses.js";
-import { composeMime } from "./compose.js";
+import { contactsOf } from "../mailbox/contacts.js";
+import type { AttachmentSummary } from "../mailbox/message-pages.js";
+import { everyRecipient, parseAllRecipients, parseOutboundAddress, parseRecipients, type OutboundAddress, type Recipients } from "./addresses.js";
+import { composeMime, type ComposeAttachment } from "./compose.js";
+import { forwardContent, readOriginal, type ForwardMode } from "./forward.js";
+import { holdReasonOf, type HoldReason } from "./holds.js";
 import { claimIdempotencyKey, requestHash, type IdempotentResult, type SendRoute } from "./idempotency.js";
+import { mediaTypeOf } from "./media-type.js";
+import { attachmentIdentity, resolveAttachments, type AttachmentInput, type OutgoingFilesDeps } from "./outgoing-attachments.js";
 import type { DeliveryQueue } from "./ports.js";
+import { replyRecipients, replyReferences, replySubject } from "./reply.js";
 import { countSend } from "./send-limits.js";
+import { readSubmission, type SubmissionView } from "./submissions.js";
 
 export interface AddressInput {
   readonly email: string;
   readonly name?: string | undefined;
 }
 
-export interface SendMessageInput {
+/** The recipients a send gives: To, and optionally Cc and Bcc. */
+interface AddressedInput {
+  readonly to: readonly AddressInput[];
+  readonly cc?: readonly AddressInput[] | undefined;
+  readonly bcc?: readonly AddressInput[] | undefined;
+}
+
+export interface SendMessageInput extends AddressedInput {
   readonly inboxId: string;
   readonly idempotencyKey: string;
-  readonly to: readonly AddressInput[];
   readonly subject: string;
   readonly text?: string | undefined;
   readonly html?: string | undefined;
   readonly replyTo?: AddressInput | undefined;
   readonly metadata?: Record<string, unknown> | undefined;
+  readonly attachments?: readonly AttachmentInput[] | undefined;
 }
 
 export interface ReplyInput {
@@ -61,27 +86,38 @@ export interface ReplyInput {
   readonly targetMessageId: string;
   readonly text?: string | undefined;
   readonly html?: string | undefined;
+  readonly replyAll?: boolean | undefined;
+  readonly cc?: readonly AddressInput[] | undefined;
+  readonly bcc?: readonly AddressInput[] | undefined;
+  readonly attachments?: readonly AttachmentInput[] | undefined;
 }
 
-export interface SendEmailInput {
+export interface ForwardInput extends AddressedInput {
+  readonly messageId: string;
+  readonly idempotencyKey: string;
+  readonly text?: string | undefined;
+  readonly html?: string | undefined;
+  readonly mode?: ForwardMode | undefined;
+}
+
+export interface SendEmailInput extends AddressedInput {
   readonly idempotencyKey: string;
   readonly from: AddressInput;
-  readonly to: readonly AddressInput[];
   readonly subject: string;
   readonly text: string;
   readonly html?: string | undefined;
   readonly replyTo?: AddressInput | undefined;
   readonly metadata?: Record<string, unknown> | undefined;
+  readonly attachments?: readonly AttachmentInput[] | undefined;
 }
 
-export interface SubmissionView {
-  readonly submission: SubmissionRow;
-  readonly recipients: readonly SubmissionRecipientRow[];
-}
+export type { SubmissionView };
 
 export interface SendResult {
   /** The stored mailbox message; null for /v1/send. */
   readonly message: MessageRow | null;
+  /** The stored message's attachments (none for /v1/send). */
+  readonly attachments: readonly AttachmentSummary[];
   readonly submission: SubmissionView;
   readonly replayed: boolean;
 }
@@ -91,6 +127,12 @@ export interface OutboundDomains {
   requireOutbound(organizationId: string, domain: string): Promise<unknown>;
 }
 
+/** The webhook outbox as acceptance uses it: submission.held events for the endpoints that asked for them. */
+export interface HeldEventOutbox {
+  enqueue(tx: TenantSqlTx, events: readonly NewEvent[]): Promise<unknown[]>;
+  dispatch(enqueued: readonly unknown[]): void;
+}
+
 export interface OutboundDeps {
   readonly managedDomain: string;
   readonly recipientsPerMessage: number;
@@ -98,6 +140,9 @@ export interface OutboundDeps {
   readonly inboxes: Inboxes;
   readonly domains: OutboundDomains;
   readonly deliveries: DeliveryQueue;
+  /** Uploads and URL fetches of attachments. */
+  readonly files: OutgoingFilesDeps;
+  readonly outbox: HeldEventOutbox;
   readonly log: Logger;
 }
 
@@ -105,18 +150,16 @@ export interface OutboundDeps {
 const MAX_METADATA_BYTES = 16 * 1024;
 const MAX_METADATA_KEYS = 50;
 const METADATA_KEY = /^[A-Za-z0-9_.:-]{1,64}$/;
-/** References kept on a reply: the thread's first message and the latest ones (RFC 5322 §3.6.4 allows trimming). */
-const MAX_REFERENCES = 20;
 
 /** Everything a send writes, decided before the transaction. */
 interface Draft {
   readonly route: SendRoute;
   readonly idempotencyKey: string;
-  /** What the request was addressed to (inbox, thread and target, or sender): with the content, its identity. */
-  readonly target: Readonly<Record<string, string>>;
+  /** What identifies the request for its idempotency (addressed to, content, files by their identity). */
+  readonly identity: Readonly<Record<string, unknown>>;
   readonly inbox: InboxRow | null;
   readonly from: OutboundAddress;
-  readonly to: readonly OutboundAddress[];
+  readonly recipients: Recipients;
   readonly replyTo: OutboundAddress | undefined;
   readonly subject: string;
   readonly text: string | undefined;
@@ -124,13 +167,18 @@ interface Draft {
   readonly metadata: Record<string, unknown>;
   readonly inReplyTo: string | undefined;
   readonly references: readonly string[];
-  /** The thread a reply joins; null starts a new one (send) or none (/v1/send). */
+  /** The thread a reply or forward joins; null starts a new one (send) or none (/v1/send). */
   readonly thread: { readonly id: string } | null;
+  /** Files named by the request, resolved after the idempotency check. */
+  readonly attachments: readonly AttachmentInput[];
+  /** Files at hand already (a forward's), attached after those. */
+  readonly carried: readonly ComposeAttachment[];
 }
 
 /** The rows a send inserts. */
 interface AcceptedRows {
   readonly message: MessageInsert | null;
+  readonly attachments: readonly AttachmentInsert[];
   readonly submission: SubmissionInsert;
   readonly recipients: readonly RecipientInsert[];
 }
@@ -141,18 +189,12 @@ export async function sendMessage(deps: OutboundDeps, store: TenantStore, princi
   return missingTarget(store, "send_message", input.idempotencyKey, async () => {
     const inbox = await deps.inboxes.findActive(store, principal, input.inboxId);
     await requireSendableInbox(deps, principal, inbox);
-    return accept(deps, store, {
-      route: "send_message",
-      idempotencyKey: input.idempotencyKey,
-      target: { inboxId: inbox.id },
-      inbox,
-      from: inboxAddress(inbox),
-      ...content,
-    });
+    const from = inboxAddress(inbox);
+    return accept(deps, store, principal, { ...content, route: "send_message", idempotencyKey: input.idempotencyKey, inbox, from, identity: identityOf({ inboxId: inbox.id }, content) });
   });
 }
 
-/** POST /v1/threads/{threadId}/replies: answers a message of the thread (spec endpoint rule 3). */
+/** POST /v1/threads/{threadId}/replies: answers a message of the thread (spec endpoint rule 3), or everyone on it. */
 export async function reply(deps: OutboundDeps, store: TenantStore, principal: Principal, input: ReplyInput): Promise<SendResult> {
   return missingTarget(store, "reply", input.idempotencyKey, async () => {
     const thread = await store.findOne(Thread, { id: input.threadId });
@@ -160,16 +202,13 @@ export async function reply(deps: OutboundDeps, store: TenantStore, principal: P
     const inbox = await deps.inboxes.findActive(store, principal, thread.inboxId);
     const target = await store.findOne(Message, { id: input.targetMessageId, threadId: thread.id });
     if (!target) throw new NotFound("target message in this thread");
-    const to = replyRecipients(target, inbox);
-    checkRecipients(deps, principal, to);
+    const answered = replyRecipients(target, inbox, input.replyAll === true);
+    const seen = new Set([...answered.to, ...answered.cc].map((r) => r.email));
+    const recipients = { to: answered.to, cc: [...answered.cc, ...parseRecipients(input.cc ?? [], "cc", seen)], bcc: parseRecipients(input.bcc ?? [], "bcc", seen) };
+    checkRecipients(deps, principal, recipients);
     await requireSendableInbox(deps, principal, inbox);
-    return accept(deps, store, {
-      route: "reply",
-      idempotencyKey: input.idempotencyKey,
-      target: { threadId: thread.id, targetMessageId: target.id },
-      inbox,
-      from: inboxAddress(inbox),
-      to,
+    const content = {
+      recipients,
       replyTo: undefined,
       subject: replySubject(target.subject),
       text: input.text,
@@ -178,6 +217,44 @@ export async function reply(deps: OutboundDeps, store: TenantStore, principal: P
       inReplyTo: target.internetMessageId,
       references: replyReferences(target),
       thread,
+      attachments: input.attachments ?? [],
+      carried: [],
+    };
+    const identity = identityOf({ threadId: thread.id, targetMessageId: target.id }, content, { replyAll: input.replyAll === true ? true : undefined });
+    return accept(deps, store, principal, { ...content, route: "reply", idempotencyKey: input.idempotencyKey, identity, inbox, from: inboxAddress(inbox) });
+  });
+}
+
+/** POST /v1/messages/{messageId}:forward: the message to new recipients from its inbox, in its thread. */
+export async function forward(deps: OutboundDeps, store: TenantStore, principal: Principal, input: ForwardInput): Promise<SendResult> {
+  requireNewConversations(principal, "forward");
+  const recipients = parseAllRecipients(input);
+  checkRecipients(deps, principal, recipients);
+  const mode = input.mode ?? "inline";
+  return missingTarget(store, "forward", input.idempotencyKey, async () => {
+    const original = await store.findOne(Message, { id: input.messageId });
+    if (!original || !canAccessInbox(principal, original.inboxId)) throw new NotFound("message");
+    const inbox = await deps.inboxes.findActive(store, principal, original.inboxId);
+    await requireSendableInbox(deps, principal, inbox);
+    const forwarded = await forwardContent(await readOriginal(store, original), mode, input);
+    const identity = identityOf({ messageId: original.id }, { recipients, text: input.text, html: input.html }, { mode });
+    return accept(deps, store, principal, {
+      route: "forward",
+      idempotencyKey: input.idempotencyKey,
+      identity,
+      inbox,
+      from: inboxAddress(inbox),
+      recipients,
+      replyTo: undefined,
+      subject: forwarded.subject,
+      text: forwarded.text,
+      html: forwarded.html,
+      metadata: {},
+      inReplyTo: undefined,
+      references: replyReferences(original),
+      thread: { id: original.threadId },
+      attachments: [],
+      carried: forwarded.files,
     });
   });
 }
@@ -191,34 +268,29 @@ export async function sendEmail(deps: OutboundDeps, store: TenantStore, principa
     throw new PermissionDenied(`/v1/send needs a verified customer domain; ${deps.managedDomain} sends only from inboxes`, "domain_not_verified");
   }
   await deps.domains.requireOutbound(principal.organizationId, from.domain);
-  return accept(deps, store, { route: "send_email", idempotencyKey: input.idempotencyKey, target: { from: from.email }, inbox: null, from, ...content });
+  return accept(deps, store, principal, { ...content, route: "send_email", idempotencyKey: input.idempotencyKey, inbox: null, from, identity: identityOf({ from: from.email }, content) });
 }
 
-/** GET /v1/submissions/{id}; a key restricted to inboxes sees only their submissions. */
-export async function getSubmission(store: TenantStore, principal: Principal, submissionId: string): Promise<SubmissionView> {
-  const view = await readSubmission(store, submissionId);
-  const inboxId = view?.submission.inboxId;
-  if (!view || (principal.inboxIds !== null && (inboxId === null || inboxId === undefined || !canAccessInbox(principal, inboxId)))) {
-    throw new NotFound("submission");
-  }
-  return view;
-}
-
-function requireNewConversations(principal: Principal): void {
+function requireNewConversations(principal: Principal, action = "start a conversation"): void {
   if (principal.sendMode === "reply_only") {
-    throw new PermissionDenied("this key may only reply to existing threads (sendMode reply_only)", "send_mode_reply_only");
+    throw new PermissionDenied(`this key may only reply to existing threads (sendMode reply_only), not ${action}`, "send_mode_reply_only");
   }
 }
 
-/** Recipient policy of the platform and the key: count, allowed domains. */
-function checkRecipients(deps: OutboundDeps, principal: Principal, recipients: readonly OutboundAddress[]): void {
-  if (recipients.length === 0) throw new InvalidRequest("the message has no recipient", "no_recipients");
-  if (recipients.length > deps.recipientsPerMessage) {
-    throw new InvalidRequest(`a message may have at most ${deps.recipientsPerMessage} recipients (platformLimits.recipientsPerMessage)`, "too_many_recipients");
+/** Recipient policy of the platform and the key over every recipient (to, cc and bcc): count, allowed domains. */
+function checkRecipients(deps: OutboundDeps, principal: Principal, recipients: Recipients): void {
+  const all = everyRecipient(recipients);
+  if (recipients.to.length === 0 && all.length > 0) throw new InvalidRequest("the message needs a To recipient", "no_recipients");
+  if (all.length === 0) throw new InvalidRequest("the message has no recipient", "no_recipients");
+  if (all.length > deps.recipientsPerMessage) {
+    throw new InvalidRequest(
+      `a message may have at most ${deps.recipientsPerMessage} recipients in to, cc and bcc together (platformLimits.recipientsPerMessage)`,
+      "too_many_recipients",
+    );
   }
   const allowed = principal.allowedRecipientDomains;
   if (allowed !== null) {
-    const refused = recipients.filter((r) => !allowed.some((d) => r.domain === d || r.domain.endsWith(`.${d}`)));
+    const refused = all.filter((r) => !allowed.some((d) => r.domain === d || r.domain.endsWith(`.${d}`)));
     if (refused.length > 0) {
       throw new PermissionDenied(
         `this key may not send to ${refused.map((r) => r.email).join(", ")} (allowedRecipientDomains: ${allowed.join(", ")})`,
@@ -241,10 +313,10 @@ function checkMetadata(metadata: Record<string, unknown> | undefined): Record<st
 /** The content of a new conversation (inbox send, /v1/send): the key may start one, recipients and all parsed. */
 function newConversation(deps: OutboundDeps, principal: Principal, input: SendMessageInput | SendEmailInput) {
   requireNewConversations(principal);
-  const to = parseRecipients(input.to, "to");
-  checkRecipients(deps, principal, to);
+  const recipients = parseAllRecipients(input);
+  checkRecipients(deps, principal, recipients);
   return {
-    to,
+    recipients,
     replyTo: input.replyTo ? parseOutboundAddress(input.replyTo, "replyTo") : undefined,
     subject: input.subject,
     text: input.text,
@@ -253,6 +325,35 @@ function newConversation(deps: OutboundDeps, principal: Principal, input: SendMe
     inReplyTo: undefined,
     references: [],
     thread: null,
+    attachments: input.attachments ?? [],
+    carried: [],
+  };
+}
+
+/**
+ * What identifies a request for its idempotency: the target, the recipients and the content as given, each file by
+ * attachmentIdentity. Cc, Bcc, files and the route's options count only when given, so a request without them
+ * hashes as it did before they existed.
+ */
+function identityOf(
+  target: Readonly<Record<string, string>>,
+  content: Pick<Draft, "recipients" | "text" | "html"> & Partial<Pick<Draft, "replyTo" | "subject" | "metadata" | "attachments">>,
+  options: Readonly<Record<string, unknown>> = {},
+): Record<string, unknown> {
+  const { recipients, attachments = [] } = content;
+  const given = <T>(list: readonly T[]) => (list.length > 0 ? list : undefined);
+  return {
+    target,
+    to: recipients.to,
+    cc: given(recipients.cc),
+    bcc: given(recipients.bcc),
+    replyTo: content.replyTo,
+    subject: content.subject,
+    text: content.text,
+    html: content.html,
+    metadata: content.metadata,
+    attachments: given(attachments.map(attachmentIdentity)),
+    ...options,
   };
 }
 
@@ -275,16 +376,9 @@ async function refuseSuppressed(store: TenantStore, recipients: readonly Outboun
   }
 }
 
-async function readSubmission(store: TenantStore, submissionId: string): Promise<SubmissionView | null> {
-  const submission = await store.findOne(Submission, { id: submissionId });
-  if (!submission) return null;
-  const recipients = await store.find(SubmissionRecipient, { submissionId }, { orderBy: { position: "asc" } });
-  return { submission, recipients };
-}
-
 /**
- * A send whose inbox or thread is gone, found before or inside its transaction: when the key was claimed by an
- * earlier request, its result went with them (410), else the 404 stands.
+ * A send whose inbox, thread or message is gone, found before or inside its transaction: when the key was claimed by
+ * an earlier request, its result went with them (410), else the 404 stands.
  */
 async function missingTarget<T>(store: TenantStore, route: SendRoute, idempotencyKey: string, find: () => Promise<T>): Promise<T> {
   try {
@@ -299,6 +393,23 @@ async function missingTarget<T>(store: TenantStore, route: SendRoute, idempotenc
   }
 }
 
+/**
+ * The earlier result of this key, found before anything is fetched or composed (an exact retry must not fetch its
+ * URLs again): null when the key is unclaimed; 409 when it was claimed for a different request. The claim in the
+ * transaction stays the arbiter of two requests racing with one key.
+ */
+async function earlierResult(store: TenantStore, route: SendRoute, key: string, hash: string): Promise<IdempotentResult | null> {
+  const [row] = await store.sqlRead<{ request_hash: string; submission_id: string; message_id: string | null }>((organizationId) =>
+    idempotencyRecordStatement(organizationId, route, key),
+  );
+  if (!row) return null;
+  const record = idempotencyRecordOf(row);
+  if (record.requestHash !== hash) {
+    throw new Conflict("idempotency_key_conflict", "this idempotency key was already used with a different request; use a fresh key for a new message");
+  }
+  return { submissionId: record.submissionId, messageId: record.messageId };
+}
+
 /** The earlier result of an exact retry: 410 when its mailbox message was deleted since. */
 async function replay(deps: OutboundDeps, store: TenantStore, earlier: IdempotentResult): Promise<SendResult> {
   const message = earlier.messageId === null ? null : await store.findOne(Message, { id: earlier.messageId });
@@ -306,21 +417,32 @@ async function replay(deps: OutboundDeps, store: TenantStore, earlier: Idempoten
   if ((earlier.messageId !== null && !message) || !submission) {
     throw new Gone("idempotency_result_expired", "the message sent with this idempotency key was deleted; the key cannot be reused");
   }
-  // Still pending: announced again, in case the first announcement was lost (the reconciler would find it too).
-  if (submission.submission.status === "pending") deps.deliveries.announce(earlier.submissionId);
-  return { message, submission, replayed: true };
+  // Still pending or held: announced again, in case the first announcement was lost (the reconcilers would find it too).
+  if (submission.submission.status === "pending" || submission.submission.status === "held") deps.deliveries.announce(earlier.submissionId);
+  const attachments = message ? await store.find(Attachment, { messageId: message.id }, { orderBy: { position: "asc" } }) : [];
+  return { message, attachments, submission, replayed: true };
 }
 
-async function accept(deps: OutboundDeps, store: TenantStore, draft: Draft): Promise<SendResult> {
+async function accept(deps: OutboundDeps, store: TenantStore, principal: Principal, draft: Draft): Promise<SendResult> {
   requireBody(draft);
+  const hash = requestHash(draft.identity);
+  // Files are read or fetched only for a request that is not a retry. Without files nothing would be done twice,
+  // and the claim in the transaction answers a retry without this round trip (the hot path of bench:outbound).
+  const earlier = draft.attachments.length > 0 ? await earlierResult(store, draft.route, draft.idempotencyKey, hash) : null;
+  if (earlier) return replay(deps, store, earlier);
   deps.deliveries.requireCapacity();
-  const rows = await composeRows(deps, store.organizationId, draft);
-  await refuseSuppressed(store, draft.to);
-  const outcome = await store.sqlTransaction((tx) => storeAccepted(tx, draft, rows));
+  const recipients = everyRecipient(draft.recipients);
+  await refuseSuppressed(store, recipients);
+  const files = [...(await resolveAttachments(deps.files, store, principal, draft.attachments, deps.messageContentBytes)), ...draft.carried];
+  const heldReason = await holdReasonOf(store, principal.holdFor, draft.from.email, recipients);
+  const rows = await composeRows(deps, store.organizationId, draft, files, { heldReason, keyId: principal.keyId });
+  const outcome = await store.sqlTransaction((tx) => storeAccepted(deps, tx, draft, rows, hash));
   if ("earlier" in outcome) return replay(deps, store, outcome.earlier);
+  deps.outbox.dispatch(outcome.enqueued);
   deps.deliveries.announce(rows.submission.id);
   return {
     message: rows.message ? messageRowOf(rows.message) : null,
+    attachments: rows.attachments.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.content.byteLength, scanState: a.scanState })),
     submission: { submission: submissionRowOf(rows.submission), recipients: rows.recipients.map(recipientRowOf) },
     replayed: false,
   };
@@ -328,85 +450,136 @@ async function accept(deps: OutboundDeps, store: TenantStore, draft: Draft): Pro
 
 /**
  * The send's transaction: holds the inbox, claims the key (or finds the earlier result of an exact retry), adds the
- * message to its thread, inserts the rows and counts the send.
+ * message to its thread, inserts the rows, records the recipients as contacts (or, held, the submission.held event)
+ * and counts the send.
  */
-async function storeAccepted(tx: TenantSqlTx, draft: Draft, rows: AcceptedRows): Promise<{ earlier: IdempotentResult } | { created: true }> {
+async function storeAccepted(
+  deps: OutboundDeps,
+  tx: TenantSqlTx,
+  draft: Draft,
+  rows: AcceptedRows,
+  hash: string,
+): Promise<{ earlier: IdempotentResult } | { enqueued: unknown[] }> {
   if (draft.inbox) await holdInbox(tx, draft.inbox.id);
+  const { message, submission } = rows;
   const earlier = await claimIdempotencyKey(tx, {
     route: draft.route,
     key: draft.idempotencyKey,
-    requestHash: requestHash({
-      target: draft.target,
-      to: draft.to,
-      replyTo: draft.replyTo,
-      subject: draft.subject,
-      text: draft.text,
-      html: draft.html,
-      metadata: draft.metadata,
-    }),
-    result: { submissionId: rows.submission.id, messageId: rows.message?.id ?? null },
-    at: rows.submission.createdAt,
+    requestHash: hash,
+    result: { submissionId: submission.id, messageId: message?.id ?? null },
+    at: submission.createdAt,
   });
   if (earlier) return { earlier };
-  const { message } = rows;
-  // A reply updates its thread first (under its row lock); a send's new thread goes in with the rows.
+  // A reply or forward updates its thread first (under its row lock); a send's new thread goes in with the rows.
   if (message && draft.thread) await joinThread(tx, message);
   const thread = message && !draft.thread ? threadsInsert([newThread({ id: message.threadId, organizationId: tx.organizationId, inboxId: message.inboxId }, joiningOf(message))]) : [];
-  await insertTogether(tx, [...thread, ...messagesInsert(message ? [message] : []), ...submissionsInsert([rows.submission], rows.recipients)]);
-  await countSend(tx, rows.recipients.length, rows.submission.createdAt);
-  return { created: true };
+  const held = submission.heldReason !== null;
+  const contacts = held ? [] : contactsOf(tx.organizationId, draft.from.email, rows.recipients.map((r) => r.email), submission.createdAt);
+  await insertTogether(tx, [...thread, ...messagesInsert(message ? [message] : []), ...submissionsInsert([submission], rows.recipients), ...contactsInsert(contacts)]);
+  // The files apart: their bytes are bound as binary, one row each.
+  await insertAttachments(tx, rows.attachments);
+  await countSend(tx, rows.recipients.length, submission.createdAt);
+  if (!held) return { enqueued: [] };
+  const event = submissionHeldEvent(
+    { organizationId: tx.organizationId, submissionId: submission.id, message: message ? { messageId: message.id, inboxId: message.inboxId, threadId: message.threadId } : null },
+    submission.createdAt,
+  );
+  const enqueued = await deps.outbox.enqueue(tx, [event]);
+  // Last: it holds the organization's event-log turn until the commit.
+  await appendEvents(tx, [event]);
+  return { enqueued };
 }
 
 /**
  * Everything a send stores, decided before its transaction: the composed message (one Message-ID, the
- * submission's id at the sender's domain) within messageContentBytes, the mailbox message (not for /v1/send) and
- * the submission with its recipients, all pending.
+ * submission's id at the sender's domain) within messageContentBytes, the mailbox message (not for /v1/send) with its
+ * attachments, and the submission with its recipients in order (To, Cc, Bcc), pending or held.
  */
-async function composeRows(deps: OutboundDeps, organizationId: string, draft: Draft): Promise<AcceptedRows> {
+async function composeRows(
+  deps: OutboundDeps,
+  organizationId: string,
+  draft: Draft,
+  files: readonly ComposeAttachment[],
+  acceptance: { readonly heldReason: HoldReason | null; readonly keyId: string },
+): Promise<AcceptedRows> {
   const now = new Date();
   const submissionId = newUuid();
   const internetMessageId = `<${submissionId}@${draft.from.domain}>`;
+  const { to, cc } = draft.recipients;
   const mime = await composeMime({
     messageId: internetMessageId,
     from: draft.from,
-    to: draft.to,
+    to,
+    cc,
     replyTo: draft.replyTo,
     subject: draft.subject,
     text: draft.text,
     html: draft.html,
     inReplyTo: draft.inReplyTo,
     references: draft.references,
+    attachments: files,
     date: now,
   });
   if (mime.length > deps.messageContentBytes) {
     throw new TooLarge("message_too_large", `the composed message is ${mime.length} bytes; platformLimits.messageContentBytes is ${deps.messageContentBytes}`);
   }
-  const message = draft.inbox ? mailboxMessageOf(organizationId, draft, draft.inbox, { submissionId, internetMessageId, at: now }) : null;
-  const submission = pendingSubmission({
-    id: submissionId,
-    organizationId,
-    inboxId: draft.inbox?.id ?? null,
-    messageId: message?.id ?? null,
-    from: stored(draft.from),
-    subject: draft.subject,
-    metadata: draft.metadata,
-    internetMessageId,
-    mime,
-    taskQueue: deps.deliveries.taskQueue,
-    createdAt: now,
-  });
-  const recipients = draft.to.map((r, position) =>
-    pendingRecipient({ id: newUuid(), organizationId, submissionId, position, email: r.email, name: r.name ?? null, domain: r.domain, updatedAt: now }),
+  const held = acceptance.heldReason !== null;
+  const message = draft.inbox ? mailboxMessageOf(organizationId, draft, draft.inbox, { submissionId, internetMessageId, at: now, held }) : null;
+  const submission = acceptedSubmission(
+    {
+      id: submissionId,
+      organizationId,
+      inboxId: draft.inbox?.id ?? null,
+      messageId: message?.id ?? null,
+      from: stored(draft.from),
+      subject: draft.subject,
+      metadata: draft.metadata,
+      internetMessageId,
+      mime,
+      taskQueue: deps.deliveries.taskQueue,
+      createdByKeyId: acceptance.keyId,
+      createdAt: now,
+    },
+    acceptance.heldReason,
   );
-  return { message, submission, recipients };
+  const kinds: [RecipientKind, readonly OutboundAddress[]][] = [
+    ["to", to],
+    ["cc", cc],
+    ["bcc", draft.recipients.bcc],
+  ];
+  const recipients = kinds
+    .flatMap(([kind, list]) => list.map((r) => ({ kind, r })))
+    .map(({ kind, r }, position) =>
+      acceptedRecipient({ id: newUuid(), organizationId, submissionId, position, email: r.email, name: r.name ?? null, domain: r.domain, kind, updatedAt: now }, held),
+    );
+  const attachments = message ? attachmentRowsOf(message, files) : [];
+  return { message, attachments, submission, recipients };
 }
 
-/** The mailbox message of an inbox send or reply: a reply joins its thread, a send starts one. */
+/** The stored outbound message's attachments: clean (scanned before the send was accepted), ids as inbound ones have. */
+function attachmentRowsOf(message: MessageInsert, files: readonly ComposeAttachment[]): AttachmentInsert[] {
+  return files.map((f, i) => ({
+    id: attachmentId(message.id, i + 1),
+    organizationId: message.organizationId,
+    inboxId: message.inboxId,
+    messageId: message.id,
+    position: i + 1,
+    filename: sanitizeFilename(f.filename, i + 1),
+    contentType: mediaTypeOf(f.contentType),
+    content: f.content,
+    scanState: "clean",
+    scanDetail: null,
+    scannedAt: message.createdAt,
+    createdAt: message.createdAt,
+  }));
+}
+
+/** The mailbox message of an inbox send, reply or forward: Cc kept, never Bcc; held while its submission is. */
 function mailboxMessageOf(
   organizationId: string,
   draft: Draft,
   inbox: InboxRow,
-  sent: { readonly submissionId: string; readonly internetMessageId: string; readonly at: Date },
+  sent: { readonly submissionId: string; readonly internetMessageId: string; readonly at: Date; readonly held: boolean },
 ): MessageInsert {
   return {
     id: newId("msg"),
@@ -418,13 +591,14 @@ function mailboxMessageOf(
     inReplyTo: draft.inReplyTo ?? null,
     references: draft.references,
     from: stored(draft.from),
-    to: draft.to.map(stored),
+    to: draft.recipients.to.map(stored),
+    cc: draft.recipients.cc.map(stored),
     replyTo: draft.replyTo ? stored(draft.replyTo) : null,
     subject: draft.subject,
     text: draft.text ?? "",
     html: draft.html ?? null,
     metadata: draft.metadata,
-    deliveryStatus: "submitted",
+    deliveryStatus: sent.held ? "held" : "submitted",
     submissionId: sent.submissionId,
     failureCode: null,
     inboundSecurity: null,
@@ -437,7 +611,7 @@ function mailboxMessageOf(
 }
 
 function requireBody(draft: Draft): void {
-  if (draft.text === undefined && draft.html === undefined) throw new InvalidRequest("text or html is required");
+  if (draft.text === undefined && draft.html === undefined && draft.carried.length === 0) throw new InvalidRequest("text or html is required");
 }
 
 function stored(a: OutboundAddress): StoredAddress {
@@ -446,50 +620,6 @@ function stored(a: OutboundAddress): StoredAddress {
 
 function inboxAddress(inbox: InboxRow): OutboundAddress {
   return { email: inbox.address, domain: inbox.domain, ...(inbox.displayName ? { name: inbox.displayName } : {}) };
-}
-
-/**
- * Spec endpoint rule 3: an inbound target is answered at its first valid Reply-To mailbox, else its From; an
- * outbound target goes again to all its To recipients except the inbox itself.
- */
-export function replyRecipients(target: Pick<MessageRow, "direction" | "from" | "to" | "replyTo">, inbox: Pick<InboxRow, "address">): OutboundAddress[] {
-  const valid = (a: StoredAddress | null | undefined): OutboundAddress | undefined => {
-    if (!a) return undefined;
-    try {
-      return parseOutboundAddress({ email: a.email, ...(a.name ? { name: a.name.replace(/[\r\n\t]+/g, " ") } : {}) }, "recipient");
-    } catch {
-      return undefined;
-    }
-  };
-  if (target.direction === "inbound") {
-    const recipient = valid(target.replyTo) ?? valid(target.from);
-    if (!recipient) throw new InvalidRequest("the target message has no valid Reply-To or From address to answer", "no_recipients");
-    return [recipient];
-  }
-  const seen = new Set<string>();
-  const recipients: OutboundAddress[] = [];
-  for (const a of target.to) {
-    const r = valid(a);
-    if (r && r.email !== inbox.address.toLowerCase() && !seen.has(r.email)) {
-      seen.add(r.email);
-      recipients.push(r);
-    }
-  }
-  if (recipients.length === 0) throw new InvalidRequest("the target message has no recipient other than this inbox", "no_recipients");
-  return recipients;
-}
-
-/** One "Re: " in front, never "Re: Re: "; line breaks an inbound subject may carry become spaces. */
-export function replySubject(subject: string): string {
-  const flat = subject.replace(/[\r\n]+/g, " ").trim();
-  return /^re:/i.test(flat) ? flat : `Re: ${flat}`;
-}
-
-/** The target's References plus its Message-ID, trimmed to the first and the latest ids. */
-export function replyReferences(target: Pick<MessageRow, "references" | "internetMessageId" | "inReplyTo">): string[] {
-  const chain = target.references.length > 0 ? [...target.references] : target.inReplyTo ? [target.inReplyTo] : [];
-  const all = [...new Set([...chain, target.internetMessageId])].filter((id) => !/[\r\n]/.test(id));
-  return all.length <= MAX_REFERENCES ? all : [all[0]!, ...all.slice(all.length - (MAX_REFERENCES - 1))];
 }
 
 /**
@@ -505,12 +635,12 @@ async function holdInbox(tx: TenantSqlTx, inboxId: string): Promise<void> {
   if (rows.length === 0) throw new NotFound("inbox");
 }
 
-/** What an outbound message adds to its thread's summary: the addresses it is stored with (it has no Cc). */
+/** What an outbound message adds to its thread's summary: the addresses it is stored with (its Cc, never its Bcc). */
 function joiningOf(message: MessageInsert): JoiningMessage {
-  return { subject: message.subject, from: message.from, to: message.to, cc: [], at: message.createdAt };
+  return { subject: message.subject, from: message.from, to: message.to, cc: message.cc, at: message.createdAt };
 }
 
-/** Adds a reply to its thread's summary under the thread's row lock (concurrent replies and inbound mail both count). */
+/** Adds a reply or forward to its thread's summary under the thread's row lock (concurrent ones and inbound mail count). */
 async function joinThread(tx: TenantSqlTx, message: MessageInsert): Promise<void> {
   const current = await lockThreadSummary(tx, tx.organizationId, message.threadId);
   if (!current) throw new NotFound("thread");

@@ -10,7 +10,7 @@ import type { Principal } from "../auth/principal.js";
 import type { TenantStore } from "../db/tenant-store.js";
 import { InvalidRequest, TooLarge, Unprocessable } from "../errors.js";
 import { refusedAddress, type AddressPolicy } from "../net/address-policy.js";
-import { createUpload, type UploadDeps, type UploadRecord } from "../uploads/uploads.js";
+import { createUpload, type UploadDeps, type UploadedFile } from "../uploads/uploads.js";
 import { createGuardedLookup, hostOf, NonPublicAddressError, normalizeWebhookUrl, type ResolveAll } from "../webhooks/url-policy.js";
 
 export interface UrlFetchOptions {
@@ -73,16 +73,19 @@ export async function fetchUrlAttachment(url: string, label: string, options: Ur
   }
 }
 
-/** Fetches a URL attachment and keeps its file like an upload: scanned, counted against storage, expiring. */
+/**
+ * Fetches a URL attachment and keeps its file like an upload: scanned, counted against storage, expiring. Answers
+ * the upload with the bytes fetched; `deps.maxFileBytes` bounds the fetch.
+ */
 export async function keepUrlAttachment(
   store: TenantStore,
   principal: Principal,
   url: string,
   label: string,
   deps: UploadDeps & { readonly fetch: Omit<UrlFetchOptions, "maxBytes"> },
-): Promise<UploadRecord> {
+): Promise<UploadedFile> {
   const file = await fetchUrlAttachment(url, label, { ...deps.fetch, maxBytes: deps.maxFileBytes });
-  return createUpload(store, principal, { ...file, source: { kind: "url", url } }, deps);
+  return { upload: await createUpload(store, principal, { ...file, source: { kind: "url", url } }, deps), content: file.content };
 }
 
 function refused(label: string, why: string): Unprocessable {

@@ -193,10 +193,23 @@ export const FORMATS: Readonly<Record<string, JsonSchema>> = {
   email: { format: "email", pattern: `^(?:${DOT_ATOM}|"${DOT_ATOM}")@${DOMAIN}$` },
   "idn-hostname": { format: "idn-hostname", pattern: `^${DOMAIN}\\.?$` },
   uri: { format: "uri" },
+  // The CEL rule of sender_rule_service.proto, whose matches() is RE2 (its \s is exactly [\t\n\f\r ]), with the
+  // text rule's NUL left out.
+  "sender-rule-entry": {
+    pattern: "^(?:[^\\u0000\\t\\n\\f\\r @]+@)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+  },
 };
 
-/** What the JSON face reads as bytes: base64 or base64url, padded or not, white space ignored (protobuf-es's decoder). */
-const REQUEST_BASE64 = "^[A-Za-z0-9+/=_ \\t\\r\\n-]*$";
+const B64 = "[A-Za-z0-9+/_-]";
+const B64_SPACE = "[ \\t\\r\\n]*";
+/**
+ * What the JSON face reads as bytes, exactly as protobuf-es's decoder does: base64 or base64url, padded or not, white
+ * space ignored, "=" ending a group; after the last "=" the characters left may not be one more than a whole group
+ * (four), which decodes to no byte and is refused.
+ */
+export const REQUEST_BASE64 =
+  `^(?:[A-Za-z0-9+/_ \\t\\r\\n-]*=)*${B64_SPACE}(?:${B64}${B64_SPACE}${B64}${B64_SPACE}${B64}${B64_SPACE}${B64}${B64_SPACE})*` +
+  `(?:${B64}${B64_SPACE}${B64}${B64_SPACE}(?:${B64}${B64_SPACE})?)?$`;
 
 /** The component every free-form JSON value of a request refers to. */
 const JSON_VALUE = "JsonValue";

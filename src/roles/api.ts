@@ -24,11 +24,13 @@ import { createDeliveryMetrics } from "../outbound/metrics.js";
 import type { OutboundDeps } from "../outbound/outbound.js";
 import { createSuppressions } from "../outbound/suppressions.js";
 import { createCursorCodec } from "../pagination/cursor.js";
-import { createDomainVerificationStarter, createInboxPurgeStarter } from "../temporal/client.js";
+import { createDomainVerificationStarter, createHoldDecisionNotifier, createInboxPurgeStarter, createWebhookRetryStarter } from "../temporal/client.js";
+import { configuredUploadDeps } from "../uploads/uploads.js";
 import { createSuppressionLookup } from "../validation/suppressions.js";
 import { createEmailValidator } from "../validation/validator.js";
 import { deliveryLeaseMs } from "../webhooks/deliveries.js";
 import { createWebhookEndpoints } from "../webhooks/endpoints.js";
+import { createConfiguredOutbox } from "../webhooks/outbox.js";
 import { cursorSecretOf, dkimKeySecretOf } from "./secrets.js";
 import { createSharedDeps, type SharedDeps } from "./shared.js";
 
@@ -72,6 +74,10 @@ export async function startApi(
     cursors,
   });
   const deliveries = createDeliveryQueue({ db, taskQueue: config.temporalTaskQueue, backlogMaxMs: config.delivery.backlogMaxMs, log });
+  const uploads = configuredUploadDeps(config, log);
+  // submission.held events of sends reach the webhook endpoints that asked for them from here, as inbound
+  // processing's message.received do from the smtp role.
+  const outbox = createConfiguredOutbox(config, db, createWebhookRetryStarter(temporal, config.temporalTaskQueue, config.webhooks), log, shared.metrics.webhooks);
   const outbound: OutboundDeps = {
     managedDomain: config.managedDomain,
     recipientsPerMessage: config.platformLimits.recipientsPerMessage,
@@ -79,6 +85,8 @@ export async function startApi(
     inboxes,
     domains: capabilities,
     deliveries,
+    files: { uploads, urlFetch: { policy: config.webhooks, ...config.uploads.urlFetch } },
+    outbox,
     log,
   };
   const authenticator = createAuthenticator(db, { cacheMs: config.keyCacheMs, failuresPerMinute: config.api.authFailuresPerMinute });
@@ -108,6 +116,9 @@ export async function startApi(
       streams,
       senderRules: createSenderRules({ inboxes }),
       outbound,
+      uploads,
+      holds: { decisions: createHoldDecisionNotifier(temporal, config.temporalTaskQueue), log },
+      cursors,
       webhooks,
       domains,
       validator,
@@ -126,6 +137,7 @@ export async function startApi(
       // Waits and streams end first (503 for a wait, the end of a stream), so the server's requests can finish.
       await hub.close();
       await server.close(graceMs);
+      await outbox.drain();
       await deliveries.close();
     },
   };

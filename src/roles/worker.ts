@@ -21,6 +21,7 @@ import { createDeliveryOperations, deliverySettingsOf, type Deliverer, type Deli
 import { managedDkimKeySource } from "../outbound/delivery/managed-dkim.js";
 import { createDeliveryDispatcher, type DeliveryStarter } from "../outbound/delivery/queue.js";
 import { deliveryReconciler } from "../outbound/delivery/reconciler.js";
+import { holdReconciler } from "../outbound/delivery/hold-reconciler.js";
 import { createSmtpConnections } from "../outbound/delivery/smtp-attempt.js";
 import { createInFlight, drainGraceMs } from "../runtime/drain.js";
 import { findFreePort } from "../runtime/free-port.js";
@@ -30,6 +31,7 @@ import {
   createAttachmentScanStarter,
   createDeliveryStarter,
   createDomainVerificationStarter,
+  createHoldDecisionNotifier,
   createInboxPurgeStarter,
   createWebhookRetryStarter,
 } from "../temporal/client.js";
@@ -56,6 +58,7 @@ export async function startWorkerRole(
     [
       reconcilerJob(purgeReconciler(db, createInboxPurgeStarter(temporal, queue, config.purgeBatchSize))),
       reconcilerJob(deliveryReconciler(db, queue, worker.deliveries)),
+      reconcilerJob(holdReconciler(db.sql, queue, worker.deliveries, createHoldDecisionNotifier(temporal, queue))),
       reconcilerJob(attachmentScanReconciler(db, createAttachmentScanStarter(temporal, queue))),
       reconcilerJob(webhookDeliveryReconciler(db, createWebhookRetryStarter(temporal, queue, config.webhooks), config.webhooks)),
       reconcilerJob(domainVerificationReconciler(db, createDomainVerificationStarter(temporal, queue), config.customerDomains.refreshMs)),
@@ -123,6 +126,7 @@ export async function runConfiguredWorker(
     capacity: config.delivery.concurrency,
     schedule: config.delivery,
     deliverer,
+    workflows: config.delivery.workflows,
     log,
   });
   const worker = await createConfiguredWorker(config, db, temporalAddress, options.workflowBundle, { deliverer, shared });
@@ -185,6 +189,7 @@ export async function createConfiguredWorker(
       verifier: shared.verifier,
       refreshMs: config.customerDomains.refreshMs,
     },
+    holdTimeoutMs: config.delivery.holdTimeoutMs,
     delivery: overrides.deliverer ?? createDeliveryOperations(await createConfiguredDeliveryDeps(config, db, overrides.deliveryMxPort, shared)),
     ...(shared.metrics ? { metrics: shared.metrics } : {}),
     ...(workflowBundle ? { workflowBundle } : {}),

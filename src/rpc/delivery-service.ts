@@ -2,13 +2,16 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
+  ApproveSubmissionResponseSchema,
   ComplaintSchema,
   DeleteSuppressionResponseSchema,
   GetDeliveryMetricsResponseSchema,
   GetSubmissionResponseSchema,
   SendEmailResponseSchema,
   ListComplaintsResponseSchema,
+  ListSubmissionsResponseSchema,
   ListSuppressionsResponseSchema,
+  RejectSubmissionResponseSchema,
   SuppressionSchema,
   type Complaint,
   type DeliveryService,
@@ -20,28 +23,48 @@ import type { SuppressionRow } from "../db/entities/suppression.js";
 import type { Complaints } from "../outbound/complaints.js";
 import type { DeliveryMetrics, DeliveryMetricsReader } from "../outbound/metrics.js";
 import type { Suppressions } from "../outbound/suppressions.js";
-import { getSubmission, sendEmail, type OutboundDeps } from "../outbound/outbound.js";
+import { decideSubmission, type HoldDecisionDeps } from "../outbound/holds.js";
+import { sendEmail, type OutboundDeps } from "../outbound/outbound.js";
+import { getSubmission, listSubmissions } from "../outbound/submissions.js";
+import type { CursorCodec } from "../pagination/cursor.js";
 import { callerOf } from "./call-context.js";
-import { toSubmission } from "./mappers.js";
+import { fromOutgoingAttachments, toSubmission } from "./mappers.js";
 
 export interface DeliveryServiceDeps {
   readonly deliveryMetrics: DeliveryMetricsReader;
   readonly suppressions: Suppressions;
   readonly complaints: Complaints;
   readonly outbound: OutboundDeps;
+  /** Decisions on held submissions: who is told, where failures are logged. */
+  readonly holds: HoldDecisionDeps;
+  readonly cursors: CursorCodec;
 }
 
 export function createDeliveryService(deps: DeliveryServiceDeps): Partial<ServiceImpl<typeof DeliveryService>> {
-  const { deliveryMetrics, suppressions, complaints, outbound } = deps;
+  const { deliveryMetrics, suppressions, complaints, outbound, holds } = deps;
   return {
     async sendEmail(req, ctx) {
       const { principal, store } = callerOf(ctx);
-      const result = await sendEmail(outbound, store, principal, { ...req, from: req.from!, replyTo: req.replyTo });
+      const input = { ...req, from: req.from!, replyTo: req.replyTo, attachments: fromOutgoingAttachments(req.attachments) };
+      const result = await sendEmail(outbound, store, principal, input);
       return create(SendEmailResponseSchema, { submission: toSubmission(result.submission), replayed: result.replayed });
     },
     async getSubmission(req, ctx) {
       const { principal, store } = callerOf(ctx);
       return create(GetSubmissionResponseSchema, { submission: toSubmission(await getSubmission(store, principal, req.submissionId)) });
+    },
+    async listSubmissions(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      const page = await listSubmissions(deps, store, principal, req);
+      return create(ListSubmissionsResponseSchema, { submissions: page.items.map(toSubmission), nextCursor: page.nextCursor });
+    },
+    async approveSubmission(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      return create(ApproveSubmissionResponseSchema, { submission: toSubmission(await decideSubmission(holds, store, principal, req.submissionId, "approved")) });
+    },
+    async rejectSubmission(req, ctx) {
+      const { principal, store } = callerOf(ctx);
+      return create(RejectSubmissionResponseSchema, { submission: toSubmission(await decideSubmission(holds, store, principal, req.submissionId, "rejected")) });
     },
     async getDeliveryMetrics(req, ctx) {
       const { store } = callerOf(ctx);

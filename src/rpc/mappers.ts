@@ -13,7 +13,10 @@ import {
   type Submission,
   type ThreadSummary,
 } from "../../gen/mailbox/v1/resources_pb.js";
-import type { SubmissionView } from "../outbound/outbound.js";
+import type { OutgoingAttachment } from "../../gen/mailbox/v1/resources_pb.js";
+import type { AttachmentInput, AttachmentSource } from "../outbound/outgoing-attachments.js";
+import type { SendResult } from "../outbound/outbound.js";
+import type { SubmissionView } from "../outbound/submissions.js";
 import {
   CapabilityStateSchema,
   DomainCheckSchema,
@@ -49,7 +52,7 @@ import {
 } from "../../gen/mailbox/v1/webhook_service_pb.js";
 import type { WebhookEndpointRow } from "../db/entities/webhook-endpoint.js";
 import { EventSchema, type Event } from "../../gen/mailbox/v1/event_service_pb.js";
-import type { MessageReceivedPayload } from "../events/message-received.js";
+import type { EventPayload } from "../events/event.js";
 
 export function toInbox(row: InboxView): Inbox {
   return create(InboxSchema, {
@@ -82,8 +85,7 @@ export function toGetMeResponse(profile: AccessProfile, platformLimits: Omit<Pla
         messagesPerDay: org.messagesPerDay,
         recipientsPerDay: org.recipientsPerDay,
       },
-      // No send is held yet (issue 17's second step stores the policy); the key's own is then unset.
-      holdFor: "none",
+      holdFor: org.holdFor,
     },
     apiKey: {
       id: key.keyId,
@@ -95,6 +97,7 @@ export function toGetMeResponse(profile: AccessProfile, platformLimits: Omit<Pla
       allowedRecipientDomains: stringList(key.allowedRecipientDomains),
       expiresAt: key.expiresAt ? timestampFromDate(key.expiresAt) : undefined,
       requestsPerMinute: key.requestsPerMinute,
+      holdFor: key.keyHoldFor ?? undefined,
     },
     managedStarter: profile.managedStarter,
     platformLimits,
@@ -106,8 +109,8 @@ function toAddress(a: StoredAddress): Omit<Address, "$typeName"> {
 }
 
 /**
- * Inbound messages carry attachments, inboundSecurity and extracted (null when stored before extraction existed);
- * outbound ones carry none of them (spec Message table).
+ * Every message lists its attachments and Cc (outbound ones as sent, never Bcc); inbound ones carry inboundSecurity
+ * and extracted (null when stored before extraction existed), outbound ones neither (spec Message table).
  */
 export function toMessage({ message: m, attachments }: MessageWithAttachments): Message {
   const security = m.inboundSecurity;
@@ -138,6 +141,7 @@ export function toMessage({ message: m, attachments }: MessageWithAttachments): 
     })),
     inboundSecurity: security ? toInboundSecurity(security, m.attachmentsScanState ?? null) : undefined,
     extracted: m.extracted ? toExtracted(m.extracted) : undefined,
+    cc: (m.cc ?? []).map(toAddress),
   });
 }
 
@@ -193,7 +197,7 @@ export function toSenderRules(rules: AppliedSenderRules): SenderRules {
  * message.received event authenticated (null for events stored before sender authentication: left out).
  */
 export function toEvent(payload: string, senderAuthenticated: boolean | null): Event {
-  const event = JSON.parse(payload) as MessageReceivedPayload;
+  const event = JSON.parse(payload) as EventPayload;
   return create(EventSchema, {
     ...event,
     data: { ...event.data, senderAuthenticated: senderAuthenticated ?? undefined },
@@ -210,8 +214,7 @@ export function toSubmission({ submission: s, recipients }: SubmissionView): Sub
       status: r.status,
       response: r.response ?? undefined,
       updatedAt: timestampFromDate(r.updatedAt),
-      // Every recipient is a To recipient until cc and bcc are served.
-      kind: "to",
+      kind: r.kind,
     })),
     subject: s.subject,
     metadata: s.metadata as JsonObject,
@@ -221,6 +224,29 @@ export function toSubmission({ submission: s, recipients }: SubmissionView): Sub
     failureCode: s.failureCode ?? undefined,
     createdAt: timestampFromDate(s.createdAt),
     updatedAt: timestampFromDate(s.updatedAt),
+    heldReason: s.heldReason ?? undefined,
+  });
+}
+
+/** The answer of a send, reply or forward from an inbox: the stored message with its attachments, and its submission. */
+export function toSendResult(result: SendResult) {
+  return { message: toMessage({ message: result.message!, attachments: result.attachments }), submission: toSubmission(result.submission), replayed: result.replayed };
+}
+
+/** A send's files as the domain takes them (the contract's oneof source, required by validation). */
+export function fromOutgoingAttachments(attachments: readonly OutgoingAttachment[]): AttachmentInput[] {
+  return attachments.map((a, i) => {
+    const s = a.source;
+    const source: AttachmentSource | undefined =
+      s.case === "contentBase64"
+        ? { kind: "inline", content: s.value }
+        : s.case === "uploadId"
+          ? { kind: "upload", uploadId: s.value }
+          : s.case === "url"
+            ? { kind: "url", url: s.value }
+            : undefined;
+    if (!source) throw new Error(`attachments[${i}] has no source: validation lets none through`);
+    return { source, filename: a.filename, contentType: a.contentType, contentId: a.contentId, disposition: a.disposition as AttachmentInput["disposition"] };
   });
 }
 

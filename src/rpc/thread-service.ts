@@ -9,19 +9,15 @@ import {
 import type { Threads } from "../mailbox/threads.js";
 import { reply, type OutboundDeps } from "../outbound/outbound.js";
 import { callerOf } from "./call-context.js";
-import { threadSummaryFields, toMessage, toSubmission, toThreadSummary } from "./mappers.js";
+import { fromOutgoingAttachments, threadSummaryFields, toMessage, toSendResult, toThreadSummary } from "./mappers.js";
 
 export function createThreadService(deps: { threads: Threads; outbound: OutboundDeps }): Partial<ServiceImpl<typeof ThreadService>> {
   const { threads, outbound } = deps;
   return {
     async replyToThread(req, ctx) {
       const { principal, store } = callerOf(ctx);
-      const result = await reply(outbound, store, principal, req);
-      return create(ReplyToThreadResponseSchema, {
-        message: toMessage({ message: result.message!, attachments: [] }),
-        submission: toSubmission(result.submission),
-        replayed: result.replayed,
-      });
+      const result = await reply(outbound, store, principal, { ...req, attachments: fromOutgoingAttachments(req.attachments) });
+      return create(ReplyToThreadResponseSchema, toSendResult(result));
     },
     async listThreads(req, ctx) {
       const { principal, store } = callerOf(ctx);

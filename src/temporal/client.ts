@@ -12,6 +12,7 @@ import type { DomainVerificationStarter } from "../domains/domains.js";
 import type { AttachmentScanStarter } from "../inbound/ports.js";
 import type { InboxPurgeStarter } from "../inboxes/inboxes.js";
 import type { DeliveryStarter } from "../outbound/delivery/queue.js";
+import type { HoldDecisionNotifier } from "../outbound/ports.js";
 import type { WebhookRetryStarter, WebhookSettings } from "../webhooks/deliveries.js";
 import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
 import { MAILBOX_SEARCH_ATTRIBUTES, registerSearchAttributes, SEARCH_ATTRIBUTE } from "./search-attributes.js";
@@ -95,7 +96,7 @@ export function createWebhookRetryStarter(
           workflowIdConflictPolicy: "USE_EXISTING",
           typedSearchAttributes: [
             { key: organizationKey, value: delivery.organizationId },
-            { key: inboxKey, value: delivery.inboxId },
+            ...(delivery.inboxId ? [{ key: inboxKey, value: delivery.inboxId }] : []),
           ],
         }),
       );
@@ -137,7 +138,7 @@ export function deliveryWorkflowId(submissionId: string): string {
  */
 export function createDeliveryStarter(client: Client, taskQueue: string, options: { eager?: boolean } = {}): DeliveryStarter {
   return {
-    async start({ submissionId, organizationId, inboxId, queued, attempted }) {
+    async start({ submissionId, organizationId, inboxId, queued, attempted, held }) {
       try {
         await withStartDeadline(client, () =>
           client.workflow.start<typeof delivery>("delivery", {
@@ -150,15 +151,63 @@ export function createDeliveryStarter(client: Client, taskQueue: string, options
                 inboxId,
                 ...(queued ? { queued } : {}),
                 ...(attempted ? { attempts: attempted, attemptedBeforeStart: true } : {}),
+                ...(held ? { held: true } : {}),
               },
             ],
             workflowIdConflictPolicy: "USE_EXISTING",
             workflowIdReusePolicy: "REJECT_DUPLICATE",
             ...(options.eager ? { requestEagerStart: true } : {}),
-            typedSearchAttributes: [
-              { key: organizationKey, value: organizationId },
-              ...(inboxId ? [{ key: inboxKey, value: inboxId }] : []),
-            ],
+            staticSummary: deliverySummary({ domains: queued?.domains.length, held, retrying: attempted !== undefined }),
+            typedSearchAttributes: deliverySearchAttributes(organizationId, inboxId),
+          }),
+        );
+      } catch (e) {
+        if (e instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw e;
+      }
+    },
+  };
+}
+
+function deliverySearchAttributes(organizationId: string, inboxId: string | null) {
+  return [{ key: organizationKey, value: organizationId }, ...(inboxId ? [{ key: inboxKey, value: inboxId }] : [])];
+}
+
+/**
+ * The one line the Temporal UI shows for a delivery before anything is opened: counts and the hold, never an
+ * address, a subject or content. How it went is the workflow's current details and its result.
+ */
+export function deliverySummary(known: {
+  readonly domains?: number | undefined;
+  readonly held?: { readonly reason: string; readonly recipients: number } | undefined;
+  /** The delivery queue made the first attempts and hands over the domains they left open. */
+  readonly retrying?: boolean;
+}): string {
+  if (known.held) return `Held for approval (${known.held.reason}): ${known.held.recipients} recipient${known.held.recipients === 1 ? "" : "s"}`;
+  const domains = known.domains === undefined ? "" : ` to ${known.domains} recipient domain${known.domains === 1 ? "" : "s"}`;
+  return known.retrying ? `Retries${domains} after the delivery queue's first attempt` : `Delivery${domains}`;
+}
+
+/** The signal that wakes a held submission's delivery workflow when a person decided (workflows/delivery-hold.ts). */
+export const HOLD_DECIDED_SIGNAL = "holdDecided";
+
+/**
+ * Wakes the delivery workflow of a decided submission: a signal, with a start when it has no workflow (its
+ * announcement was lost), which then finds the decision in PostgreSQL. A workflow that closed already needs nothing.
+ */
+export function createHoldDecisionNotifier(client: Client, taskQueue: string): HoldDecisionNotifier {
+  return {
+    async decided({ submissionId, organizationId, inboxId }) {
+      try {
+        await withStartDeadline(client, () =>
+          client.workflow.signalWithStart<typeof delivery, []>("delivery", {
+            workflowId: deliveryWorkflowId(submissionId),
+            taskQueue,
+            args: [{ submissionId, organizationId, inboxId, held: true }],
+            signal: HOLD_DECIDED_SIGNAL,
+            workflowIdReusePolicy: "REJECT_DUPLICATE",
+            staticSummary: "Delivery of a decided hold",
+            typedSearchAttributes: deliverySearchAttributes(organizationId, inboxId),
           }),
         );
       } catch (e) {

@@ -11,6 +11,8 @@ import { createDomainVerificationActivities, type DomainVerificationActivityDeps
 import { createWebhookDeliveryActivities } from "./activities/webhook-delivery.js";
 import type { DeliveryOperations } from "../outbound/delivery/operations.js";
 import { createDeliveryActivities } from "./activities/delivery.js";
+import { createHoldActivities } from "./activities/delivery-holds.js";
+import { createHoldOperations } from "../outbound/delivery/holds.js";
 import { runsFromBuild, siblingModule } from "../runtime/sibling-module.js";
 import { connectDiagnosed, PLAINTEXT, temporalConnectOptions, type TemporalAccess } from "./access.js";
 
@@ -24,6 +26,7 @@ export function createActivities(deps: {
   webhooks: WebhookSettings;
   domainVerification: DomainVerificationActivityDeps;
   delivery: DeliveryOperations;
+  holdTimeoutMs: number;
   metrics?: Metrics;
 }) {
   return {
@@ -32,6 +35,7 @@ export function createActivities(deps: {
     ...createAttachmentScanActivities(deps),
     ...createWebhookDeliveryActivities(createWebhookDeliverer(deps.db, deps.webhooks, deps.metrics?.webhooks)),
     ...createDeliveryActivities(deps.delivery),
+    ...createHoldActivities(createHoldOperations(deps.db.sql, deps.holdTimeoutMs)),
   };
 }
 
@@ -52,6 +56,8 @@ export interface WorkerOptions {
   readonly domainVerification: DomainVerificationActivityDeps;
   /** Outbound delivery's operations (createDeliveryOperations: routing, DNS, DKIM keys, kept connections). */
   readonly delivery: DeliveryOperations;
+  /** How long a held submission waits for a decision before it is rejected as hold_expired (HOLD_TIMEOUT). */
+  readonly holdTimeoutMs: number;
   /** Webhook attempts are recorded here (delivery outcomes through `delivery.metrics`). */
   readonly metrics?: Metrics;
   /** A prebuilt bundle (tests share one); otherwise the build's, or workflows/ bundled at start. */

@@ -137,17 +137,28 @@ export async function deleteUpload(store: TenantStore, principal: Principal, id:
 
 /**
  * The uploads a send names, with their bytes, each once: 404 upload_not_found for one that does not exist, expired or
- * is not the key's to use (a key restricted to inboxes uses only its own).
+ * is not the key's to use (a key restricted to inboxes uses only its own). With `maxBytes`, uploads larger together
+ * are 413 message_too_large before any of their bytes is read.
  */
-export async function uploadedFiles(store: TenantStore, principal: Principal, ids: readonly string[], deps: Pick<UploadDeps, "now">): Promise<Map<string, UploadedFile>> {
+export async function uploadedFiles(
+  store: TenantStore,
+  principal: Principal,
+  ids: readonly string[],
+  deps: Pick<UploadDeps, "now">,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<Map<string, UploadedFile>> {
   const now = deps.now?.() ?? new Date();
   const files = new Map<string, UploadedFile>();
   await store.sqlTransaction(async (tx) => {
+    const uploads: UploadRecord[] = [];
     for (const id of new Set(ids)) {
       const upload = await findUpload(tx, tx.organizationId, id, now);
       if (!upload || !mayUse(principal, upload)) throw new NotFound(`upload ${id}`, "upload_not_found");
-      files.set(id, { upload, content: await readUploadContent(tx, tx.organizationId, upload) });
+      uploads.push(upload);
     }
+    const size = uploads.reduce((sum, u) => sum + u.size, 0);
+    if (size > maxBytes) throw new TooLarge("message_too_large", `the uploads attached are ${size} bytes together; a message may have at most ${maxBytes}`);
+    for (const upload of uploads) files.set(upload.id, { upload, content: await readUploadContent(tx, tx.organizationId, upload) });
   });
   return files;
 }

@@ -12,7 +12,7 @@ import type { WebhookMetrics } from "../metrics/metrics.js";
 import type { Reconciler } from "../jobs/periodic-jobs.js";
 import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
-import { inboxIdOf } from "../events/message-received.js";
+import { inboxIdOf } from "../events/event.js";
 import { createWebhookSender } from "./sender.js";
 
 export type WebhookSettings = Config["webhooks"];
@@ -56,7 +56,8 @@ export interface DeliveryRef {
   readonly endpointId: string;
   readonly eventId: string;
   readonly organizationId: string;
-  readonly inboxId: string;
+  /** Null for an event without an inbox (a submission.held of /v1/send). */
+  readonly inboxId: string | null;
   readonly attempts: number;
 }
 

@@ -1,5 +1,5 @@
-// The webhook outbox: message.received events are rows committed with the message, one per active endpoint, then
-// dispatched. The first attempt goes out at once from this process, claimed in the transaction that stores the
+// The webhook outbox: events are rows committed with what they announce (message.received with the message,
+// submission.held with the send), one per active endpoint whose events name the event's type, then dispatched. The first attempt goes out at once from this process, claimed in the transaction that stores the
 // message (no extra commit), up to PROMPT_ATTEMPTS at a time; a delivery enqueued while they were all taken waits
 // in memory for a free one (bounded in number and time) and is claimed then. Only a delivery that needs retries, or
 // that waited too long, gets a Temporal workflow. Whatever dies in between, the reconciler starts what was lost: a
@@ -8,11 +8,11 @@ import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
 import { insertWebhookDeliveries } from "../db/tables/webhook-deliveries.js";
 import { newUuid } from "../ids.js";
-import type { MessageReceivedOutbox, NewEvent } from "../inbound/ports.js";
+import type { NewEvent } from "../events/event.js";
+import type { MessageReceivedOutbox } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
 import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
-import { MESSAGE_RECEIVED } from "../events/message-received.js";
 
 /** Prompt attempts running at once per process. */
 const PROMPT_ATTEMPTS = 64;
@@ -31,6 +31,8 @@ export interface EnqueuedDelivery {
 }
 
 export interface WebhookOutbox extends MessageReceivedOutbox<EnqueuedDelivery> {
+  /** Any event, message.received or submission.held: each goes to the endpoints that asked for its type. */
+  enqueue(tx: SqlTx, events: readonly NewEvent[]): Promise<EnqueuedDelivery[]>;
   /** Waits for the dispatches under way (before the database closes at shutdown). */
   drain(): Promise<void>;
 }
@@ -112,25 +114,28 @@ interface ActiveEndpoint {
   readonly organization_id: string;
   readonly url: string;
   readonly signing_secret: string;
+  /** The event types it receives. */
+  readonly events: string[];
 }
 
 /**
- * One delivery per event and active endpoint of its organization, claimed for a prompt attempt while slots allow,
- * each with its event's body.
+ * One delivery per event and active endpoint of its organization that receives the event's type, claimed for a
+ * prompt attempt while slots allow, each with its event's type and body.
  */
-function deliveriesOf(events: readonly NewEvent[], endpoints: readonly ActiveEndpoint[], slots: PromptSlots): (EnqueuedDelivery & { body: string })[] {
+function deliveriesOf(events: readonly NewEvent[], endpoints: readonly ActiveEndpoint[], slots: PromptSlots): (EnqueuedDelivery & { body: string; type: string })[] {
   const endpointsOf = new Map<string, ActiveEndpoint[]>();
   for (const endpoint of endpoints) endpointsOf.set(endpoint.organization_id, [...(endpointsOf.get(endpoint.organization_id) ?? []), endpoint]);
-  const enqueued: (EnqueuedDelivery & { body: string })[] = [];
+  const enqueued: (EnqueuedDelivery & { body: string; type: string })[] = [];
   for (const event of events) {
     // The event's id for every endpoint (and its stream): it names the event, and receivers deduplicate on
     // (endpoint, event id).
-    const { eventId, body, organizationId, inboxId } = event;
+    const { eventId, body, organizationId, inboxId, type } = event;
     for (const endpoint of endpointsOf.get(organizationId) ?? []) {
+      if (!endpoint.events.includes(type)) continue;
       const claimNow = slots.claimable(enqueued.length);
       const ref = { deliveryId: newUuid(), endpointId: endpoint.id, eventId, organizationId, inboxId, attempts: claimNow ? 1 : 0 };
       const claim = claimNow ? { url: endpoint.url, secret: endpoint.signing_secret, eventId, body, attempts: 1 } : null;
-      enqueued.push({ ref, claim, body });
+      enqueued.push({ ref, claim, body, type });
     }
   }
   return enqueued;
@@ -142,7 +147,7 @@ async function enqueueIn(tx: SqlTx, events: readonly NewEvent[], slots: PromptSl
   // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
   // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
   const endpoints = await tx.query<ActiveEndpoint>(
-    `select id, organization_id, url, signing_secret from webhook_endpoints
+    `select id, organization_id, url, signing_secret, events from webhook_endpoints
       where organization_id = any($1::uuid[]) and status = 'active' order by id for share`,
     [[...new Set(events.map((e) => e.organizationId))]],
   );
@@ -150,12 +155,12 @@ async function enqueueIn(tx: SqlTx, events: readonly NewEvent[], slots: PromptSl
   const now = new Date();
   await insertWebhookDeliveries(
     tx,
-    enqueued.map(({ ref, claim, body }) => ({
+    enqueued.map(({ ref, claim, body, type }) => ({
       id: ref.deliveryId,
       organizationId: ref.organizationId,
       endpointId: ref.endpointId,
       eventId: ref.eventId,
-      eventType: MESSAGE_RECEIVED,
+      eventType: type,
       payload: body,
       status: claim ? "delivering" : "pending",
       attempts: ref.attempts,

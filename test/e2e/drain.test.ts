@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { WorkflowNotFoundError } from "@temporalio/client";
 import { SUBMISSIONS_ANNOUNCED } from "../../src/outbound/delivery/queue.js";
-import { createDeliveryStarter, deliveryWorkflowId } from "../../src/temporal/client.js";
+import { deliveryWorkflowId } from "../../src/temporal/client.js";
 import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "../support/harness.js";
 import { insertSubmission, submissionState } from "../support/outbound-fixtures.js";
@@ -143,10 +143,11 @@ test("the smtp role tells idle sessions 421, lets a transaction in DATA finish w
 });
 
 /**
- * A delivery of one submission to the sink on `taskQueue`, under way once its peer has the whole message: made by
- * the workers' delivery queue (announced as acceptance announces it) or by its workflow (started by hand).
+ * A delivery of one submission to the sink on `taskQueue`, announced as acceptance announces it, under way once its
+ * peer has the whole message: its first attempt is the delivery queue's (DELIVERY_WORKFLOWS=deferred) or its
+ * workflow's (all).
  */
-async function deliveryUnderWay(taskQueue: string, via: "queue" | "workflow") {
+async function deliveryUnderWay(taskQueue: string) {
   const tenant = await app.createTenant();
   const to = `${uniqueName("drain")}@sink.test`;
   const s = await insertSubmission(app.db, {
@@ -156,8 +157,7 @@ async function deliveryUnderWay(taskQueue: string, via: "queue" | "workflow") {
     withMessage: true,
     taskQueue,
   });
-  if (via === "queue") await app.db.sql.query("select pg_notify($1, $2)", [SUBMISSIONS_ANNOUNCED, `${taskQueue}\t${s.submissionId}`]);
-  else await createDeliveryStarter(app.temporal, taskQueue).start({ submissionId: s.submissionId, organizationId: tenant.organizationId, inboxId: null });
+  await app.db.sql.query("select pg_notify($1, $2)", [SUBMISSIONS_ANNOUNCED, `${taskQueue}\t${s.submissionId}`]);
   // The peer has the whole message; its reply is held.
   await eventually(async () => (sink.copiesFor(to).length === 1 ? true : undefined), 30_000);
   return { ...s, to };
@@ -182,38 +182,37 @@ const workflowStatus = (submissionId: string) =>
       },
     );
 
+/** Whose first attempt is under way: the delivery queue's (DELIVERY_WORKFLOWS=deferred) or a workflow's (all). */
 const ATTEMPTS = [
-  ["its delivery queue's first attempt", "queue"],
-  ["a workflow's first attempt", "workflow"],
+  ["its delivery queue's first attempt", "deferred"],
+  ["a workflow's first attempt", "all"],
 ] as const;
 
-test.each(ATTEMPTS)("the worker role finishes %s waiting on its peer after SIGTERM, and exits 0", async (_name, via) => {
+test.each(ATTEMPTS)("the worker role finishes %s waiting on its peer after SIGTERM, and exits 0", async (_name, workflows) => {
   const taskQueue = uniqueName("drain-worker");
-  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "60000" });
+  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "60000", DELIVERY_WORKFLOWS: workflows });
   sink.holdData(1, 3_000);
-  const s = await deliveryUnderWay(taskQueue, via);
+  const s = await deliveryUnderWay(taskQueue);
 
   expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
   // Finished by the draining worker itself (no other worker polls this queue); a workflow is told of it too.
   const state = await delivered(s.submissionId);
   expect(state.recipients[0]).toMatchObject({ status: "delivered", attempts: 1 });
   expect(sink.copiesFor(s.to)).toHaveLength(1);
-  expect(await workflowStatus(s.submissionId)).toBe(via === "queue" ? null : "COMPLETED");
+  expect(await workflowStatus(s.submissionId)).toBe(workflows === "deferred" ? null : "COMPLETED");
 }, 150_000);
 
-test.each(ATTEMPTS)("when %s outlasts SHUTDOWN_TIMEOUT_MS, the worker hands it back and exits 0; the next worker delivers it", async (_name, via) => {
+test.each(ATTEMPTS)("when %s outlasts SHUTDOWN_TIMEOUT_MS, the worker hands it back and exits 0; the next worker delivers it", async (_name, workflows) => {
   const taskQueue = uniqueName("drain-worker");
-  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "4000" });
+  const worker = await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue, SHUTDOWN_TIMEOUT_MS: "4000", DELIVERY_WORKFLOWS: workflows });
   sink.holdData(1, 120_000);
-  const s = await deliveryUnderWay(taskQueue, via);
+  const s = await deliveryUnderWay(taskQueue);
 
   expect(await worker.kill("SIGTERM"), worker.stderr()).toBe(0);
-  expect((await submissionState(app.db, s.submissionId)).status).not.toBe("delivered");
-  // The delivery queue's attempt was cut, recorded as deferred and handed to the submission's workflow.
-  if (via === "queue") {
-    expect((await submissionState(app.db, s.submissionId)).recipients[0]).toMatchObject({ status: "deferred", attempts: 1 });
-    expect(await workflowStatus(s.submissionId)).toBe("RUNNING");
-  }
+  // The attempt was cut and recorded as deferred; the submission's workflow (handed it by the queue, or its own)
+  // goes on with the next worker.
+  expect((await submissionState(app.db, s.submissionId)).recipients[0]).toMatchObject({ status: "deferred", attempts: 1 });
+  expect(await workflowStatus(s.submissionId)).toBe("RUNNING");
 
   sink.releaseData();
   await role("worker", { TEMPORAL_TASK_QUEUE: taskQueue });

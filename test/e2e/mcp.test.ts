@@ -174,6 +174,29 @@ describe("MCP over Streamable HTTP", () => {
     expect((await succeed(client, "get_thread", { threadId: mail.threadId })).messageCount).toBe(3);
   });
 
+  test("forwards as an agent whose sends are held, and a person lists, approves and rejects them with their own key", async () => {
+    const tenant = await app.createTenant({ holdFor: "all" });
+    const { client: agent, tools } = await httpClient(keyOf(tenant));
+    for (const name of ["forward_message", "list_submissions", "approve_submission", "reject_submission"]) expect(tools.map((t) => t.name)).toContain(name);
+    const inbox = await inboxOf(agent);
+    const mail = await storeInbound(app.db, { organizationId: tenant.organizationId, inboxId: inbox.id, subject: "Invoice 88", text: "Amount due: 42" });
+    const forwarded = await succeed(agent, "forward_message", { messageId: mail.messageId, to: [{ email: "accounts@example.com" }], text: "For booking." });
+    expect(forwarded).toMatchObject({ replayed: false, message: { threadId: mail.threadId, subject: "Fwd: Invoice 88" }, submission: { status: "held", heldReason: "all" } });
+    const other = await succeed(agent, "forward_message", { messageId: mail.messageId, to: [{ email: "archive@example.com" }], mode: "attachment" });
+    // The key that sent it may never decide it, even with every scope.
+    expect((await fail(agent, "approve_submission", { submissionId: forwarded.submission.id })).error).toBe("own_submission");
+
+    const person = await tenant.issueKey({ scopes: ["delivery:read", "delivery:approve"] });
+    const { client: human } = await httpClient({ "x-api-key": person.key });
+    const queue = await succeed(human, "list_submissions", { status: "held" });
+    expect(queue.submissions.map((s: { id: string }) => s.id)).toEqual([other.submission.id, forwarded.submission.id]);
+    // Their answer is the submission, as on the JSON face (response_body).
+    expect(await succeed(human, "approve_submission", { submissionId: forwarded.submission.id })).toMatchObject({ id: forwarded.submission.id, status: "pending", heldReason: "all" });
+    expect(await succeed(human, "reject_submission", { submissionId: other.submission.id })).toMatchObject({ status: "rejected", failureCode: "rejected" });
+    expect((await fail(human, "approve_submission", { submissionId: other.submission.id })).error).toBe("submission_already_decided");
+    expect((await succeed(human, "list_submissions", { status: "held" })).submissions).toEqual([]);
+  });
+
   test("runs a sign-up flow: create an inbox, wait_for_message answers the mail that arrives by SMTP with its code, reply", async () => {
     const tenant = await app.createTenant();
     const { client, tools } = await httpClient(keyOf(tenant));

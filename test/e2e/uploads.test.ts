@@ -1,7 +1,7 @@
 // Uploads through the real service: raw bytes on the JSON face, the same RPC on Connect, gRPC and MCP, kept in
 // PostgreSQL, scanned by the built-in scanner or the run's real clamd before they are kept, counted against the
 // organization's upload storage, scoped to the organization (and to the key, for a key restricted to inboxes),
-// deleted by the expiry reconciler after UPLOAD_TTL. The parts of issue 17 that are contract only answer 501.
+// deleted by the expiry reconciler after UPLOAD_TTL. Sends that attach uploads are tested in rich-mail.test.ts.
 import { createHash, randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -301,47 +301,4 @@ describe("expiry", () => {
   });
 });
 
-describe("parts of issue 17 that are contract only so far", () => {
-  let tenant: Tenant;
-  let inboxId: string;
-  beforeAll(async () => {
-    tenant = await app.createTenant();
-    inboxId = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("later"), displayName: "Later" } })).body.id;
-  });
 
-  test.each([
-    ["cc", { cc: [{ email: "carol@example.com" }] }],
-    ["bcc", { bcc: [{ email: "dave@example.com" }] }],
-    ["attachments", { attachments: [{ filename: "a.txt", contentBase64: "aGVsbG8=" }] }],
-  ])("a send with %s answers 501 not_implemented and stores nothing", async (field, extra) => {
-    const res = await tenant.request("POST", `/v1/inboxes/${inboxId}/messages`, {
-      body: { to: [{ email: "alice@example.com" }], subject: "s", text: "t", ...extra },
-      headers: { "idempotency-key": uniqueName("later") },
-    });
-    expect(res).toMatchObject({ status: 501, body: { error: "not_implemented", message: `not implemented yet: ${field}` } });
-    const rows = await app.db.sql.query("select 1 from submissions where organization_id = $1", [tenant.organizationId]);
-    expect(rows).toEqual([]);
-  });
-
-  test("a webhook for submission.held answers 501", async () => {
-    const held = await tenant.request("POST", "/v1/webhooks", {
-      body: { url: "https://hooks.example.com/held", events: ["message.received", "submission.held"] },
-      headers: { "idempotency-key": uniqueName("held") },
-    });
-    expect(held).toMatchObject({ status: 501, body: { error: "not_implemented", message: "not implemented yet: events: submission.held" } });
-  });
-
-  test("approving needs delivery:approve, and then answers 501", async () => {
-    const path = `/v1/submissions/${crypto.randomUUID()}:approve`;
-    const sender = await tenant.issueKey({ scopes: ["mailbox:send", "delivery:read"] });
-    expect(await tenant.request("POST", path, { body: {}, headers: { "x-api-key": sender.key } })).toMatchObject({ status: 403, body: { error: "missing_scope" } });
-    const approver = await tenant.issueKey({ scopes: ["delivery:approve"] });
-    expect(await tenant.request("POST", path, { body: {}, headers: { "x-api-key": approver.key } })).toMatchObject({ status: 501, body: { error: "not_implemented" } });
-  });
-
-  test("GET /v1/me says no send is held: the organization's holdFor is none, the key sets none", async () => {
-    const me = await tenant.request("GET", "/v1/me");
-    expect(me.body.organization.holdFor).toBe("none");
-    expect(me.body.apiKey.holdFor).toBeNull();
-  });
-});

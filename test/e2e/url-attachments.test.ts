@@ -193,7 +193,8 @@ describe("keeping a fetched file like an upload", () => {
   test("scans it, keeps it with its URL, and counts it against the organization's upload storage", async () => {
     const { keep, organizationId } = await keeper();
     const url = allowed.route(path("terms"), (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end("Terms of service"));
-    const kept = await keep(url);
+    const { upload: kept, content } = await keep(url);
+    expect(content.toString()).toBe("Terms of service");
     expect(kept).toMatchObject({ source: "url", sourceUrl: url, filename: "terms", contentType: "text/plain", size: 16 });
     const rows = await app.db.sql.query("select id, source, source_url from uploads where organization_id = $1", [organizationId]);
     expect(rows).toEqual([{ id: kept.id, source: "url", source_url: url }]);

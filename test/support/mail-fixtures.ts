@@ -13,8 +13,11 @@ export interface FixtureMessage {
   readonly html?: string;
   readonly from?: string;
   readonly replyTo?: { email: string; name?: string };
+  /** The To and Cc recipients as received (To: agent@agents.test, no Cc when not given). */
+  readonly to?: readonly { email: string; name?: string }[];
+  readonly cc?: readonly { email: string; name?: string }[];
   readonly at?: Date;
-  readonly attachments?: readonly { filename: string; content: string; scanState: string }[];
+  readonly attachments?: readonly { filename: string; content: string | Buffer; scanState: string; contentType?: string }[];
 }
 
 export async function storeInbound(db: Database, fixture: FixtureMessage): Promise<{ messageId: string; threadId: string; attachmentIds: string[] }> {
@@ -49,7 +52,8 @@ export async function storeInbound(db: Database, fixture: FixtureMessage): Promi
     inReplyTo: null,
     references: [],
     from,
-    to: [{ email: "agent@agents.test" }],
+    to: [...(fixture.to ?? [{ email: "agent@agents.test" }])],
+    cc: [...(fixture.cc ?? [])],
     replyTo: fixture.replyTo ?? null,
     subject: fixture.subject ?? "Hello",
     text: fixture.text ?? "Hi there",
@@ -76,7 +80,7 @@ export async function storeInbound(db: Database, fixture: FixtureMessage): Promi
       messageId,
       position: i + 1,
       filename: a.filename,
-      contentType: "application/octet-stream",
+      contentType: a.contentType ?? "application/octet-stream",
       size: content.length,
       content,
       scanState: a.scanState,

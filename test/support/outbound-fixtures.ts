@@ -7,7 +7,7 @@ import MailComposer from "nodemailer/lib/mail-composer";
 import { IsolationLevel } from "@mikro-orm/core";
 import type { Database } from "../../src/db/database.js";
 import { insertMessages } from "../../src/db/tables/messages.js";
-import { insertSubmissions, pendingRecipient, pendingSubmission } from "../../src/db/tables/submissions.js";
+import { acceptedRecipient, acceptedSubmission, insertSubmissions } from "../../src/db/tables/submissions.js";
 import { newId } from "../../src/ids.js";
 
 export interface Address {
@@ -75,6 +75,7 @@ export async function insertSubmission(db: Database, f: SubmissionFixture): Prom
           references: [],
           from: f.from,
           to: f.to,
+          cc: [],
           replyTo: null,
           subject,
           text: f.text ?? "",
@@ -95,7 +96,7 @@ export async function insertSubmission(db: Database, f: SubmissionFixture): Prom
     await insertSubmissions(
       tx,
       [
-        pendingSubmission({
+        acceptedSubmission({
           id: submissionId,
           organizationId: f.organizationId,
           inboxId,
@@ -110,7 +111,7 @@ export async function insertSubmission(db: Database, f: SubmissionFixture): Prom
         }),
       ],
       f.to.map((to, position) =>
-        pendingRecipient({
+        acceptedRecipient({
           id: recipientIds[position]!,
           organizationId: f.organizationId,
           submissionId,

@@ -1,14 +1,17 @@
-import { getOption } from "@bufbuild/protobuf";
+import { create, getOption } from "@bufbuild/protobuf";
+import { createValidator } from "@bufbuild/protovalidate";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { field as fieldRule } from "../../gen/mailbox/v1/options_pb.js";
+import { SenderRuleSettingsSchema } from "../../gen/mailbox/v1/sender_rule_service_pb.js";
 import { describe, expect, it } from "vitest";
 import { registrableName } from "../../src/domains/domains.js";
 import { parseOutboundAddress } from "../../src/outbound/addresses.js";
-import { buildOpenApi, FORMATS, mayMatchNul, openApiPath, type JsonSchema, type Operation, type Parameter, type Response } from "../../src/rest/openapi.js";
+import { base64Decode } from "@bufbuild/protobuf/wire";
+import { buildOpenApi, FORMATS, mayMatchNul, openApiPath, REQUEST_BASE64, type JsonSchema, type Operation, type Parameter, type Response } from "../../src/rest/openapi.js";
 import { buildRouteTable } from "../../src/rest/routes.js";
 import { CONTRACT_SERVICES } from "../../src/rpc/services.js";
-import { NAME_PATTERN, TEXT_PATTERN } from "../../src/text-rule.js";
+import { NAME_PATTERN, TEXT_PATTERN, textProblem } from "../../src/text-rule.js";
 
 const routes = buildRouteTable(CONTRACT_SERVICES);
 const doc = buildOpenApi(routes);
@@ -78,7 +81,7 @@ describe("the OpenAPI document", () => {
 
   it("describes operations, parameters and properties with the contract's comments", () => {
     const reply = doc.paths["/v1/threads/{threadId}/replies"]!.post!;
-    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\. Not implemented yet, answering 501 not_implemented when given: replyAll; cc; bcc; attachments\.$/);
+    expect(reply.description).toMatch(/^Replies inside a thread to a target message\. .* Needs the API key scope mailbox:send\.$/);
     expect(reply.parameters.find((p) => p.name === "threadId")?.description).toBe("The thread id.");
     const body = reply.requestBody!.content["application/json"]!.schema;
     expect(body.properties?.targetMessageId?.description).toBe("The message being replied to; required.");
@@ -317,6 +320,24 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("gives sender rule entries the pattern of their CEL rule (protovalidate's RE2) and the text rule", () => {
+    const settings = schema("SenderRuleSettingsInput");
+    for (const list of ["allow", "block"]) {
+      expect(settings.properties?.[list]?.items).toMatchObject({ type: "string", maxLength: 254, pattern: FORMATS["sender-rule-entry"]!.pattern });
+    }
+    const pattern = new RegExp(FORMATS["sender-rule-entry"]!.pattern!, "u");
+    const validator = createValidator();
+    const accepts = (entry: string) =>
+      textProblem(entry) === undefined && validator.validate(SenderRuleSettingsSchema, create(SenderRuleSettingsSchema, { block: [entry] })).kind === "valid";
+    for (const entry of [
+      "alice@example.com", "example.com", "Partner.Example", "xn--bcher-kva.example", "0", "a-b.c", "o'brien+x@sub.example.org", "é@example.com",
+      "\u000b@example.com", "\u00a0@example.com", "a\u0000b@example.com", "0".repeat(63), "0".repeat(64), "bücher.example", "a b@example.com",
+      "a\tb@example.com", "@example.com", "a@@example.com", "-a.example", "a-.example", "a..example", "example.com.", "a@b@example.com", "",
+    ]) {
+      expect([entry, pattern.test(entry)]).toEqual([entry, accepts(entry)]);
+    }
+  });
+
   it("describes metadata as a bounded JSON object of text, and webhook URLs as https URIs", () => {
     const send = operation("post", "/v1/send").requestBody!.content["application/json"]!.schema;
     expect(doc.paths["/v1/send"]?.post?.requestBody?.content["application/json"]?.schema.properties?.metadata?.description).toMatch(
@@ -352,6 +373,25 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("describes bytes as exactly the base64 the JSON face decodes: a generated example is never refused", () => {
+    const pattern = new RegExp(REQUEST_BASE64);
+    const decodes = (s: string) => {
+      try {
+        base64Decode(s);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // Found by schemathesis: 9 characters (one past two groups) passed the pattern and failed the decoder.
+    const given = ["", "aGVsbG8=", "aGVsbG8", "aGVsbA", "aGVsbA==", "aGVs bG8=\r\n", "-_-_", "80h7usWo8", "A", "A=", "AB=C", "AB=CD", "a b", "not base64!", "\ro", "ab=="];
+    const alphabet = "AZaz09+/-_= \n!";
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 2_000; i++) given.push(Array.from({ length: Math.floor(random() * 12) }, () => alphabet[Math.floor(random() * alphabet.length)]).join(""));
+    for (const s of given) expect([s, pattern.test(s)]).toEqual([s, decodes(s)]);
+  });
+
   it("describes an attachment's source as exactly one of contentBase64, uploadId and url, with filename required beside contentBase64", () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     const components = JSON.parse(JSON.stringify(doc.components.schemas)) as Record<string, JsonSchema>;
@@ -379,13 +419,12 @@ describe("the OpenAPI document", () => {
     expect(op.responses).not.toHaveProperty("415");
   });
 
-  it("marks what is not served yet: whole operations, and the fields and values of others", () => {
-    expect(operation("post", "/v1/messages/{messageId}:forward")["x-not-implemented"]).toBe(true);
-    expect(operation("post", "/v1/inboxes/{inboxId}/messages")["x-not-implemented"]).toEqual({ fields: ["cc", "bcc", "attachments"], values: {} });
-    expect(operation("post", "/v1/threads/{threadId}/replies")["x-not-implemented"]).toEqual({ fields: ["replyAll", "cc", "bcc", "attachments"], values: {} });
-    expect(operation("post", "/v1/webhooks")["x-not-implemented"]).toEqual({ fields: [], values: { events: ["submission.held"] } });
-    expect(operation("get", "/v1/me")).not.toHaveProperty("x-not-implemented");
-    expect(operation("post", "/v1/uploads")).not.toHaveProperty("x-not-implemented");
+  it("marks nothing as not served: every operation, field and value of the contract is", () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [verb, op] of Object.entries(item)) {
+        expect([verb, path, (op as Operation)["x-not-implemented"], Object.keys((op as Operation).responses)]).toEqual([verb, path, undefined, expect.not.arrayContaining(["501"])]);
+      }
+    }
   });
 
   it("describes a server-streaming RPC as Server-Sent Events whose items carry the event id and its JSON", () => {

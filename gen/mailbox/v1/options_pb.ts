@@ -147,8 +147,9 @@ export type FieldRule = Message<"mailbox.v1.FieldRule"> & {
   /**
    * On a request string field: a format the service checks itself beyond the buf.validate rules, answering its own
    * 400: email (one plain address: invalid_address), idn-hostname (a domain a customer may register:
-   * invalid_domain), uri (a webhook URL). The OpenAPI document states it as a JSON Schema format, with the pattern
-   * of what the check accepts.
+   * invalid_domain), uri (a webhook URL); or one a buf.validate CEL rule checks and JSON Schema cannot read from
+   * it: sender-rule-entry (an address or an ASCII domain of a sender rule). The OpenAPI document states it as a JSON
+   * Schema format where one exists, with the pattern of what the check accepts.
    *
    * @generated from field: string format = 6;
    */

@@ -1074,7 +1074,8 @@ export type Submission = Message$1<"mailbox.v1.Submission"> & {
   status: string;
 
   /**
-   * The queue id, or null until queued.
+   * The queue id, or null until queued. A held submission has one once its delivery workflow waits for the decision
+   * (as a message in a mail server's hold queue has its queue id).
    *
    * @generated from field: optional string queue_id = 7;
    */

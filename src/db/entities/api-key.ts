@@ -25,6 +25,8 @@ export const ApiKey = defineEntity({
     allowedRecipientDomains: p.array().$type<string[]>().nullable(),
     expiresAt: p.datetime(3).nullable(),
     requestsPerMinute: p.integer(),
+    /** The key's own hold policy (none, first_contact, new_domain or all), or null for the organization's. */
+    holdFor: p.string().length(20).nullable(),
     revokedAt: p.datetime(3).nullable(),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),

@@ -1,6 +1,7 @@
 import { ApiKey } from "./api-key.js";
 import { Attachment } from "./attachment.js";
 import { Complaint } from "./complaint.js";
+import { Contact } from "./contact.js";
 import { CustomerDomain } from "./customer-domain.js";
 import { Inbox } from "./inbox.js";
 import { IdempotencyRecord } from "./idempotency-record.js";
@@ -25,6 +26,7 @@ export {
   ApiKey,
   Attachment,
   Complaint,
+  Contact,
   CustomerDomain,
   IdempotencyRecord,
   Inbox,
@@ -54,6 +56,7 @@ export const entities = [
   InboundRawChunk,
   Thread,
   Message,
+  Contact,
   Attachment,
   WebhookEndpoint,
   WebhookDelivery,

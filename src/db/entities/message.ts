@@ -50,6 +50,8 @@ export const Message = defineEntity({
     references: p.array().$type<string[]>(),
     from: p.json<StoredAddress>(),
     to: p.json<StoredAddress[]>(),
+    /** Cc recipients as sent or received (empty for messages stored before Cc was kept); never Bcc. */
+    cc: p.json<StoredAddress[]>().defaultRaw("'[]'"),
     replyTo: p.json<StoredAddress>().nullable(),
     subject: p.text(),
     text: p.text(),

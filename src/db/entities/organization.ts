@@ -22,6 +22,8 @@ export const Organization = defineEntity({
     managedLimit: p.integer(),
     /** Managed addresses ever created; never decreases (deleted inboxes keep counting). */
     managedUsed: p.integer().default(0),
+    /** Which sends wait for a person's decision: none, first_contact, new_domain or all (a key's own holdFor wins). */
+    holdFor: p.string().length(20).default("none"),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },

@@ -14,8 +14,9 @@ export const StoredEvent = defineEntity({
     /** Position in the log; within one organization in commit order (appends of an organization take turns). */
     seq: p.bigint().autoincrement(),
     organization: () => p.manyToOne(Organization).deleteRule("cascade"),
-    inboxId: p.string().length(28),
-    /** message.received. */
+    /** The inbox the event is about; null for a submission.held of /v1/send, which has none. */
+    inboxId: p.string().length(28).nullable(),
+    /** message.received or submission.held. */
     type: p.string().length(64),
     /** The exact JSON payload, as webhooks send it. */
     payload: p.text(),

@@ -14,7 +14,9 @@ export const SubmissionRecipient = defineEntity({
     email: p.string().length(320),
     name: p.string().length(200).nullable(),
     domain: p.string().length(253),
-    /** pending, queued, deferred, delivered, bounced or failed. */
+    /** to, cc or bcc: how the send addressed the recipient (bcc recipients are in no header). */
+    kind: p.string().length(3).default("to"),
+    /** pending, queued, deferred, delivered, bounced or failed; held while its submission waits for a decision, rejected after one. */
     status: p.string().length(20).default("pending"),
     response: p.text().nullable(),
     failureCode: p.string().length(64).nullable(),

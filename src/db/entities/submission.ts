@@ -21,7 +21,7 @@ export const Submission = defineEntity({
     metadata: p.json<Record<string, unknown>>(),
     internetMessageId: p.string().length(998),
     mime: p.blob().lazy(),
-    /** pending, queued, deferred, delivered, partially_delivered or failed. */
+    /** pending, queued, deferred, delivered, partially_delivered or failed; held (waits for a person's decision), rejected. */
     status: p.string().length(30).default("pending"),
     queueId: p.string().length(64).nullable(),
     /** The Temporal task queue of the deployment that accepted it: only its workers deliver it. Null before it was recorded. */
@@ -30,11 +30,20 @@ export const Submission = defineEntity({
     claimExpiresAt: p.datetime(3).nullable(),
     response: p.text().nullable(),
     failureCode: p.string().length(64).nullable(),
+    /** Why the send was held (first_contact, new_domain or all), or null when it never was; kept after the decision. */
+    heldReason: p.string().length(20).nullable(),
+    /** The key that sent it, which may never decide it (null for submissions stored before holds existed). */
+    createdByKeyId: p.uuid().nullable(),
+    /** When a held submission was approved, rejected or expired, and by which key (null for an expiry). */
+    decidedAt: p.datetime(3).nullable(),
+    decidedByKeyId: p.uuid().nullable(),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },
   indexes: [
     { properties: ["organization", "createdAt"] },
+    // ListSubmissions by state: status=held is the queue of sends waiting for a decision.
+    { properties: ["organization", "status", "createdAt"] },
     { properties: ["status", "createdAt"] },
     // The inbox purge and feedback reports (ARF names the Message-ID) find submissions by these.
     { properties: ["inboxId"] },

@@ -13,6 +13,7 @@ import { Migration20261125100000_events } from "./Migration20261125100000_events
 import { Migration20261126104755_uploads } from "./Migration20261126104755_uploads.js";
 import { Migration20261126130000_delivery_claims } from "./Migration20261126130000_delivery_claims.js";
 import { Migration20261127100000_sender_trust } from "./Migration20261127100000_sender_trust.js";
+import { Migration20261127120000_holds } from "./Migration20261127120000_holds.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -28,4 +29,5 @@ export const migrations = [
   Migration20261126104755_uploads,
   Migration20261126130000_delivery_claims,
   Migration20261127100000_sender_trust,
+  Migration20261127120000_holds,
 ];

@@ -1,5 +1,6 @@
 // The `attachments` table's columns, for every path that writes attachments: inbound processing stores each
-// message's attachments in the batch's transaction. Scanning changes only their scan columns (src/scanning).
+// message's attachments in the batch's transaction, outbound acceptance a sent message's (clean: scanned before the
+// send was accepted) in the send's. Scanning changes only their scan columns (src/scanning).
 import type { SqlTx } from "../database.js";
 import { insertAll, type Columns } from "./columns.js";
 

@@ -7,7 +7,9 @@ export interface EventInsert {
   /** evt_<24 hex>. */
   readonly id: string;
   readonly organizationId: string;
-  readonly inboxId: string;
+  /** Null for a submission.held of /v1/send. */
+  readonly inboxId: string | null;
+  /** message.received or submission.held. */
   readonly type: string;
   /** The exact JSON payload webhooks send. */
   readonly payload: string;

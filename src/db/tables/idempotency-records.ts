@@ -7,7 +7,7 @@ import { insertFromPart, type Columns, type InsertPart } from "./columns.js";
 export interface IdempotencyRecordInsert {
   readonly id: string;
   readonly organizationId: string;
-  /** send_message, reply or send_email. */
+  /** send_message, reply, forward or send_email. */
   readonly route: string;
   readonly key: string;
   /** SHA-256 of the canonical request. */

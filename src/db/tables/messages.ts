@@ -17,6 +17,8 @@ export interface MessageInsert {
   readonly references: readonly string[];
   readonly from: StoredAddress;
   readonly to: readonly StoredAddress[];
+  /** Cc as sent or received; never Bcc, which only the submission's recipients name. */
+  readonly cc: readonly StoredAddress[];
   readonly replyTo: StoredAddress | null;
   readonly subject: string;
   readonly text: string;
@@ -51,6 +53,7 @@ const COLUMNS: Columns<MessageInsert> = [
   ["references", (m) => [...m.references]],
   ["from", (m) => json(m.from)],
   ["to", (m) => json(m.to)],
+  ["cc", (m) => json(m.cc)],
   ["reply_to", (m) => json(m.replyTo)],
   ["subject", (m) => m.subject],
   ["text", (m) => m.text],
@@ -83,5 +86,5 @@ export function messagesInsert(messages: readonly MessageInsert[]): InsertPart[]
 /** An inserted message as the entity's row, which the API's mappers read (the organization as its id). */
 export function messageRowOf(m: MessageInsert): MessageRow {
   const { organizationId, ...rest } = m;
-  return { ...rest, references: [...m.references], to: [...m.to], metadata: { ...m.metadata }, organization: organizationId } as unknown as MessageRow;
+  return { ...rest, references: [...m.references], to: [...m.to], cc: [...m.cc], metadata: { ...m.metadata }, organization: organizationId } as unknown as MessageRow;
 }

@@ -1,6 +1,7 @@
 // The `submissions` and `submission_recipients` tables' columns and row mapping, for every path that writes them:
 // outbound acceptance and the test fixtures. Delivery changes only their state columns and the delivery queue's
-// lease, claim_expires_at, which no insert sets (src/outbound/delivery).
+// lease, claim_expires_at, which no insert sets (src/outbound/delivery), and a decision on a held submission its state
+// and decision columns (src/outbound/holds.ts).
 import type { SqlTx } from "../database.js";
 import type { StoredAddress } from "../entities/message.js";
 import type { SubmissionRow } from "../entities/submission.js";
@@ -26,6 +27,12 @@ export interface SubmissionInsert {
   readonly taskQueue: string | null;
   readonly response: string | null;
   readonly failureCode: string | null;
+  /** first_contact, new_domain or all when the send was held for a decision; null otherwise. */
+  readonly heldReason: string | null;
+  /** The key that sent it (it may never decide a hold). */
+  readonly createdByKeyId: string | null;
+  readonly decidedAt: Date | null;
+  readonly decidedByKeyId: string | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -40,6 +47,8 @@ export interface RecipientInsert {
   readonly email: string;
   readonly name: string | null;
   readonly domain: string;
+  /** to, cc or bcc. */
+  readonly kind: RecipientKind;
   readonly status: string;
   readonly response: string | null;
   readonly failureCode: string | null;
@@ -63,6 +72,10 @@ const SUBMISSION_COLUMNS: Columns<SubmissionInsert> = [
   ["task_queue", (s) => s.taskQueue],
   ["response", (s) => s.response],
   ["failure_code", (s) => s.failureCode],
+  ["held_reason", (s) => s.heldReason],
+  ["created_by_key_id", (s) => s.createdByKeyId],
+  ["decided_at", (s) => s.decidedAt],
+  ["decided_by_key_id", (s) => s.decidedByKeyId],
   ["created_at", (s) => s.createdAt],
   ["updated_at", (s) => s.updatedAt],
 ];
@@ -75,6 +88,7 @@ const RECIPIENT_COLUMNS: Columns<RecipientInsert> = [
   ["email", (r) => r.email],
   ["name", (r) => r.name],
   ["domain", (r) => r.domain],
+  ["kind", (r) => r.kind],
   ["status", (r) => r.status],
   ["response", (r) => r.response],
   ["failure_code", (r) => r.failureCode],
@@ -83,17 +97,36 @@ const RECIPIENT_COLUMNS: Columns<RecipientInsert> = [
   ["updated_at", (r) => r.updatedAt],
 ];
 
-type AcceptedSubmission = Omit<SubmissionInsert, "status" | "queueId" | "response" | "failureCode" | "updatedAt">;
-type AcceptedRecipient = Omit<RecipientInsert, "status" | "response" | "failureCode" | "attempts" | "deliveredAt">;
+export type RecipientKind = "to" | "cc" | "bcc";
 
-/** A submission as acceptance inserts it: pending, not queued, no response yet. */
-export function pendingSubmission(s: AcceptedSubmission): SubmissionInsert {
-  return { ...s, status: "pending", queueId: null, response: null, failureCode: null, updatedAt: s.createdAt };
+type AcceptedSubmission = Omit<
+  SubmissionInsert,
+  "status" | "queueId" | "response" | "failureCode" | "heldReason" | "createdByKeyId" | "decidedAt" | "decidedByKeyId" | "updatedAt"
+> & { readonly createdByKeyId?: string | null };
+type AcceptedRecipient = Omit<RecipientInsert, "kind" | "status" | "response" | "failureCode" | "attempts" | "deliveredAt"> & { readonly kind?: RecipientKind };
+
+/**
+ * A submission as acceptance inserts it: not queued, no response yet; pending, or held for a decision when
+ * `heldReason` is given (its recipients held too: acceptedRecipient).
+ */
+export function acceptedSubmission(s: AcceptedSubmission, heldReason: string | null = null): SubmissionInsert {
+  return {
+    ...s,
+    status: heldReason === null ? "pending" : "held",
+    queueId: null,
+    response: null,
+    failureCode: null,
+    heldReason,
+    createdByKeyId: s.createdByKeyId ?? null,
+    decidedAt: null,
+    decidedByKeyId: null,
+    updatedAt: s.createdAt,
+  };
 }
 
-/** A recipient as acceptance inserts it: pending, never attempted. */
-export function pendingRecipient(r: AcceptedRecipient): RecipientInsert {
-  return { ...r, status: "pending", response: null, failureCode: null, attempts: 0, deliveredAt: null };
+/** A recipient as acceptance inserts it: never attempted; pending, or held with its submission. */
+export function acceptedRecipient(r: AcceptedRecipient, held = false): RecipientInsert {
+  return { ...r, kind: r.kind ?? "to", status: held ? "held" : "pending", response: null, failureCode: null, attempts: 0, deliveredAt: null };
 }
 
 /** The INSERTs of submissions and their recipients as parts of a statement (insertTogether). */

@@ -6,7 +6,7 @@
 // (the same bytes, the same Message-ID) on the retried attempt; a message is never lost.
 import { createInFlight, type InFlight } from "../../runtime/drain.js";
 import type { Config } from "../../config.js";
-import type { Database } from "../../db/database.js";
+import type { Database, SqlPool } from "../../db/database.js";
 import type { DnsResolver } from "../../dns/resolver.js";
 import type { DkimSigningKey } from "../../domains/signing-keys.js";
 import type { Logger } from "../../logger.js";
@@ -15,7 +15,7 @@ import type { AddressPolicy } from "../../net/address-policy.js";
 import { classifyTransportFailure, type DeliveryVerdict } from "../classify-smtp-result.js";
 import type { SmtpRoute } from "../smtp-routes.js";
 import { connectHostOf, nextHops } from "./next-hop.js";
-import type { DeliveryOperations, DomainAttemptResult } from "./operations.js";
+import type { DeliveryOperations, DomainAttemptResult, RecipientAttemptOutcome } from "./operations.js";
 import { attemptSmtp, createSmtpConnections, type SmtpConnections } from "./smtp-attempt.js";
 import {
   failOpenRecipients,
@@ -118,90 +118,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): Deliverer {
   const { settings } = deps;
   const connections =
     deps.connections ?? createSmtpConnections({ ehloName: settings.ehloName, timeoutMs: settings.timeoutMs, idleMs: settings.connectionIdleMs });
-
-  const signingKey = async (organizationId: string, fromEmail: string): Promise<DkimSigningKey | undefined> => {
-    const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();
-    if (domain === settings.managedDomain) return deps.managedDkimKey();
-    const key = await deps.customerDkimKeys.dkimKeyFor(organizationId, domain);
-    // Acceptance checked that the domain may send; a domain removed since then is sent unsigned rather than held.
-    if (!key) deps.log?.warn("no DKIM key for the sender domain, sending unsigned", { organizationId, domain });
-    return key;
-  };
-
-  /** One attempt to one domain with its input: route, connect, send, record each recipient's outcome. */
-  async function attempt(input: AttemptInput, domain: string, heartbeat: () => void, signal: AbortSignal): Promise<DomainAttemptResult> {
-    if (input.recipients.length === 0) return { remaining: 0 };
-    const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
-    try {
-      let verdicts: ReadonlyMap<string, DeliveryVerdict>;
-      let fromSmtp = true;
-      const hops = await nextHops(domain, { ...settings, resolver: deps.resolver });
-      if (hops.kind === "failure") {
-        const verdict = classifyTransportFailure(hops.failure);
-        verdicts = new Map(input.recipients.map((r) => [r.email, verdict]));
-        fromSmtp = false;
-      } else {
-        const result = await attemptSmtp(
-          {
-            hops: hops.hops,
-            ehloName: settings.ehloName,
-            timeoutMs: settings.timeoutMs,
-            from: input.fromEmail,
-            recipients: input.recipients.map((r) => r.email),
-            mime: input.mime,
-            dkim: await signingKey(input.organizationId, input.fromEmail),
-            deadline: Date.now() + ATTEMPT_BUDGET_MS,
-            signal,
-          },
-          connections,
-        );
-        verdicts = result.verdicts;
-      }
-      const outcomes: RecipientOutcome[] = [];
-      const suppress: BouncedRecipient[] = [];
-      for (const r of input.recipients) {
-        const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
-        const outcome = outcomeOf(verdict, fromSmtp);
-        outcomes.push({ id: r.id, ...outcome });
-        if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
-      }
-      await record(input.submissionId, outcomes, suppress);
-      const recordedAt = Date.now();
-      for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
-      deps.log?.debug("delivery attempt", { submissionId: input.submissionId, domain, outcomes: outcomes.map((o) => o.status) });
-      return { remaining: outcomes.filter((o) => o.status === "deferred").length };
-    } finally {
-      // Heartbeats go on while the outcome is recorded: a retried recording must not pass for a lost worker.
-      clearInterval(timer);
-    }
-  }
-
-  async function record(submissionId: string, outcomes: readonly RecipientOutcome[], suppress: readonly BouncedRecipient[]): Promise<void> {
-    for (let retry = 0; ; retry++) {
-      try {
-        return await recordOutcomes(sql, submissionId, outcomes, suppress);
-      } catch (e) {
-        const wait = RECORD_RETRY_MS[retry];
-        if (wait === undefined) throw e;
-        deps.log?.warn("delivery outcome not recorded, trying again", { submissionId, error: e });
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-  }
-
-  /** The attempt's input from what the delivery queue's claim read; undefined when the submission is gone. */
-  async function claimedInput(claimed: ClaimedSubmission, domain: string): Promise<AttemptInput | undefined> {
-    const mime = claimed.mime ?? (await readMime(sql, claimed.submissionId));
-    if (!mime) return undefined;
-    return {
-      submissionId: claimed.submissionId,
-      organizationId: claimed.organizationId,
-      fromEmail: claimed.fromEmail,
-      acceptedAt: claimed.createdAt,
-      mime,
-      recipients: claimed.recipients.filter((r) => r.domain === domain).map((r) => ({ id: r.id, email: r.email })),
-    };
-  }
+  const attempter: Attempter = { ...deps, connections };
 
   return {
     async queueSubmission(submissionId) {
@@ -220,7 +137,7 @@ export function createDeliveryOperations(deps: DeliveryDeps): Deliverer {
         return await attempts.run(async (cut) => {
           const input = await readAttemptInput(sql, submissionId, domain);
           if (!input) return { remaining: 0 };
-          return attempt(input, domain, heartbeat, AbortSignal.any([signal, cut, ...(first ? [AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)] : [])]));
+          return attemptWith(attempter, input, domain, heartbeat, AbortSignal.any([signal, cut, ...(first ? [AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)] : [])]));
         });
       } finally {
         if (first) deps.firstAttemptEnded?.(submissionId);
@@ -229,9 +146,9 @@ export function createDeliveryOperations(deps: DeliveryDeps): Deliverer {
 
     firstAttempt(claimed, domain) {
       return attempts.run(async (cut) => {
-        const input = await claimedInput(claimed, domain);
+        const input = await claimedInput(sql, claimed, domain);
         if (!input) return { remaining: 0 };
-        return attempt(input, domain, () => undefined, AbortSignal.any([cut, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]));
+        return attemptWith(attempter, input, domain, () => undefined, AbortSignal.any([cut, AbortSignal.timeout(FIRST_ATTEMPT_BUDGET_MS)]));
       });
     },
 
@@ -239,6 +156,105 @@ export function createDeliveryOperations(deps: DeliveryDeps): Deliverer {
       await failOpenRecipients(sql, submissionId, domain, QUEUE_LIFETIME_EXCEEDED, "queue lifetime exceeded");
     },
   };
+}
+
+/** What one attempt uses: the deliverer's dependencies with the process's kept connections. */
+type Attempter = DeliveryDeps & { readonly connections: SmtpConnections };
+
+/** One attempt to one domain with its input: route, connect, send, record each recipient's outcome. */
+async function attemptWith(deps: Attempter, input: AttemptInput, domain: string, heartbeat: () => void, signal: AbortSignal): Promise<DomainAttemptResult> {
+  if (input.recipients.length === 0) return { remaining: 0 };
+  const { settings } = deps;
+  const timer = setInterval(heartbeat, HEARTBEAT_INTERVAL_MS);
+  try {
+    let verdicts: ReadonlyMap<string, DeliveryVerdict>;
+    let fromSmtp = true;
+    const hops = await nextHops(domain, { ...settings, resolver: deps.resolver });
+    if (hops.kind === "failure") {
+      const verdict = classifyTransportFailure(hops.failure);
+      verdicts = new Map(input.recipients.map((r) => [r.email, verdict]));
+      fromSmtp = false;
+    } else {
+      const result = await attemptSmtp(
+        {
+          hops: hops.hops,
+          ehloName: settings.ehloName,
+          timeoutMs: settings.timeoutMs,
+          from: input.fromEmail,
+          recipients: input.recipients.map((r) => r.email),
+          mime: input.mime,
+          dkim: await signingKeyFor(deps, input.organizationId, input.fromEmail),
+          deadline: Date.now() + ATTEMPT_BUDGET_MS,
+          signal,
+        },
+        deps.connections,
+      );
+      verdicts = result.verdicts;
+    }
+    const outcomes: RecipientOutcome[] = [];
+    const suppress: BouncedRecipient[] = [];
+    for (const r of input.recipients) {
+      const verdict = verdicts.get(r.email) ?? classifyTransportFailure({ message: "no verdict for this recipient" });
+      const outcome = outcomeOf(verdict, fromSmtp);
+      outcomes.push({ id: r.id, ...outcome });
+      if (outcome.status === "bounced") suppress.push({ id: r.id, email: r.email, detail: verdict.response });
+    }
+    await recordWithRetries(deps, input.submissionId, outcomes, suppress);
+    const recordedAt = Date.now();
+    for (const o of outcomes) deps.metrics?.recipient(o.status, (recordedAt - input.acceptedAt.getTime()) / 1000);
+    deps.log?.debug("delivery attempt", { submissionId: input.submissionId, domain, outcomes: outcomes.map((o) => o.status) });
+    return {
+      remaining: outcomes.filter((o) => o.status === "deferred").length,
+      recipients: input.recipients.map((r, i) => attemptOutcomeOf(r.email, outcomes[i]!)),
+    };
+  } finally {
+    // Heartbeats go on while the outcome is recorded: a retried recording must not pass for a lost worker.
+    clearInterval(timer);
+  }
+}
+
+/** The signing key of the sender's domain: the managed domain's, or the customer domain's (unsigned without one). */
+async function signingKeyFor(deps: DeliveryDeps, organizationId: string, fromEmail: string): Promise<DkimSigningKey | undefined> {
+  const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1).toLowerCase();
+  if (domain === deps.settings.managedDomain) return deps.managedDkimKey();
+  const key = await deps.customerDkimKeys.dkimKeyFor(organizationId, domain);
+  // Acceptance checked that the domain may send; a domain removed since then is sent unsigned rather than held.
+  if (!key) deps.log?.warn("no DKIM key for the sender domain, sending unsigned", { organizationId, domain });
+  return key;
+}
+
+/** Records an attempt's outcomes, trying again (RECORD_RETRY_MS) while the database fails. */
+async function recordWithRetries(deps: DeliveryDeps, submissionId: string, outcomes: readonly RecipientOutcome[], suppress: readonly BouncedRecipient[]): Promise<void> {
+  for (let retry = 0; ; retry++) {
+    try {
+      return await recordOutcomes(deps.db.sql, submissionId, outcomes, suppress);
+    } catch (e) {
+      const wait = RECORD_RETRY_MS[retry];
+      if (wait === undefined) throw e;
+      deps.log?.warn("delivery outcome not recorded, trying again", { submissionId, error: e });
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+/** The attempt's input from what the delivery queue's claim read; undefined when the submission is gone. */
+async function claimedInput(sql: SqlPool, claimed: ClaimedSubmission, domain: string): Promise<AttemptInput | undefined> {
+  const mime = claimed.mime ?? (await readMime(sql, claimed.submissionId));
+  if (!mime) return undefined;
+  return {
+    submissionId: claimed.submissionId,
+    organizationId: claimed.organizationId,
+    fromEmail: claimed.fromEmail,
+    acceptedAt: claimed.createdAt,
+    mime,
+    recipients: claimed.recipients.filter((r) => r.domain === domain).map((r) => ({ id: r.id, email: r.email })),
+  };
+}
+
+/** A recipient's outcome as the attempt's result names it: the reply code read from the reply's start, when a server gave one. */
+function attemptOutcomeOf(email: string, outcome: RecipientOutcome): RecipientAttemptOutcome {
+  const code = /^([2-5]\d\d)[ -]/.exec(outcome.response);
+  return { email, status: outcome.status, replyCode: code ? Number(code[1]) : null, reply: outcome.response };
 }
 
 /**

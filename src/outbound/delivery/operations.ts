@@ -18,6 +18,21 @@ export interface QueuedSubmission {
 export interface DomainAttemptResult {
   /** Recipients of the domain still to deliver (deferred): 0 ends the domain's branch. */
   readonly remaining: number;
+  /**
+   * What became of each recipient attempted, so the workflow's history tells the delivery's story (the Temporal UI
+   * shows an activity's result): absent from results recorded before it existed.
+   */
+  readonly recipients?: readonly RecipientAttemptOutcome[];
+}
+
+/** One recipient's outcome in one attempt: its state and the peer's reply (or why no peer answered). */
+export interface RecipientAttemptOutcome {
+  readonly email: string;
+  readonly status: "delivered" | "deferred" | "bounced" | "failed";
+  /** The SMTP reply code, or null when no server answered (DNS, connection, TLS, timeout). */
+  readonly replyCode: number | null;
+  /** The reply's text as the peer sent it, or the failure. */
+  readonly reply: string;
 }
 
 /** What an attempt gets from its activity. */

@@ -14,6 +14,11 @@
 //   against a target of 40 ms per message for everything), and most mail is delivered at the first attempt. What
 //   it cannot take yet waits as pending, oldest first; once a second it reports how many wait, how long the oldest
 //   has waited and how fast it claims (DELIVERY_BACKLOG_REPORTED).
+// - DELIVERY_WORKFLOWS=all (for an operator who wants every delivery in the Temporal UI, at a workflow's cost per
+//   message) starts each claimed submission's workflow at once instead, with what the claim queued; its first
+//   attempt (a local activity on this worker, handed back by the eager start) frees the slot.
+// - Held submissions (src/outbound/delivery/holds.ts) are never claimed: whatever the setting, the announcement
+//   starts their workflow, which waits for the decision; an approved one is delivered by that workflow.
 // - A claim is a lease (CLAIM_LEASE_MS) that its worker renews while it holds the submission without a workflow,
 //   and ends when the submission is final or its workflow has started. Every worker of the task queue looks for
 //   leases that ran out every TAKEOVER_INTERVAL_MS and starts their workflows (a start is idempotent by workflow
@@ -32,6 +37,7 @@
 // listen); what still slips through (a failed notification) the delivery reconciler starts
 // (src/outbound/delivery/reconciler.ts).
 import { randomBytes } from "node:crypto";
+import type { DeliveryWorkflows } from "../../config.js";
 import type { Database } from "../../db/database.js";
 import { groupCommit } from "../../db/group-commit.js";
 import { Unavailable } from "../../errors.js";
@@ -39,6 +45,7 @@ import type { Logger } from "../../logger.js";
 import type { DeliveryQueue } from "../ports.js";
 import { FIRST_ATTEMPT_BUDGET_MS, type Deliverer } from "./deliverer.js";
 import type { QueuedSubmission } from "./operations.js";
+import { heldAmong, heldStart } from "./holds.js";
 import { claimSubmissions, pendingSubmissionIds, releaseClaims, renewClaims, takeOverExpiredClaims, type ClaimedSubmission } from "./store.js";
 
 export const SUBMISSIONS_ANNOUNCED = "submissions_announced";
@@ -54,6 +61,8 @@ export interface DeliveryStarter {
     readonly queued?: QueuedSubmission;
     /** First attempts the delivery queue made itself, per domain: each domain's next one waits its backoff. */
     readonly attempted?: Readonly<Record<string, number>>;
+    /** A held submission: its workflow waits for the decision first (src/outbound/delivery/holds.ts). */
+    readonly held?: { readonly reason: string; readonly recipients: number };
   }): Promise<void>;
 }
 
@@ -176,6 +185,11 @@ export interface DispatcherDeps {
   readonly schedule: Pick<QueuedSubmission, "retryInitialMs" | "retryMaxMs" | "queueLifetimeMs">;
   /** Makes the first attempts of what this worker claims (the same deliverer as the worker's activities). */
   readonly deliverer: Pick<Deliverer, "firstAttempt">;
+  /**
+   * DELIVERY_WORKFLOWS: `deferred` makes the first attempts here and starts a workflow only for what they leave
+   * open; `all` starts every claimed submission's workflow at once, which makes its first attempts itself.
+   */
+  readonly workflows: DeliveryWorkflows;
   readonly log: Logger;
 }
 
@@ -229,7 +243,7 @@ class Dispatcher implements DeliveryDispatcher {
   private readonly inFlight = new Map<string, number>();
   private readonly claimRate = new ClaimRate();
   /** Submissions claimed here and not yet final or handed to their workflow: their leases are renewed. */
-  private readonly held = new Map<string, Promise<void>>();
+  private readonly ownClaims = new Map<string, Promise<void>>();
   private starter: DeliveryStarter | undefined;
   private stopped = false;
   private pumping: Promise<void> | undefined;
@@ -297,7 +311,7 @@ class Dispatcher implements DeliveryDispatcher {
 
   async settled(): Promise<void> {
     // Bounded: every attempt ends within its budget (the drain cuts it sooner), a start within its deadline.
-    while (this.held.size > 0) await Promise.all(this.held.values());
+    while (this.ownClaims.size > 0) await Promise.all(this.ownClaims.values());
     clearInterval(this.leases);
   }
 
@@ -349,11 +363,46 @@ class Dispatcher implements DeliveryDispatcher {
       const expires = Date.now() + IN_FLIGHT_TTL_MS;
       for (const c of claimed) {
         this.inFlight.set(c.submissionId, expires);
-        this.held.set(
+        const delivery = this.deps.workflows === "all" ? this.startWorkflow(c) : this.deliver(c);
+        this.ownClaims.set(
           c.submissionId,
-          this.deliver(c).finally(() => this.held.delete(c.submissionId)),
+          delivery.finally(() => this.ownClaims.delete(c.submissionId)),
         );
       }
+      if (claimed.length < ids.length) await this.startHolds(ids.filter((id) => !claimed.some((c) => c.submissionId === id)));
+    }
+  }
+
+  /**
+   * Held submissions are not claimed: their workflows start at once, take no slot (they wait for a person), and enter
+   * the hold themselves; the queue never attempts them. Every worker may start one; a start finds a running
+   * workflow and leaves it be.
+   */
+  private async startHolds(ids: readonly string[]): Promise<void> {
+    try {
+      const held = await heldAmong(this.deps.db.sql, ids);
+      await Promise.all(held.map((h) => this.starter!.start(heldStart(h))));
+    } catch (e) {
+      this.deps.log.warn("held submissions' workflows not started; the hold reconciler will start them", { submissionIds: ids, error: e });
+    }
+  }
+
+  /**
+   * DELIVERY_WORKFLOWS=all: the claimed submission's workflow makes every attempt, the first one too (its first
+   * attempt frees the slot: firstAttemptEnded); the lease ends once it has started.
+   */
+  private async startWorkflow(c: ClaimedSubmission): Promise<void> {
+    try {
+      await this.starter!.start({
+        submissionId: c.submissionId,
+        organizationId: c.organizationId,
+        inboxId: c.inboxId,
+        queued: { domains: c.domains, createdAtMs: c.createdAt.getTime(), ...this.deps.schedule },
+      });
+      await releaseClaims(this.deps.db.sql, [c.submissionId]);
+    } catch (e) {
+      this.inFlight.delete(c.submissionId);
+      this.deps.log.warn("delivery workflow not started; it is taken over when its claim's lease runs out", { submissionId: c.submissionId, error: e });
     }
   }
 
@@ -397,7 +446,7 @@ class Dispatcher implements DeliveryDispatcher {
     if (this.tending) return;
     this.tending = true;
     try {
-      await renewClaims(this.deps.db.sql, [...this.held.keys()], CLAIM_LEASE_MS);
+      await renewClaims(this.deps.db.sql, [...this.ownClaims.keys()], CLAIM_LEASE_MS);
       if (!this.stopped && this.starter) await this.takeOver(this.starter);
     } catch (e) {
       this.deps.log.warn("delivery queue: leases not tended, trying again", { error: e });
@@ -408,7 +457,7 @@ class Dispatcher implements DeliveryDispatcher {
 
   private async takeOver(starter: DeliveryStarter): Promise<void> {
     const expired = (await takeOverExpiredClaims(this.deps.db.sql, this.deps.taskQueue, CLAIM_LEASE_MS, TAKEOVER_BATCH)).filter(
-      (c) => !this.held.has(c.submissionId),
+      (c) => !this.ownClaims.has(c.submissionId),
     );
     if (expired.length === 0) return;
     this.deps.log.info("delivery queue: taking over claims whose lease ran out", { count: expired.length });

@@ -78,12 +78,13 @@ interface Locked {
   id: string;
   organization_id: string;
   message_id: string | null;
+  /** When the queue lifetime starts: the acceptance, or a held send's decision (its wait is not its delivery's). */
   created_at_ms: number;
 }
 
 async function lockSubmission(tx: SqlTx, submissionId: string): Promise<Locked | undefined> {
   const rows = await tx.query<Locked>(
-    `select id, organization_id, message_id, (extract(epoch from created_at) * 1000)::float8 as created_at_ms
+    `select id, organization_id, message_id, (extract(epoch from coalesce(decided_at, created_at)) * 1000)::float8 as created_at_ms
        from submissions where id = $1 for update`,
     [submissionId],
   );
@@ -123,7 +124,8 @@ async function reaggregate(tx: SqlTx, submission: Locked, lastResponse: string |
 
 /**
  * pending → queued for those of the submissions that are still pending (queueId set, leased for `leaseMs`), their
- * recipients and mailbox messages, in one statement; answers the ones it queued with what their attempts send.
+ * recipients and mailbox messages, in one statement; answers the ones it queued with what their attempts send. A
+ * held send that was approved (pending, decided) is its workflow's to deliver, never claimed.
  */
 export async function claimSubmissions(sql: SqlPool, submissionIds: readonly string[], leaseMs: number): Promise<ClaimedSubmission[]> {
   if (submissionIds.length === 0) return [];
@@ -141,7 +143,7 @@ export async function claimSubmissions(sql: SqlPool, submissionIds: readonly str
        update submissions s set status = 'queued', queue_id = coalesce(s.queue_id, v.queue_id), updated_at = now(),
               claim_expires_at = now() + make_interval(secs => $3)
          from unnest($1::uuid[], $2::text[]) as v(id, queue_id)
-        where s.id = v.id and s.status = 'pending'
+        where s.id = v.id and s.status = 'pending' and s.decided_at is null
        returning s.id, s.organization_id, s.inbox_id, s.message_id, s.created_at, s."from"->>'email' as from_email,
                  case when octet_length(s.mime) <= $4 then s.mime end as mime),
      r as (
@@ -169,10 +171,10 @@ export async function claimSubmissions(sql: SqlPool, submissionIds: readonly str
   }));
 }
 
-/** Submissions of the task queue still pending, oldest first: announced while no worker listened. */
+/** Submissions of the task queue still pending (approved holds aside: their workflows'), oldest first: announced while no worker listened. */
 export async function pendingSubmissionIds(sql: SqlPool, taskQueue: string, limit: number): Promise<string[]> {
   const rows = await sql.query<{ id: string }>(
-    `select id from submissions where status = 'pending' and task_queue = $1 order by created_at limit $2`,
+    `select id from submissions where status = 'pending' and decided_at is null and task_queue = $1 order by created_at limit $2`,
     [taskQueue, limit],
   );
   return rows.map((r) => r.id);

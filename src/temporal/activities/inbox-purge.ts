@@ -8,7 +8,7 @@ import { Inbox } from "../../db/entities/index.js";
  * for several inboxes is also the other recipients' mail). Idempotency records stay: a send retried after the purge
  * answers 410 instead of sending again. The inbox row itself stays as a tombstone.
  */
-export const MAILBOX_DATA: readonly { table: string; where: string }[] = [
+export const MAILBOX_DATA: readonly { table: string; where: string; key?: string }[] = [
   { table: "attachments", where: "inbox_id = ?" },
   { table: "messages", where: "inbox_id = ?" },
   { table: "threads", where: "inbox_id = ?" },
@@ -16,6 +16,8 @@ export const MAILBOX_DATA: readonly { table: string; where: string }[] = [
   { table: "submission_recipients", where: "submission_id in (select id from submissions where inbox_id = ?)" },
   { table: "submissions", where: "inbox_id = ?" },
   { table: "inbound_raw_messages", where: "inbox_ids = array[?]::text[]" },
+  // Who the inbox exchanged mail with (the hold policies' memory); never updated, so its rows go by ctid.
+  { table: "contacts", key: "ctid", where: "own_address = (select address from inboxes where id = ?)" },
   // Its sender rules would apply to nothing more.
   { table: "sender_rules", where: "inbox_id = ?" },
 ];
@@ -24,11 +26,11 @@ export function createInboxPurgeActivities(db: Database) {
   return {
     async purgeMailboxBatch(inboxId: string, batchSize: number): Promise<number> {
       const conn = db.fork().getConnection();
-      for (const { table, where } of MAILBOX_DATA) {
+      for (const { table, where, key = "id" } of MAILBOX_DATA) {
         // By primary key, not ctid: a row a running delivery updates meanwhile gets a new ctid, and a delete by the
         // old one would skip it and let the purge move on to its parent (an orphaned recipient row).
         const res = await conn.execute<{ affectedRows: number }>(
-          `delete from ${table} where id in (select id from ${table} where ${where} limit ?)`,
+          `delete from ${table} where ${key} in (select ${key} from ${table} where ${where} limit ?)`,
           [inboxId, batchSize],
           "run",
         );
