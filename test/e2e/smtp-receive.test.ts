@@ -86,8 +86,7 @@ describe("receiving", () => {
       references: ["<q-1@example.org>", "<q0@example.org>"],
       from: { email: "alice@example.org", name: "Alice Example" },
       to: [{ email: inbox.address, name: "The Agent" }],
-      // Cc is not kept for inbound mail yet (the contract says so of messages stored before it is).
-      cc: [],
+      cc: [{ email: "bob@example.org" }],
       subject: "Quarterly numbers",
       text: "Hello agent,\nthe numbers are attached.",
       html: "<p>Hello agent,<br>the numbers are attached.</p>",
