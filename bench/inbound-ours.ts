@@ -3,7 +3,7 @@
 // roles each in its own process (`mailbox serve --role …`), so none shares an event loop with another or with
 // the load generator. A second organization without a webhook endpoint lets the commit count be split.
 import { spawn, fork } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import pg from "pg";
@@ -49,6 +49,18 @@ export async function startRole(
         reject(new Error(`${role} printed an unexpected first line: ${line}`));
       }
     });
+  });
+  // A role that dies by itself (not kill -9 or the teardown's stop) says so with the end of its log, which is
+  // otherwise gone with the run's directory: a load run or test then fails with the cause beside it.
+  child.once("exit", (code, signal) => {
+    if (signal === "SIGKILL" || signal === "SIGTERM" || code === 0) return;
+    let tail = "";
+    try {
+      tail = readFileSync(logFile, "utf8").split("\n").slice(-30).join("\n");
+    } catch {
+      // no log
+    }
+    process.stderr.write(`${role} role (pid ${child.pid}) exited by itself (${signal ?? `code ${code}`}); the end of its log:\n${tail}\n`);
   });
   return { role, pid: child.pid!, summary, logFile };
 }
