@@ -28,6 +28,8 @@ const VOID = new Set([
 ]);
 /** Elements whose content is not markup; none of them shows text in a mail client. */
 const RAW_TEXT = new Set(["script", "style", "textarea", "title", "xmp", "noscript", "template", "noembed", "noframes", "iframe"]);
+/** Elements whose text is a quotation or code shown as such: an instruction in one is quoted, not given. */
+const QUOTATION = new Set(["blockquote", "pre", "code", "samp", "q"]);
 const BLOCK = new Set([
   "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div", "dl", "dt",
   "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "html", "li",
@@ -132,6 +134,8 @@ export interface HtmlDoc extends Doc {
   readonly tagText: string;
   /** Chat-role and tool-call tags (`<system>`, `</assistant>`, `<tool_call>`) with where they are. */
   readonly roleTags: readonly { readonly name: string; readonly offset: number }[];
+  /** Lines all of whose text is a quotation or code (`<blockquote>`, `<pre>`, `<code>`, `<q>`): shown as quoted. */
+  readonly quotationLines: ReadonlySet<number>;
 }
 
 interface Rgb {
@@ -152,6 +156,8 @@ interface Frame {
   readonly quoted: boolean;
   readonly signature: boolean;
   readonly pre: boolean;
+  /** Inside a quotation or code element (blockquote, pre, code, samp, q). */
+  readonly quotation: boolean;
   readonly anchor: boolean;
 }
 
@@ -177,6 +183,7 @@ const ROOT: Frame = {
   quoted: false,
   signature: false,
   pre: false,
+  quotation: false,
   anchor: false,
 };
 
@@ -330,6 +337,9 @@ class Renderer {
   private bufferHasText = false;
   private emphasis: Emphasis[] = [];
   private lineQuoted = false;
+  /** Whether all text of the line being built is quotation or code (null before any). */
+  private lineQuotation: boolean | null = null;
+  private readonly quotationLines = new Set<number>();
   private lineSignature = false;
   private paragraphGap = false;
   /** Set at Outlook's reply header: everything after it is the quoted message. */
@@ -418,6 +428,7 @@ class Renderer {
       }
       this.bufferHasText = true;
       this.lineQuoted ||= frame.quoted || this.restQuoted;
+      this.lineQuotation = (this.lineQuotation ?? true) && frame.quotation;
       this.lineSignature ||= frame.signature;
       if (frame.emphasis > 0) this.emphasis.push({ start, end: this.bufferLength, level: frame.emphasis as 1 | 2 });
     }
@@ -513,6 +524,7 @@ class Renderer {
       invisible: this.invisible.findings(),
       tagText: this.invisible.tagText(),
       roleTags: this.roleTags,
+      quotationLines: this.quotationLines,
     };
   }
 
@@ -545,7 +557,9 @@ class Renderer {
   private frameFor(name: string, attributes: ReadonlyMap<string, string>, parent: Frame): Frame {
     if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote") {
       // Most elements of a large document carry nothing of their own: they inherit everything.
-      return parent.name === name ? parent : { ...parent, name, pre: parent.pre || name === "pre", anchor: parent.anchor || name === "a" };
+      return parent.name === name
+        ? parent
+        : { ...parent, name, pre: parent.pre || name === "pre", quotation: parent.quotation || QUOTATION.has(name), anchor: parent.anchor || name === "a" };
     }
     const style = declarations(attributes.get("style") ?? "");
     const classes = (attributes.get("class") ?? "").toLowerCase().split(/\s+/).filter(Boolean);
@@ -587,6 +601,7 @@ class Renderer {
         id.startsWith("ms-outlook-mobile-signature") ||
         classes.some((c) => c === "gmail_signature" || c === "moz-signature"),
       pre: parent.pre || name === "pre",
+      quotation: parent.quotation || QUOTATION.has(name),
       anchor: parent.anchor || name === "a",
     };
   }
@@ -647,6 +662,7 @@ class Renderer {
         this.push(blank(this.top, this.restQuoted || this.lineQuoted));
       }
       this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis }, this.lineOffset);
+      if (this.lineQuotation) this.quotationLines.add(this.lines.length - 1);
       this.paragraphGap = false;
       const index = this.lines.length - 1;
       for (const { record, end } of this.awaiting) {
@@ -662,6 +678,7 @@ class Renderer {
     this.clearBuffer();
     this.emphasis = [];
     this.lineQuoted = false;
+    this.lineQuotation = null;
     this.lineSignature = false;
   }
 

@@ -151,7 +151,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   if (inSubject.tagText) instructions(inSubject.tagText, [0], "subject", true, warnings);
   const shownKinds = new Set<InstructionKind>();
   if (html) {
-    for (const k of instructions(joinLines(html), html.lineOffsets, "html", false, warnings)) shownKinds.add(k);
+    for (const k of instructions(joinLines(html), html.lineOffsets, "html", false, warnings, undefined, html.quotationLines)) shownKinds.add(k);
     for (const run of html.hidden) instructions({ text: run.text, starts: [0] }, [run.offset], "html", true, warnings);
     // Text spelled in tag characters: invisible to a person, plain ASCII to a model.
     if (html.tagText) instructions(html.tagText, [0], "html", true, warnings);
@@ -458,6 +458,7 @@ function joinLines(doc: Doc): { text: string; starts: number[] } {
 /**
  * Reports the instruction-like passages of a text. `joined.starts` are where its pieces (lines, or one run) start,
  * `offsets` where those are in their part. `unless`: kinds already reported as shown, not reported again hidden.
+ * `quotations`: pieces shown as a quotation or code, whose instructions are quoted, not given.
  */
 function instructions(
   joined: string | { text: string; starts: readonly number[] },
@@ -466,14 +467,17 @@ function instructions(
   hidden: boolean,
   warnings: Warnings,
   unless?: ReadonlySet<InstructionKind>,
+  quotations?: ReadonlySet<number>,
 ): InstructionKind[] {
   const { text, starts } = typeof joined === "string" ? { text: joined, starts: [0] } : joined;
   if (!text.trim()) return [];
   const kinds: InstructionKind[] = [];
   for (const match of findInstructions(text)) {
+    const piece = pieceAt(starts, match.start);
+    // Shown as a quotation or as code (a digest quoting an attack in <pre><code>): quoted, not given.
+    if (quotations?.has(piece) && quotations.has(pieceAt(starts, Math.max(match.start, match.end - 1)))) continue;
     kinds.push(match.kind);
     if (unless?.has(match.kind)) continue;
-    const piece = pieceAt(starts, match.start);
     const from = Math.max(starts[piece]!, match.start - 30);
     const evidence = text.slice(from, Math.max(match.end, Math.min(text.length, from + 100)));
     warnings.add(finding("instruction_like", match.kind, evidence, part, offsets[piece] ?? null, hidden));
