@@ -471,19 +471,33 @@ class Renderer {
     if (this.anchor && !this.top.anchor) this.closeAnchor();
   }
 
-  /** Top-level rules of a <style> sheet that hide a class or an id (a preheader's `.preheader{display:none}`). */
+  /**
+   * Top-level rules of a <style> sheet that hide a class, an id or an attribute (a preheader's
+   * `.preheader{display:none}`, `[data-note]{display:none}`). A class a @media block shows again (a phone-only
+   * summary: `.m{display:none}` then `@media (max-width:600px){.m{display:block !important}}`) is shown on some
+   * screens, so not hidden text.
+   */
   styleSheet(css: string): void {
-    for (const rule of topLevelRules(css)) {
+    const rules = sheetRules(css);
+    const shownUnderMedia = new Set<string>();
+    for (const rule of rules) {
+      if (!rule.media || !showsElement(declarations(rule.body))) continue;
+      for (const selector of rule.selector.split(",")) {
+        const key = selectorKey(selector);
+        if (key) shownUnderMedia.add(key);
+      }
+    }
+    for (const rule of rules) {
+      if (rule.media) continue;
       const style = declarations(rule.body);
       const hides = hidesElement(style) !== null;
       const color = style.get("color");
       const background = style.get("background-color") ?? style.get("background");
       if (!hides && color === undefined && background === undefined) continue;
       for (const selector of rule.selector.split(",")) {
-        const m = /^\s*[a-z0-9]*([.#][\w-]+)\s*$/i.exec(selector);
-        if (!m) continue;
-        const key = m[1]!.toLowerCase();
-        if (hides) this.hiddenSelectors.add(key);
+        const key = selectorKey(selector);
+        if (!key) continue;
+        if (hides && !shownUnderMedia.has(key)) this.hiddenSelectors.add(key);
         if ((color !== undefined || background !== undefined) && this.sheetColours.size < MAX_SHEET_SELECTORS) {
           const seen = this.sheetColours.get(key) ?? {};
           this.sheetColours.set(key, { color: color ?? seen.color, background: background ?? seen.background });
@@ -566,7 +580,10 @@ class Renderer {
     const id = (attributes.get("id") ?? "").toLowerCase();
     let hiddenBy: HidingKind | null = parent.hiddenBy ?? (attributes.has("hidden") ? "hidden_attribute" : hidesElement(style));
     if (!hiddenBy && this.hiddenSelectors.size > 0) {
-      const bySheet = classes.some((c) => this.hiddenSelectors.has(`.${c}`)) || (id !== "" && this.hiddenSelectors.has(`#${id}`));
+      const bySheet =
+        classes.some((c) => this.hiddenSelectors.has(`.${c}`)) ||
+        (id !== "" && this.hiddenSelectors.has(`#${id}`)) ||
+        [...attributes.keys()].some((a) => this.hiddenSelectors.has(`[${a}]`));
       if (bySheet) hiddenBy = "style_sheet";
     }
     const fontPx = fontSize(style, attributes.get("size"), name, parent.fontPx);
@@ -888,14 +905,37 @@ function isPixel(attributes: ReadonlyMap<string, string>): boolean {
 interface Rule {
   readonly selector: string;
   readonly body: string;
+  /** Inside a @media block (it applies on some screens only). */
+  readonly media: boolean;
 }
 
-/** The rules of a style sheet outside any @media/@supports block (those hide only on some screens). */
-function topLevelRules(css: string): Rule[] {
+/**
+ * The key a simple selector is known by: ".class", "#id" or "[attribute]" (an attribute selector, whatever value
+ * it asks for), after an optional element name; null for anything more (descendants, pseudo-classes).
+ */
+function selectorKey(selector: string): string | null {
+  const m = /^\s*[a-z0-9]*(?:([.#][\w-]+)|\[\s*([\w-]+)\s*(?:[~|^$*]?=\s*(?:"[^"]*"|'[^']*'|[\w-]+)\s*)?\])\s*$/i.exec(selector);
+  if (!m) return null;
+  return m[1] ? m[1].toLowerCase() : `[${m[2]!.toLowerCase()}]`;
+}
+
+/** Whether declarations show an element that another rule hides (display other than none, visibility visible). */
+function showsElement(style: ReadonlyMap<string, string>): boolean {
+  const display = style.get("display");
+  return (display !== undefined && display !== "none") || style.get("visibility") === "visible";
+}
+
+/**
+ * The rules of a style sheet at the top level and directly inside a @media block (those apply on some screens
+ * only; other at-rules' rules are left out).
+ */
+function sheetRules(css: string): Rule[] {
   const rules: Rule[] = [];
-  // Open blocks: at-rules and anything nested in a rule count as "at"; only a depth-one rule is top level.
+  // Open blocks: at-rules and anything nested in a rule count as "at"; a depth-one rule is top level, a depth-two
+  // rule inside @media is a media rule.
   let depth = 0;
   let inRule = false;
+  let inMedia = false;
   let preludeStart = 0;
   let selector = "";
   let bodyStart = 0;
@@ -907,15 +947,18 @@ function topLevelRules(css: string): Rule[] {
     } else if (c === 0x7b /* { */) {
       const prelude = css.slice(preludeStart, i).trim();
       depth++;
-      if (depth === 1 && !prelude.startsWith("@")) {
+      if (depth === 1 && prelude.toLowerCase().startsWith("@media")) inMedia = true;
+      const ruleDepth = inMedia ? 2 : 1;
+      if (depth === ruleDepth && !prelude.startsWith("@")) {
         inRule = true;
         selector = prelude;
         bodyStart = i + 1;
       }
       preludeStart = i + 1;
     } else if (c === 0x7d /* } */) {
-      if (depth === 1 && inRule) rules.push({ selector, body: css.slice(bodyStart, i) });
-      if (depth === 1) inRule = false;
+      if (depth === (inMedia ? 2 : 1) && inRule) rules.push({ selector, body: css.slice(bodyStart, i), media: inMedia });
+      if (depth === (inMedia ? 2 : 1)) inRule = false;
+      if (depth === 1) inMedia = false;
       if (depth > 0) depth--;
       preludeStart = i + 1;
     } else if (c === 0x3b /* ; */ && !inRule) {

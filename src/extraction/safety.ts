@@ -383,37 +383,39 @@ function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
  * main content"), in the languages instructions are read in: a short hidden run that is one such note and nothing
  * else is not reported (it is still searched for instructions).
  */
-const ACCESSIBILITY_NOTES = new RegExp(
-  `^(?:${[
-    "(?:this )?(?:link )?(?:opens|will open|open) in (?:a )?new (?:window|tab)",
-    "(?:link is )?external(?: link| site| website)?",
-    "opens (?:an )?external (?:site|website)",
-    "skip to (?:the )?(?:main )?(?:content|navigation|footer)",
-    "new (?:window|tab)",
-    "(?:link )?(?:öffnet|oeffnet) (?:sich )?in (?:einem )?neuen (?:fenster|tab)",
-    "externer link",
-    "zum (?:haupt)?inhalt springen",
-    "(?:s'ouvre|ouvre) dans (?:une nouvelle (?:fenêtre|fenetre)|un nouvel onglet)",
-    "lien externe",
-    "aller au contenu(?: principal)?",
-    "(?:se )?abre en una (?:nueva )?(?:ventana|pestaña)(?: nueva)?",
-    "enlace externo",
-    "(?:abre|abre-se) (?:em|numa) (?:uma )?nova (?:janela|aba|guia)",
-    "link externo",
-    "(?:si )?apre in una nuova (?:finestra|scheda)",
-    "link esterno",
-    "(?:opent|wordt geopend) in (?:een )?nieuwe? (?:venster|tabblad)",
-    "externe link",
-    "откроется в новом (?:окне|вкладке)",
-    "внешняя ссылка",
-    "在新窗口中打开",
-    "在新标签页中打开",
-    "新しいウィンドウで開きます",
-    "新しいタブで開きます",
-    "새 창(?:에서|으로) 열림",
-  ].join("|")})$`,
-  "u",
-);
+const ACCESSIBILITY_NOTE = `(?:${[
+  "(?:this )?(?:link )?(?:opens|will open|open|opening|launches|will launch|loads)(?: up)?(?: in| into)? (?:a |an )?(?:new|separate|external|another)(?: browser)? (?:window|tab|site|website|page)",
+  "(?:in )?(?:a )?new (?:browser )?(?:window|tab)(?: opens)?",
+  "(?:link to )?(?:an )?external (?:site|website|page|link)",
+  "(?:pdf|download|file|document)(?: file| download)?(?: \\d+ ?[km]b)?",
+  "(?:link is )?external(?: link| site| website)?",
+  "opens (?:an )?external (?:site|website)",
+  "skip to (?:the )?(?:main )?(?:content|navigation|footer)",
+  "new (?:window|tab)",
+  "(?:link )?(?:öffnet|oeffnet) (?:sich )?in (?:einem )?neuen (?:fenster|tab)",
+  "externer link",
+  "zum (?:haupt)?inhalt springen",
+  "(?:s'ouvre|ouvre) dans (?:une nouvelle (?:fenêtre|fenetre)|un nouvel onglet)",
+  "lien externe",
+  "aller au contenu(?: principal)?",
+  "(?:se )?abre en una (?:nueva )?(?:ventana|pestaña)(?: nueva)?",
+  "enlace externo",
+  "(?:abre|abre-se) (?:em|numa) (?:uma )?nova (?:janela|aba|guia)",
+  "link externo",
+  "(?:si )?apre in una nuova (?:finestra|scheda)",
+  "link esterno",
+  "(?:opent|wordt geopend) in (?:een )?nieuwe? (?:venster|tabblad)",
+  "externe link",
+  "откроется в новом (?:окне|вкладке)",
+  "внешняя ссылка",
+  "在新窗口中打开",
+  "在新标签页中打开",
+  "新しいウィンドウで開きます",
+  "新しいタブで開きます",
+  "새 창(?:에서|으로) 열림",
+].join("|")})`;
+/** One note or several in a row ("External link, opens in a new tab"). */
+const ACCESSIBILITY_NOTES = new RegExp(`^${ACCESSIBILITY_NOTE}(?: ${ACCESSIBILITY_NOTE}){0,3}$`, "u");
 /** Longest hidden run read as an accessibility note. */
 const MAX_NOTE_CHARS = 80;
 
