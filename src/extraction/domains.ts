@@ -435,10 +435,13 @@ export class DomainReferences {
         // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
         // of the subdomain (for brands others name themselves after, only with a lure in the name).
         const wholeDomain = `.${parts.subdomain}.`.includes(`.${brand.domain}.`);
-        // An everyday word's brand only beside a word of signing in ("chase.account-verify-alerts.com").
+        // An everyday word's brand only beside a word of signing in ("chase.account-verify-alerts.com"; not
+        // "booking.lufthansa.com").
         const asWord =
           words.includes(brand.skeleton) &&
-          (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)) || (credential && brand.label.length >= MIN_BRAND_WORD));
+          ((BRAND_WORDS.includes(brand) && !COMMON_WORD_BRANDS.has(brand.label)) ||
+            (lure && brandWordWithLure(brand)) ||
+            (credential && brand.label.length >= MIN_BRAND_WORD));
         if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
       // A brand's other name beside a lure ("amex.card-services.net").

@@ -30,6 +30,8 @@ const VOID = new Set([
 const RAW_TEXT = new Set(["script", "style", "textarea", "title", "xmp", "noscript", "template", "noembed", "noframes", "iframe"]);
 /** Elements whose text is a quotation or code shown as such: an instruction in one is quoted, not given. */
 const QUOTATION = new Set(["blockquote", "pre", "code", "samp", "q"]);
+/** Quotation spans kept per document and per line: enough for any real one, bounded for any other. */
+const MAX_QUOTATION_SPANS = 500;
 const BLOCK = new Set([
   "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div", "dl", "dt",
   "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "html", "li",
@@ -136,6 +138,14 @@ export interface HtmlDoc extends Doc {
   readonly roleTags: readonly { readonly name: string; readonly offset: number }[];
   /** Lines all of whose text is a quotation or code (`<blockquote>`, `<pre>`, `<code>`, `<q>`): shown as quoted. */
   readonly quotationLines: ReadonlySet<number>;
+  /** Quotation or code inside a line (an inline `<code>`), by line and columns. */
+  readonly quotationSpans: readonly QuotationSpan[];
+}
+
+export interface QuotationSpan {
+  readonly line: number;
+  readonly start: number;
+  readonly end: number;
 }
 
 interface Rgb {
@@ -340,6 +350,9 @@ class Renderer {
   /** Whether all text of the line being built is quotation or code (null before any). */
   private lineQuotation: boolean | null = null;
   private readonly quotationLines = new Set<number>();
+  private readonly quotationSpans: QuotationSpan[] = [];
+  /** Quotation in the line being built, by columns (its line is known when it is pushed). */
+  private lineSpans: { start: number; end: number }[] = [];
   private lineSignature = false;
   private paragraphGap = false;
   /** Set at Outlook's reply header: everything after it is the quoted message. */
@@ -429,6 +442,7 @@ class Renderer {
       this.bufferHasText = true;
       this.lineQuoted ||= frame.quoted || this.restQuoted;
       this.lineQuotation = (this.lineQuotation ?? true) && frame.quotation;
+      if (frame.quotation) this.quotationSpan(start, this.bufferLength);
       this.lineSignature ||= frame.signature;
       if (frame.emphasis > 0) this.emphasis.push({ start, end: this.bufferLength, level: frame.emphasis as 1 | 2 });
     }
@@ -539,6 +553,7 @@ class Renderer {
       tagText: this.invisible.tagText(),
       roleTags: this.roleTags,
       quotationLines: this.quotationLines,
+      quotationSpans: this.quotationSpans,
     };
   }
 
@@ -680,6 +695,9 @@ class Renderer {
       }
       this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis }, this.lineOffset);
       if (this.lineQuotation) this.quotationLines.add(this.lines.length - 1);
+      for (const span of this.lineSpans) {
+        if (this.quotationSpans.length < MAX_QUOTATION_SPANS) this.quotationSpans.push({ line: this.lines.length - 1, ...span });
+      }
       this.paragraphGap = false;
       const index = this.lines.length - 1;
       for (const { record, end } of this.awaiting) {
@@ -696,7 +714,15 @@ class Renderer {
     this.emphasis = [];
     this.lineQuoted = false;
     this.lineQuotation = null;
+    this.lineSpans = [];
     this.lineSignature = false;
+  }
+
+  /** Columns of quotation text in the line being built; a piece right after the last one extends it. */
+  private quotationSpan(start: number, end: number): void {
+    const last = this.lineSpans[this.lineSpans.length - 1];
+    if (last && start - last.end <= 1) last.end = end;
+    else if (this.lineSpans.length < MAX_QUOTATION_SPANS) this.lineSpans.push({ start, end });
   }
 
   private pushSpace(): void {
@@ -947,7 +973,8 @@ function sheetRules(css: string): Rule[] {
     } else if (c === 0x7b /* { */) {
       const prelude = css.slice(preludeStart, i).trim();
       depth++;
-      if (depth === 1 && prelude.toLowerCase().startsWith("@media")) inMedia = true;
+      // A screen's @media block (not print's: a page shown only when printed is hidden on screen).
+      if (depth === 1 && /^@media\b(?!\s+(?:only\s+)?print\b)/i.test(prelude)) inMedia = true;
       const ruleDepth = inMedia ? 2 : 1;
       if (depth === ruleDepth && !prelude.startsWith("@")) {
         inRule = true;

@@ -151,7 +151,8 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   if (inSubject.tagText) instructions(inSubject.tagText, [0], "subject", true, warnings);
   const shownKinds = new Set<InstructionKind>();
   if (html) {
-    for (const k of instructions(joinLines(html), html.lineOffsets, "html", false, warnings, undefined, html.quotationLines)) shownKinds.add(k);
+    const shown = joinLines(html);
+    for (const k of instructions(shown, html.lineOffsets, "html", false, warnings, undefined, quotedIn(html, shown.starts))) shownKinds.add(k);
     for (const run of html.hidden) instructions({ text: run.text, starts: [0] }, [run.offset], "html", true, warnings);
     // Text spelled in tag characters: invisible to a person, plain ASCII to a model.
     if (html.tagText) instructions(html.tagText, [0], "html", true, warnings);
@@ -460,7 +461,7 @@ function joinLines(doc: Doc): { text: string; starts: number[] } {
 /**
  * Reports the instruction-like passages of a text. `joined.starts` are where its pieces (lines, or one run) start,
  * `offsets` where those are in their part. `unless`: kinds already reported as shown, not reported again hidden.
- * `quotations`: pieces shown as a quotation or code, whose instructions are quoted, not given.
+ * `quoted`: whether a passage is shown as a quotation or code, whose instructions are quoted, not given.
  */
 function instructions(
   joined: string | { text: string; starts: readonly number[] },
@@ -469,15 +470,15 @@ function instructions(
   hidden: boolean,
   warnings: Warnings,
   unless?: ReadonlySet<InstructionKind>,
-  quotations?: ReadonlySet<number>,
+  quoted?: (start: number, end: number) => boolean,
 ): InstructionKind[] {
   const { text, starts } = typeof joined === "string" ? { text: joined, starts: [0] } : joined;
   if (!text.trim()) return [];
   const kinds: InstructionKind[] = [];
   for (const match of findInstructions(text)) {
-    const piece = pieceAt(starts, match.start);
     // Shown as a quotation or as code (a digest quoting an attack in <pre><code>): quoted, not given.
-    if (quotations?.has(piece) && quotations.has(pieceAt(starts, Math.max(match.start, match.end - 1)))) continue;
+    if (quoted?.(match.start, match.end)) continue;
+    const piece = pieceAt(starts, match.start);
     kinds.push(match.kind);
     if (unless?.has(match.kind)) continue;
     const from = Math.max(starts[piece]!, match.start - 30);
@@ -485,6 +486,31 @@ function instructions(
     warnings.add(finding("instruction_like", match.kind, evidence, part, offsets[piece] ?? null, hidden));
   }
   return kinds;
+}
+
+/**
+ * Whether a passage of the shown HTML's joined lines (`starts`: where each line starts) is quotation or code: every
+ * line it touches is, or it lies inside one quoted part of a line (an inline `<code>`).
+ */
+function quotedIn(html: HtmlDoc, starts: readonly number[]): (start: number, end: number) => boolean {
+  const spans = html.quotationSpans.map((q) => ({ start: starts[q.line]! + q.start, end: starts[q.line]! + q.end }));
+  return (start, end) => {
+    const first = pieceAt(starts, start);
+    const last = pieceAt(starts, Math.max(start, end - 1));
+    let whole = true;
+    for (let line = first; line <= last && whole; line++) whole = html.quotationLines.has(line);
+    if (whole) return true;
+    // Spans are in document order: the last one starting at or before the passage is the only one that can hold it.
+    let lo = 0;
+    let hi = spans.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (spans[mid]!.start <= start) lo = mid;
+      else hi = mid - 1;
+    }
+    const span = spans[lo];
+    return span !== undefined && span.start <= start && end <= span.end;
+  };
 }
 
 /** The index of the piece a position falls in (binary search over the pieces' starts). */
