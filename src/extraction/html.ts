@@ -584,7 +584,7 @@ class Renderer {
   }
 
   private frameFor(name: string, attributes: ReadonlyMap<string, string>, parent: Frame): Frame {
-    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote") {
+    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote" && !this.hiddenSelectors.has(`<${name}>`)) {
       // Most elements of a large document carry nothing of their own: they inherit everything.
       return parent.name === name
         ? parent
@@ -598,6 +598,7 @@ class Renderer {
       const bySheet =
         classes.some((c) => this.hiddenSelectors.has(`.${c}`)) ||
         (id !== "" && this.hiddenSelectors.has(`#${id}`)) ||
+        this.hiddenSelectors.has(`<${name}>`) ||
         [...attributes.keys()].some((a) => this.hiddenSelectors.has(`[${a}]`));
       if (bySheet) hiddenBy = "style_sheet";
     }
@@ -797,7 +798,10 @@ function hidesElement(style: ReadonlyMap<string, string>): HidingKind | null {
   const visibility = style.get("visibility");
   if (visibility === "hidden" || visibility === "collapse") return "visibility_hidden";
   const opacity = style.get("opacity");
-  if (opacity !== undefined && Number.parseFloat(opacity) <= 0.05) return "opacity_zero";
+  if (opacity !== undefined && fraction(opacity) <= 0.05) return "opacity_zero";
+  const filter = style.get("filter");
+  const filterOpacity = filter === undefined ? null : /opacity\(\s*([\d.]+%?)\s*\)/.exec(filter);
+  if (filterOpacity && fraction(filterOpacity[1]!) <= 0.05) return "opacity_zero";
   // Collapsed boxes (max-height:0, width:0, the 1px box of a screen-reader-only element) hide what overflows them.
   const overflow = style.get("overflow") ?? style.get("overflow-x") ?? style.get("overflow-y");
   if (overflow === "hidden" || overflow === "clip") {
@@ -807,11 +811,23 @@ function hidesElement(style: ReadonlyMap<string, string>): HidingKind | null {
     }
   }
   const transform = style.get("transform");
-  if (transform !== undefined && /scale[xy]?\(\s*0(?:\.0*)?\s*[,)]/.test(transform)) return "zero_size";
+  if (transform !== undefined) {
+    // Scaled to (almost) nothing, or moved a page away ("translateX(-9999px)").
+    const scale = /scale[xy]?\(\s*([\d.]+)\s*[,)]/.exec(transform);
+    if (scale && Number.parseFloat(scale[1]!) <= 0.05) return "zero_size";
+    const translate = /translate[xy3d]*\(\s*(-?[\d.]+)px(?:\s*,\s*(-?[\d.]+)px)?/.exec(transform);
+    if (translate && (Math.abs(Number.parseFloat(translate[1]!)) >= 1000 || Math.abs(Number.parseFloat(translate[2] ?? "0")) >= 1000)) return "offscreen";
+  }
+  // Letters drawn on top of each other.
+  const spacing = style.get("letter-spacing");
+  if (spacing !== undefined && Number.parseFloat(spacing) <= -50) return "zero_size";
   const clip = style.get("clip");
   if (clip !== undefined && /^rect\(\s*0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?\s*\)$/.test(clip)) return "clipped";
   const clipPath = style.get("clip-path");
   if (clipPath !== undefined && /^(?:inset\(\s*(?:50|100)%|circle\(\s*0)/.test(clipPath)) return "clipped";
+  // Text pushed out of its clipped box ("text-indent:100%; white-space:nowrap; overflow:hidden").
+  const indent = style.get("text-indent");
+  if ((overflow === "hidden" || overflow === "clip") && indent !== undefined && (/^\d{3,}(?:\.\d+)?%$/.test(indent) || Number.parseFloat(indent) >= 1000)) return "offscreen";
   // Text pushed off the page.
   for (const property of ["text-indent", "left", "top", "right", "margin-left", "margin-top"]) {
     const value = style.get(property);
@@ -858,7 +874,8 @@ function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | un
 
 function fontShorthandSize(font: string | undefined): string | undefined {
   if (!font) return undefined;
-  const m = /(?:^|\s)((?:\d+(?:\.\d+)?|\.\d+)(?:px|pt|em|rem|%))(?:\/|\s|$)/.exec(font.slice(0, 200));
+  // A unit, or a bare 0 ("font:0/0 a", the image-replacement shorthand).
+  const m = /(?:^|\s)((?:\d+(?:\.\d+)?|\.\d+)(?:px|pt|em|rem|%)|0)(?:\/|\s|$)/.exec(font.slice(0, 200));
   return m?.[1];
 }
 
@@ -875,6 +892,12 @@ function ownEmphasis(name: string, style: ReadonlyMap<string, string>, fontPx: n
   return 0;
 }
 
+/** An opacity as a number ("0.3", "30%"). */
+function fraction(value: string): number {
+  const v = Number.parseFloat(value);
+  return value.trim().endsWith("%") ? v / 100 : v;
+}
+
 /** Text or a background fainter than this is not there. */
 const MIN_ALPHA = 0.1;
 const NAMED_COLOURS = new Map<string, Rgb & { a: number }>([
@@ -887,21 +910,38 @@ const NAMED_COLOURS = new Map<string, Rgb & { a: number }>([
 function colour(value: string | undefined): (Rgb & { a: number }) | null {
   if (!value) return null;
   const v = value.slice(0, 200).toLowerCase();
-  const hex = /#([0-9a-f]{3}|[0-9a-f]{6})\b/.exec(v);
+  const hex = /#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})\b/.exec(v);
+  const hsl = /hsla?\(\s*(-?[\d.]+)(?:deg)?\s*[,\s]\s*([\d.]+)%\s*[,\s]\s*([\d.]+)%(?:\s*[,/]\s*(\d*\.?\d+)(%?))?/.exec(v);
   const rgb = /rgba?\(\s*(\d{1,3})\s*[,\s]\s*(\d{1,3})\s*[,\s]\s*(\d{1,3})(?:\s*[,/]\s*(\d*\.?\d+)(%?))?/.exec(v);
   const named = /\b(white|black|transparent)\b/.exec(v);
   // The earliest colour in the value is the one that applies (a gradient's first stop is close enough).
-  const found = [hex, rgb, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
+  const found = [hex, rgb, hsl, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
   if (!found) return null;
   if (found === named) return NAMED_COLOURS.get(found[1]!) ?? null;
+  if (found === hsl) {
+    const alpha = found[4] === undefined ? 1 : Number(found[4]) / (found[5] === "%" ? 100 : 1);
+    return { ...hslToRgb(Number(found[1]), Number(found[2]) / 100, Number(found[3]) / 100), a: alpha };
+  }
   if (found === rgb) {
     const [r, g, b] = [found[1], found[2], found[3]].map((c) => Math.min(255, Number(c))) as [number, number, number];
     const alpha = found[4] === undefined ? 1 : Number(found[4]) / (found[5] === "%" ? 100 : 1);
     return { r, g, b, a: alpha };
   }
   const h = found[1]!;
-  const full = h.length === 3 ? `${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : h;
-  return { r: Number.parseInt(full.slice(0, 2), 16), g: Number.parseInt(full.slice(2, 4), 16), b: Number.parseInt(full.slice(4, 6), 16), a: 1 };
+  // #rgb and #rgba written short; #rrggbbaa's last pair is the opacity.
+  const full = h.length <= 4 ? [...h].map((c) => c + c).join("") : h;
+  const alpha = full.length === 8 ? Number.parseInt(full.slice(6, 8), 16) / 255 : 1;
+  return { r: Number.parseInt(full.slice(0, 2), 16), g: Number.parseInt(full.slice(2, 4), 16), b: Number.parseInt(full.slice(4, 6), 16), a: alpha };
+}
+
+/** An HSL colour (hue in degrees, saturation and lightness from 0 to 1) as RGB. */
+function hslToRgb(hue: number, saturation: number, lightness: number): Rgb {
+  const s = Math.min(1, Math.max(0, saturation));
+  const l = Math.min(1, Math.max(0, lightness));
+  const k = (n: number) => (n + (((hue % 360) + 360) % 360) / 30) % 12;
+  const a = s * Math.min(l, 1 - l);
+  const channel = (n: number) => Math.round(255 * (l - a * Math.max(-1, Math.min(k(n) - 3, 9 - k(n), 1))));
+  return { r: channel(0), g: channel(8), b: channel(4) };
 }
 
 /** The text of a piece of markup (a comment's, a template's), tags taken out: one forward pass. */
@@ -937,12 +977,17 @@ interface Rule {
 
 /**
  * The key a simple selector is known by: ".class", "#id" or "[attribute]" (an attribute selector, whatever value
- * it asks for), after an optional element name; null for anything more (descendants, pseudo-classes).
+ * it asks for) after an optional element name, or "<name>" for an element's name alone; null for anything more
+ * (descendants, pseudo-classes).
  */
 function selectorKey(selector: string): string | null {
-  const m = /^\s*[a-z0-9]*(?:([.#][\w-]+)|\[\s*([\w-]+)\s*(?:[~|^$*]?=\s*(?:"[^"]*"|'[^']*'|[\w-]+)\s*)?\])\s*$/i.exec(selector);
-  if (!m) return null;
-  return m[1] ? m[1].toLowerCase() : `[${m[2]!.toLowerCase()}]`;
+  const m = /^\s*([a-z][a-z0-9]*)?(?:([.#][\w-]+)|\[\s*([\w-]+)\s*(?:[~|^$*]?=\s*(?:"[^"]*"|'[^']*'|[\w-]+)\s*)?\])?\s*$/i.exec(selector);
+  if (!m || (!m[1] && !m[2] && !m[3])) return null;
+  if (m[2]) return m[2].toLowerCase();
+  if (m[3]) return `[${m[3].toLowerCase()}]`;
+  // An element's name alone ("font{display:none}"), not the page's own elements.
+  const name = m[1]!.toLowerCase();
+  return name === "body" || name === "html" ? null : `<${name}>`;
 }
 
 /** Whether declarations show an element that another rule hides (display other than none, visibility visible). */
