@@ -416,7 +416,8 @@ export class DomainReferences {
     // Any one-letter slip after the first letter, under the brand's own suffix or a generic one phishing registers
     // ("paypail.com", "whatsaap.com", "amazone.com", "yaho.com"); a word of its own under a country's suffix is not.
     for (const brand of EDITABLE_BRANDS) {
-      if ((GENERIC_SUFFIXES.has(suffix) || brand.suffixes.has(suffix)) && oneSlip(readsAs, brand.label)) {
+      // The name as written too: "cornbase" is one letter from "coinbase", though "rn" reads as "m".
+      if ((GENERIC_SUFFIXES.has(suffix) || brand.suffixes.has(suffix)) && (oneSlip(readsAs, brand.label) || oneSlip(parts.label, brand.label))) {
         return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
       }
     }
@@ -574,6 +575,12 @@ const LURE_WORDS = new Set([
   "payout", "sso", "mfa", "otp", "kyc", "vault", "banking", "transfer", "doc", "file", "bill",
   // German, for the German banks among the brands ("sparkasse-sicherheit.de").
   "sicherheit", "sicher", "konto", "kundenservice", "verifizierung", "freischaltung", "pushtan", "anmeldung", "onlinebanking",
+  // Parcels, payments and security in the other languages of the post offices and banks among the brands
+  // ("laposte-colis.fr", "correos-envio.es", "postnl-pakket.nl").
+  "colis", "livraison", "paiement", "facture", "remboursement", "securite", "envio", "paquete", "entrega", "pago", "factura",
+  "reembolso", "seguridad", "pakket", "bezorging", "zending", "betaling", "factuur", "veiligheid", "paket", "sendung",
+  "zustellung", "lieferung", "zahlung", "rechnung", "erstattung", "pacco", "spedizione", "consegna", "pagamento", "fattura",
+  "rimborso", "sicurezza", "encomenda", "fatura", "seguranca", "conta", "cuenta", "compte", "rekening", "conto",
 ]);
 /** Beginnings of lure words, for their other forms ("redelivery", "verifying", "suspended", "payments"). */
 const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin", "account", "payment", "invoic", "track", "renew", "updat", "confirm", "suspend", "unlock", "recover", "refund", "billing", "support", "password", "authent"];
