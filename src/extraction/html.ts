@@ -584,7 +584,7 @@ class Renderer {
   }
 
   private frameFor(name: string, attributes: ReadonlyMap<string, string>, parent: Frame): Frame {
-    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote" && !this.hiddenSelectors.has(`<${name}>`)) {
+    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote" && (this.hiddenSelectors.size === 0 || !this.hiddenSelectors.has(`<${name}>`))) {
       // Most elements of a large document carry nothing of their own: they inherit everything.
       return parent.name === name
         ? parent

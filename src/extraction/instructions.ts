@@ -455,6 +455,9 @@ const MAX_MATCHES = 50;
 interface Slot {
   /** Alternatives, each one word or several in a row; a word ending in "*" matches by prefix. */
   readonly alternatives: readonly (readonly string[])[];
+  /** The alternatives' first words, exact ones and prefixes: a word that starts none is rejected at once. */
+  readonly firstWords: ReadonlySet<string>;
+  readonly firstPrefixes: readonly string[];
   /** How many words may stand between the previous slot and this one. */
   readonly gap: number;
 }
@@ -486,7 +489,14 @@ function compile(rule: string): Slot[] {
       gap = Number(m[1]);
       continue;
     }
-    slots.push({ alternatives: part.split("|").map((a) => a.split("_").map(foldWord)), gap });
+    const alternatives = part.split("|").map((a) => a.split("_").map(foldWord));
+    const firsts = alternatives.map((a) => a[0]!);
+    slots.push({
+      alternatives,
+      firstWords: new Set(firsts.filter((w) => !w.endsWith("*"))),
+      firstPrefixes: firsts.filter((w) => w.endsWith("*")).map((w) => w.slice(0, -1)),
+      gap,
+    });
     gap = 0;
   }
   return slots;
@@ -541,6 +551,8 @@ interface Word {
 }
 
 const WORD_OR_MARK = /[\p{L}\p{N}]+|[,:!.?\n]/gu;
+/** Han, kana and Hangul. */
+const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
 /** How marks are written in rules: a sentence's end as ".", a line's start as "¶". */
 const MARKS = new Map([["?", "."], ["\n", "¶"]]);
 const LATIN = /\p{Script=Latin}/u;
@@ -574,7 +586,8 @@ export function findInstructions(text: string): InstructionMatch[] {
     const end = firstMatch(words, i, BY_FIRST_WORD.get(word)) ?? firstMatch(words, i, BY_FIRST_WORD.get(`${word.slice(0, 2)}*`));
     if (end) add(end.kind, words[i]!.start, words[end.last]!.end);
   }
-  for (const rule of CJK_FOLDED) findPhrases(folded, rule, add);
+  // Chinese, Japanese and Korean phrases only in text that has those scripts.
+  if (CJK.test(folded)) for (const rule of CJK_FOLDED) findPhrases(folded, rule, add);
   for (const marker of ROLE_MARKERS) {
     for (let k = folded.indexOf(marker); k >= 0 && found.length < MAX_MATCHES; k = folded.indexOf(marker, k + marker.length)) {
       add("role_marker", k, k + marker.length);
@@ -637,6 +650,8 @@ function firstMatch(words: readonly Word[], i: number, rules: readonly Rule[] | 
  */
 function matchFrom(words: readonly Word[], i: number, slots: readonly Slot[], s: number): number {
   const slot = slots[s]!;
+  const word = words[i]!.text;
+  if (!slot.firstWords.has(word) && !slot.firstPrefixes.some((prefix) => word.startsWith(prefix))) return -1;
   for (const alternative of slot.alternatives) {
     if (!alternative.every((w, k) => i + k < words.length && wordMatches(words[i + k]!.text, w))) continue;
     const last = i + alternative.length - 1;
