@@ -122,6 +122,26 @@ const BRAND_COUNTRY_SUFFIXES = new Set([
 ]);
 
 /**
+ * Names of airlines, banks, carriers and large retailers that mail customers from their .com and link to their
+ * regional sites (or the other way round: "klm.com" over "klm.nl"): under .com and a large market's country suffix,
+ * one organisation. Curated and bounded; not look-alike targets of their own (those are KNOWN_BRANDS).
+ */
+const REGIONAL_BRAND_NAMES = new Set([
+  // Airlines.
+  "klm", "airfrance", "lufthansa", "britishairways", "iberia", "vueling", "emirates", "qatarairways", "etihad",
+  "turkishairlines", "ryanair", "easyjet", "wizzair", "brusselsairlines", "flytap", "finnair", "aeromexico",
+  "aircanada", "qantas", "singaporeair", "cathaypacific", "koreanair", "eurowings", "transavia", "jetblue",
+  // Banks.
+  "santander", "bbva", "bnpparibas", "societegenerale", "hsbc", "barclays", "abnamro", "rabobank", "unicredit",
+  "intesasanpaolo", "deutschebank", "commerzbank", "revolut", "bunq",
+  // Carriers.
+  "dhl", "fedex", "postnl", "bpost", "chronopost", "colissimo",
+  // Retailers, marketplaces and travel sites.
+  "ikea", "zara", "uniqlo", "decathlon", "lidl", "aldi", "mediamarkt", "zalando", "asos", "carrefour", "fnac",
+  "elcorteingles", "coolblue", "samsung", "nike", "adidas", "trivago",
+]);
+
+/**
  * Brands whose name as a subdomain or as a word of a hyphenated name is almost always an imitation. Not the tools
  * companies host under their own names ("github.acme.com", "gitlab.acme.com"), not the short names, and not
  * Sparkasse, whose every local bank is "sparkasse-<region>.de".
@@ -156,12 +176,16 @@ const BRAND_WORDS = BRANDS.filter((b) => BRAND_WORD_DOMAINS.has(b.domain));
 /**
  * The organisation a registrable domain (ASCII) belongs to, as its main domain: a brand's other domain's brand
  * ("ba.com" → britishairways.com), a brand's name under a large market's country suffix its brand ("amazon.com.au"
- * → amazon.com), any other domain itself.
+ * → amazon.com), a regional brand's country site its .com ("klm.nl" → klm.com), any other domain itself.
  */
 export function organisationOf(registrable: string): string {
   const family = FAMILY_OF.get(registrable);
   if (family) return family;
   const dot = registrable.indexOf(".");
+  if (dot > 0 && REGIONAL_BRAND_NAMES.has(registrable.slice(0, dot))) {
+    const suffix = registrable.slice(dot + 1);
+    if (suffix === "com" || BRAND_COUNTRY_SUFFIXES.has(suffix)) return FAMILY_OF.get(`${registrable.slice(0, dot)}.com`) ?? `${registrable.slice(0, dot)}.com`;
+  }
   if (dot > 0 && BRAND_COUNTRY_SUFFIXES.has(registrable.slice(dot + 1))) {
     const brand = BRAND_BY_SKELETON.get(registrable.slice(0, dot));
     if (brand && brand.label === registrable.slice(0, dot)) return FAMILY_OF.get(brand.domain) ?? brand.domain;
@@ -318,8 +342,8 @@ export class DomainReferences {
     this.authenticatedFrom = authenticatedFrom;
     const from = fromDomain ? domainParts(fromDomain) : null;
     if (from?.registrable && isPlainLabel(from.label)) {
-      this.from = { label: from.label, domain: toAscii(from.registrable), skeleton: from.label };
-      this.bySkeleton.set(from.label, this.from.domain);
+      this.from = { label: from.label, domain: toAscii(from.registrable), skeleton: skeleton(from.label) };
+      this.bySkeleton.set(this.from.skeleton, this.from.domain);
     }
     const seen = new Set<string>();
     for (const domain of messageDomains) {
@@ -327,9 +351,9 @@ export class DomainReferences {
       const parts = domainParts(domain);
       if (!parts.registrable || !isPlainLabel(parts.label) || seen.has(parts.registrable)) continue;
       seen.add(parts.registrable);
-      const reference = { label: parts.label, domain: toAscii(parts.registrable), skeleton: parts.label };
+      const reference = { label: parts.label, domain: toAscii(parts.registrable), skeleton: skeleton(parts.label) };
       this.plain.push(reference);
-      if (!this.bySkeleton.has(parts.label)) this.bySkeleton.set(parts.label, reference.domain);
+      if (!this.bySkeleton.has(reference.skeleton)) this.bySkeleton.set(reference.skeleton, reference.domain);
     }
   }
 
@@ -374,6 +398,12 @@ export class DomainReferences {
       }
     }
     if (mixed) return { kind: "mixed_script", domain, imitates: `${readsAs}.${suffixOf(parts)}` };
+    // A brand's name written with look-alike letters or digits, then more ("micr0soft365", "g00gle-drive",
+    // "secure-paypa1"): the brand's part itself is disguised, so whatever stands beside it.
+    if (readsAs !== parts.label) {
+      const disguised = disguisedBrand(parts.label, readsAs);
+      if (disguised && disguised !== registrable) return this.unlessOwn({ kind: "confusable", domain, imitates: disguised });
+    }
     for (const reference of this.typoReferences(sender)) {
       if (reference.domain !== registrable && (oneLookalikeEdit(readsAs, reference.skeleton) || droppedLetter(readsAs, reference.skeleton))) {
         return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
@@ -386,7 +416,8 @@ export class DomainReferences {
     // Any one-letter slip after the first letter, under the brand's own suffix or a generic one phishing registers
     // ("paypail.com", "whatsaap.com", "amazone.com", "yaho.com"); a word of its own under a country's suffix is not.
     for (const brand of EDITABLE_BRANDS) {
-      if ((GENERIC_SUFFIXES.has(suffix) || brand.suffixes.has(suffix)) && oneSlip(readsAs, brand.label)) {
+      // The name as written too: "cornbase" is one letter from "coinbase", though "rn" reads as "m".
+      if ((GENERIC_SUFFIXES.has(suffix) || brand.suffixes.has(suffix)) && (oneSlip(readsAs, brand.label) || oneSlip(parts.label, brand.label))) {
         return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
       }
     }
@@ -405,10 +436,13 @@ export class DomainReferences {
         // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
         // of the subdomain (for brands others name themselves after, only with a lure in the name).
         const wholeDomain = `.${parts.subdomain}.`.includes(`.${brand.domain}.`);
-        // An everyday word's brand only beside a word of signing in ("chase.account-verify-alerts.com").
+        // An everyday word's brand only beside a word of signing in ("chase.account-verify-alerts.com"; not
+        // "booking.lufthansa.com").
         const asWord =
           words.includes(brand.skeleton) &&
-          (BRAND_WORDS.includes(brand) || (lure && brandWordWithLure(brand)) || (credential && brand.label.length >= MIN_BRAND_WORD));
+          ((BRAND_WORDS.includes(brand) && !COMMON_WORD_BRANDS.has(brand.label)) ||
+            (lure && brandWordWithLure(brand)) ||
+            (credential && brand.label.length >= MIN_BRAND_WORD));
         if (wholeDomain || asWord) return this.unlessOwn({ kind: "brand_in_subdomain", domain, imitates: brand.domain });
       }
       // A brand's other name beside a lure ("amex.card-services.net").
@@ -451,7 +485,7 @@ export class DomainReferences {
    */
   private messageNameWithLure(tokens: readonly string[], registrable: string): string | null {
     const named = (name: string, min: number): string | null => {
-      const domain = name.length >= min && !isLure(name) ? this.bySkeleton.get(name) : undefined;
+      const domain = name.length >= min && !isLure(name) ? this.bySkeleton.get(skeleton(name)) : undefined;
       return domain !== undefined && domain !== registrable ? domain : null;
     };
     if (tokens.length >= 2) {
@@ -510,16 +544,21 @@ export function isKnownBrand(registrable: string): boolean {
 
 const KNOWN_BRAND_SET = new Set(KNOWN_BRANDS);
 
-/** A name a look-alike may imitate: plain, so its skeleton is its label. */
+/** A name a look-alike may imitate, known by its skeleton ("fernbrook" by "fembrook", as a reader may read it). */
 interface Reference {
   readonly label: string;
   readonly domain: string;
   readonly skeleton: string;
 }
 
-/** A label written only in the letters, digits and hyphens that it reads as: no look-alike letters in it. */
+/**
+ * A label written only in the letters, digits and hyphens that it reads as: no look-alike letter or digit in it
+ * ("paypa1" is not plain). Letter pairs that read as one ("rn" in "fernbrook") are plain: real names have them.
+ */
 function isPlainLabel(label: string): boolean {
-  return /^[a-z0-9-]+$/.test(label) && skeleton(label) === label;
+  if (!/^[a-z0-9-]+$/.test(label)) return false;
+  for (const char of label) if (latinLookalike(char) !== char) return false;
+  return true;
 }
 
 /** Words of signing in: beside them even a brand named like an everyday word is the brand ("chase-secure-login"). */
@@ -532,15 +571,22 @@ const LURE_WORDS = new Set([
   ...CREDENTIAL_LURES, "sign", "support", "update", "billing", "invoice", "invoices", "payment", "payments", "pay", "alert",
   "alerts", "service", "services", "help", "helpdesk", "reset", "confirm", "portal", "online", "access", "refund", "claim",
   "notice", "team", "renew", "renewal", "check", "delivery", "parcel", "track", "tracking", "meeting", "join", "docs",
-  "document", "documents", "share", "sharing", "files", "webmail", "storage",
+  "document", "documents", "share", "sharing", "files", "webmail", "storage", "wallet", "statement", "receipt", "checkout",
+  "payout", "sso", "mfa", "otp", "kyc", "vault", "banking", "transfer", "doc", "file", "bill",
   // German, for the German banks among the brands ("sparkasse-sicherheit.de").
   "sicherheit", "sicher", "konto", "kundenservice", "verifizierung", "freischaltung", "pushtan", "anmeldung", "onlinebanking",
+  // Parcels, payments and security in the other languages of the post offices and banks among the brands
+  // ("laposte-colis.fr", "correos-envio.es", "postnl-pakket.nl").
+  "colis", "livraison", "paiement", "facture", "remboursement", "securite", "envio", "paquete", "entrega", "pago", "factura",
+  "reembolso", "seguridad", "pakket", "bezorging", "zending", "betaling", "factuur", "veiligheid", "paket", "sendung",
+  "zustellung", "lieferung", "zahlung", "rechnung", "erstattung", "pacco", "spedizione", "consegna", "pagamento", "fattura",
+  "rimborso", "sicurezza", "encomenda", "fatura", "seguranca", "conta", "cuenta", "compte", "rekening", "conto",
 ]);
 /** Beginnings of lure words, for their other forms ("redelivery", "verifying", "suspended", "payments"). */
 const LURE_STEMS = ["deliver", "redeliver", "verif", "secur", "login", "signin", "account", "payment", "invoic", "track", "renew", "updat", "confirm", "suspend", "unlock", "recover", "refund", "billing", "support", "password", "authent"];
 
 function isLure(word: string): boolean {
-  return LURE_WORDS.has(word) || LURE_STEMS.some((stem) => word.startsWith(stem));
+  return LURE_WORDS.has(word) || LURE_STEMS.some((stem) => word.startsWith(stem)) || (word.endsWith("s") && LURE_WORDS.has(word.slice(0, -1)));
 }
 
 /** Beginnings of words of signing in ("verifying", "securelogin", "accountupdate"). */
@@ -598,6 +644,21 @@ function brandOfToken(token: string, lure: boolean, credential: boolean, slips: 
     // The looser typos only beside a lure ("micosoft-support", "appie-id-verify", "paypail-secure").
     if (lure && (droppedLetter(readsAs, brand.skeleton) || fiveLetterTypo(readsAs, brand, null))) return brand;
     if (slips && lure && brand.label.length >= MIN_BRAND_WORD && !COMMON_WORD_BRANDS.has(brand.label) && oneSlip(readsAs, brand.label)) return brand;
+  }
+  return null;
+}
+
+/**
+ * The brand whose name a label starts or ends with, written with look-alike characters ("micr0soft" in
+ * "micr0soft365"), when more stands beside it: names of five letters or more that are not everyday words.
+ */
+function disguisedBrand(label: string, readsAs: string): string | null {
+  if (readsAs.length !== label.length) return null;
+  for (const brand of EDITABLE_BRANDS) {
+    const n = brand.label.length;
+    if (readsAs.length <= n) continue;
+    if (readsAs.startsWith(brand.label) && label.slice(0, n) !== brand.label) return brand.domain;
+    if (readsAs.endsWith(brand.label) && label.slice(-n) !== brand.label) return brand.domain;
   }
   return null;
 }

@@ -28,6 +28,10 @@ const VOID = new Set([
 ]);
 /** Elements whose content is not markup; none of them shows text in a mail client. */
 const RAW_TEXT = new Set(["script", "style", "textarea", "title", "xmp", "noscript", "template", "noembed", "noframes", "iframe"]);
+/** Elements whose text is a quotation or code shown as such: an instruction in one is quoted, not given. */
+const QUOTATION = new Set(["blockquote", "pre", "code", "samp", "q"]);
+/** Quotation spans kept per document and per line: enough for any real one, bounded for any other. */
+const MAX_QUOTATION_SPANS = 500;
 const BLOCK = new Set([
   "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog", "dir", "div", "dl", "dt",
   "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "html", "li",
@@ -132,6 +136,16 @@ export interface HtmlDoc extends Doc {
   readonly tagText: string;
   /** Chat-role and tool-call tags (`<system>`, `</assistant>`, `<tool_call>`) with where they are. */
   readonly roleTags: readonly { readonly name: string; readonly offset: number }[];
+  /** Lines all of whose text is a quotation or code (`<blockquote>`, `<pre>`, `<code>`, `<q>`): shown as quoted. */
+  readonly quotationLines: ReadonlySet<number>;
+  /** Quotation or code inside a line (an inline `<code>`), by line and columns. */
+  readonly quotationSpans: readonly QuotationSpan[];
+}
+
+export interface QuotationSpan {
+  readonly line: number;
+  readonly start: number;
+  readonly end: number;
 }
 
 interface Rgb {
@@ -152,6 +166,8 @@ interface Frame {
   readonly quoted: boolean;
   readonly signature: boolean;
   readonly pre: boolean;
+  /** Inside a quotation or code element (blockquote, pre, code, samp, q). */
+  readonly quotation: boolean;
   readonly anchor: boolean;
 }
 
@@ -177,6 +193,7 @@ const ROOT: Frame = {
   quoted: false,
   signature: false,
   pre: false,
+  quotation: false,
   anchor: false,
 };
 
@@ -330,6 +347,12 @@ class Renderer {
   private bufferHasText = false;
   private emphasis: Emphasis[] = [];
   private lineQuoted = false;
+  /** Whether all text of the line being built is quotation or code (null before any). */
+  private lineQuotation: boolean | null = null;
+  private readonly quotationLines = new Set<number>();
+  private readonly quotationSpans: QuotationSpan[] = [];
+  /** Quotation in the line being built, by columns (its line is known when it is pushed). */
+  private lineSpans: { start: number; end: number }[] = [];
   private lineSignature = false;
   private paragraphGap = false;
   /** Set at Outlook's reply header: everything after it is the quoted message. */
@@ -418,6 +441,8 @@ class Renderer {
       }
       this.bufferHasText = true;
       this.lineQuoted ||= frame.quoted || this.restQuoted;
+      this.lineQuotation = (this.lineQuotation ?? true) && frame.quotation;
+      if (frame.quotation) this.quotationSpan(start, this.bufferLength);
       this.lineSignature ||= frame.signature;
       if (frame.emphasis > 0) this.emphasis.push({ start, end: this.bufferLength, level: frame.emphasis as 1 | 2 });
     }
@@ -460,19 +485,33 @@ class Renderer {
     if (this.anchor && !this.top.anchor) this.closeAnchor();
   }
 
-  /** Top-level rules of a <style> sheet that hide a class or an id (a preheader's `.preheader{display:none}`). */
+  /**
+   * Top-level rules of a <style> sheet that hide a class, an id or an attribute (a preheader's
+   * `.preheader{display:none}`, `[data-note]{display:none}`). A class a @media block shows again (a phone-only
+   * summary: `.m{display:none}` then `@media (max-width:600px){.m{display:block !important}}`) is shown on some
+   * screens, so not hidden text.
+   */
   styleSheet(css: string): void {
-    for (const rule of topLevelRules(css)) {
+    const rules = sheetRules(css);
+    const shownUnderMedia = new Set<string>();
+    for (const rule of rules) {
+      if (!rule.media || !showsElement(declarations(rule.body))) continue;
+      for (const selector of rule.selector.split(",")) {
+        const key = selectorKey(selector);
+        if (key) shownUnderMedia.add(key);
+      }
+    }
+    for (const rule of rules) {
+      if (rule.media) continue;
       const style = declarations(rule.body);
       const hides = hidesElement(style) !== null;
       const color = style.get("color");
       const background = style.get("background-color") ?? style.get("background");
       if (!hides && color === undefined && background === undefined) continue;
       for (const selector of rule.selector.split(",")) {
-        const m = /^\s*[a-z0-9]*([.#][\w-]+)\s*$/i.exec(selector);
-        if (!m) continue;
-        const key = m[1]!.toLowerCase();
-        if (hides) this.hiddenSelectors.add(key);
+        const key = selectorKey(selector);
+        if (!key) continue;
+        if (hides && !shownUnderMedia.has(key)) this.hiddenSelectors.add(key);
         if ((color !== undefined || background !== undefined) && this.sheetColours.size < MAX_SHEET_SELECTORS) {
           const seen = this.sheetColours.get(key) ?? {};
           this.sheetColours.set(key, { color: color ?? seen.color, background: background ?? seen.background });
@@ -513,6 +552,8 @@ class Renderer {
       invisible: this.invisible.findings(),
       tagText: this.invisible.tagText(),
       roleTags: this.roleTags,
+      quotationLines: this.quotationLines,
+      quotationSpans: this.quotationSpans,
     };
   }
 
@@ -543,16 +584,22 @@ class Renderer {
   }
 
   private frameFor(name: string, attributes: ReadonlyMap<string, string>, parent: Frame): Frame {
-    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote") {
+    if (attributes.size === 0 && !TAG_FONT_PX.has(name) && !EMPHASIS_BY_TAG.has(name) && name !== "blockquote" && (this.hiddenSelectors.size === 0 || !this.hiddenSelectors.has(`<${name}>`))) {
       // Most elements of a large document carry nothing of their own: they inherit everything.
-      return parent.name === name ? parent : { ...parent, name, pre: parent.pre || name === "pre", anchor: parent.anchor || name === "a" };
+      return parent.name === name
+        ? parent
+        : { ...parent, name, pre: parent.pre || name === "pre", quotation: parent.quotation || QUOTATION.has(name), anchor: parent.anchor || name === "a" };
     }
     const style = declarations(attributes.get("style") ?? "");
     const classes = (attributes.get("class") ?? "").toLowerCase().split(/\s+/).filter(Boolean);
     const id = (attributes.get("id") ?? "").toLowerCase();
     let hiddenBy: HidingKind | null = parent.hiddenBy ?? (attributes.has("hidden") ? "hidden_attribute" : hidesElement(style));
     if (!hiddenBy && this.hiddenSelectors.size > 0) {
-      const bySheet = classes.some((c) => this.hiddenSelectors.has(`.${c}`)) || (id !== "" && this.hiddenSelectors.has(`#${id}`));
+      const bySheet =
+        classes.some((c) => this.hiddenSelectors.has(`.${c}`)) ||
+        (id !== "" && this.hiddenSelectors.has(`#${id}`)) ||
+        this.hiddenSelectors.has(`<${name}>`) ||
+        [...attributes.keys()].some((a) => this.hiddenSelectors.has(`[${a}]`));
       if (bySheet) hiddenBy = "style_sheet";
     }
     const fontPx = fontSize(style, attributes.get("size"), name, parent.fontPx);
@@ -587,6 +634,7 @@ class Renderer {
         id.startsWith("ms-outlook-mobile-signature") ||
         classes.some((c) => c === "gmail_signature" || c === "moz-signature"),
       pre: parent.pre || name === "pre",
+      quotation: parent.quotation || QUOTATION.has(name),
       anchor: parent.anchor || name === "a",
     };
   }
@@ -647,6 +695,10 @@ class Renderer {
         this.push(blank(this.top, this.restQuoted || this.lineQuoted));
       }
       this.push({ text, quoted: this.lineQuoted, signature: this.lineSignature, emphasis: this.emphasis }, this.lineOffset);
+      if (this.lineQuotation) this.quotationLines.add(this.lines.length - 1);
+      for (const span of this.lineSpans) {
+        if (this.quotationSpans.length < MAX_QUOTATION_SPANS) this.quotationSpans.push({ line: this.lines.length - 1, ...span });
+      }
       this.paragraphGap = false;
       const index = this.lines.length - 1;
       for (const { record, end } of this.awaiting) {
@@ -662,7 +714,16 @@ class Renderer {
     this.clearBuffer();
     this.emphasis = [];
     this.lineQuoted = false;
+    this.lineQuotation = null;
+    this.lineSpans = [];
     this.lineSignature = false;
+  }
+
+  /** Columns of quotation text in the line being built; a piece right after the last one extends it. */
+  private quotationSpan(start: number, end: number): void {
+    const last = this.lineSpans[this.lineSpans.length - 1];
+    if (last && start - last.end <= 1) last.end = end;
+    else if (this.lineSpans.length < MAX_QUOTATION_SPANS) this.lineSpans.push({ start, end });
   }
 
   private pushSpace(): void {
@@ -737,7 +798,10 @@ function hidesElement(style: ReadonlyMap<string, string>): HidingKind | null {
   const visibility = style.get("visibility");
   if (visibility === "hidden" || visibility === "collapse") return "visibility_hidden";
   const opacity = style.get("opacity");
-  if (opacity !== undefined && Number.parseFloat(opacity) <= 0.05) return "opacity_zero";
+  if (opacity !== undefined && fraction(opacity) <= 0.05) return "opacity_zero";
+  const filter = style.get("filter");
+  const filterOpacity = filter === undefined ? null : /opacity\(\s*([\d.]+%?)\s*\)/.exec(filter);
+  if (filterOpacity && fraction(filterOpacity[1]!) <= 0.05) return "opacity_zero";
   // Collapsed boxes (max-height:0, width:0, the 1px box of a screen-reader-only element) hide what overflows them.
   const overflow = style.get("overflow") ?? style.get("overflow-x") ?? style.get("overflow-y");
   if (overflow === "hidden" || overflow === "clip") {
@@ -747,11 +811,23 @@ function hidesElement(style: ReadonlyMap<string, string>): HidingKind | null {
     }
   }
   const transform = style.get("transform");
-  if (transform !== undefined && /scale[xy]?\(\s*0(?:\.0*)?\s*[,)]/.test(transform)) return "zero_size";
+  if (transform !== undefined) {
+    // Scaled to (almost) nothing, or moved a page away ("translateX(-9999px)").
+    const scale = /scale[xy]?\(\s*([\d.]+)\s*[,)]/.exec(transform);
+    if (scale && Number.parseFloat(scale[1]!) <= 0.05) return "zero_size";
+    const translate = /translate[xy3d]*\(\s*(-?[\d.]+)px(?:\s*,\s*(-?[\d.]+)px)?/.exec(transform);
+    if (translate && (Math.abs(Number.parseFloat(translate[1]!)) >= 1000 || Math.abs(Number.parseFloat(translate[2] ?? "0")) >= 1000)) return "offscreen";
+  }
+  // Letters drawn on top of each other.
+  const spacing = style.get("letter-spacing");
+  if (spacing !== undefined && Number.parseFloat(spacing) <= -50) return "zero_size";
   const clip = style.get("clip");
   if (clip !== undefined && /^rect\(\s*0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?\s*\)$/.test(clip)) return "clipped";
   const clipPath = style.get("clip-path");
   if (clipPath !== undefined && /^(?:inset\(\s*(?:50|100)%|circle\(\s*0)/.test(clipPath)) return "clipped";
+  // Text pushed out of its clipped box ("text-indent:100%; white-space:nowrap; overflow:hidden").
+  const indent = style.get("text-indent");
+  if ((overflow === "hidden" || overflow === "clip") && indent !== undefined && (/^\d{3,}(?:\.\d+)?%$/.test(indent) || Number.parseFloat(indent) >= 1000)) return "offscreen";
   // Text pushed off the page.
   for (const property of ["text-indent", "left", "top", "right", "margin-left", "margin-top"]) {
     const value = style.get(property);
@@ -798,7 +874,8 @@ function fontSize(style: ReadonlyMap<string, string>, sizeAttribute: string | un
 
 function fontShorthandSize(font: string | undefined): string | undefined {
   if (!font) return undefined;
-  const m = /(?:^|\s)((?:\d+(?:\.\d+)?|\.\d+)(?:px|pt|em|rem|%))(?:\/|\s|$)/.exec(font.slice(0, 200));
+  // A unit, or a bare 0 ("font:0/0 a", the image-replacement shorthand).
+  const m = /(?:^|\s)((?:\d+(?:\.\d+)?|\.\d+)(?:px|pt|em|rem|%)|0)(?:\/|\s|$)/.exec(font.slice(0, 200));
   return m?.[1];
 }
 
@@ -815,6 +892,12 @@ function ownEmphasis(name: string, style: ReadonlyMap<string, string>, fontPx: n
   return 0;
 }
 
+/** An opacity as a number ("0.3", "30%"). */
+function fraction(value: string): number {
+  const v = Number.parseFloat(value);
+  return value.trim().endsWith("%") ? v / 100 : v;
+}
+
 /** Text or a background fainter than this is not there. */
 const MIN_ALPHA = 0.1;
 const NAMED_COLOURS = new Map<string, Rgb & { a: number }>([
@@ -827,21 +910,38 @@ const NAMED_COLOURS = new Map<string, Rgb & { a: number }>([
 function colour(value: string | undefined): (Rgb & { a: number }) | null {
   if (!value) return null;
   const v = value.slice(0, 200).toLowerCase();
-  const hex = /#([0-9a-f]{3}|[0-9a-f]{6})\b/.exec(v);
+  const hex = /#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})\b/.exec(v);
+  const hsl = /hsla?\(\s*(-?[\d.]+)(?:deg)?\s*[,\s]\s*([\d.]+)%\s*[,\s]\s*([\d.]+)%(?:\s*[,/]\s*(\d*\.?\d+)(%?))?/.exec(v);
   const rgb = /rgba?\(\s*(\d{1,3})\s*[,\s]\s*(\d{1,3})\s*[,\s]\s*(\d{1,3})(?:\s*[,/]\s*(\d*\.?\d+)(%?))?/.exec(v);
   const named = /\b(white|black|transparent)\b/.exec(v);
   // The earliest colour in the value is the one that applies (a gradient's first stop is close enough).
-  const found = [hex, rgb, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
+  const found = [hex, rgb, hsl, named].filter((m): m is RegExpExecArray => m !== null).sort((a, b) => a.index - b.index)[0];
   if (!found) return null;
   if (found === named) return NAMED_COLOURS.get(found[1]!) ?? null;
+  if (found === hsl) {
+    const alpha = found[4] === undefined ? 1 : Number(found[4]) / (found[5] === "%" ? 100 : 1);
+    return { ...hslToRgb(Number(found[1]), Number(found[2]) / 100, Number(found[3]) / 100), a: alpha };
+  }
   if (found === rgb) {
     const [r, g, b] = [found[1], found[2], found[3]].map((c) => Math.min(255, Number(c))) as [number, number, number];
     const alpha = found[4] === undefined ? 1 : Number(found[4]) / (found[5] === "%" ? 100 : 1);
     return { r, g, b, a: alpha };
   }
   const h = found[1]!;
-  const full = h.length === 3 ? `${h[0]}${h[0]}${h[1]}${h[1]}${h[2]}${h[2]}` : h;
-  return { r: Number.parseInt(full.slice(0, 2), 16), g: Number.parseInt(full.slice(2, 4), 16), b: Number.parseInt(full.slice(4, 6), 16), a: 1 };
+  // #rgb and #rgba written short; #rrggbbaa's last pair is the opacity.
+  const full = h.length <= 4 ? [...h].map((c) => c + c).join("") : h;
+  const alpha = full.length === 8 ? Number.parseInt(full.slice(6, 8), 16) / 255 : 1;
+  return { r: Number.parseInt(full.slice(0, 2), 16), g: Number.parseInt(full.slice(2, 4), 16), b: Number.parseInt(full.slice(4, 6), 16), a: alpha };
+}
+
+/** An HSL colour (hue in degrees, saturation and lightness from 0 to 1) as RGB. */
+function hslToRgb(hue: number, saturation: number, lightness: number): Rgb {
+  const s = Math.min(1, Math.max(0, saturation));
+  const l = Math.min(1, Math.max(0, lightness));
+  const k = (n: number) => (n + (((hue % 360) + 360) % 360) / 30) % 12;
+  const a = s * Math.min(l, 1 - l);
+  const channel = (n: number) => Math.round(255 * (l - a * Math.max(-1, Math.min(k(n) - 3, 9 - k(n), 1))));
+  return { r: channel(0), g: channel(8), b: channel(4) };
 }
 
 /** The text of a piece of markup (a comment's, a template's), tags taken out: one forward pass. */
@@ -871,14 +971,42 @@ function isPixel(attributes: ReadonlyMap<string, string>): boolean {
 interface Rule {
   readonly selector: string;
   readonly body: string;
+  /** Inside a @media block (it applies on some screens only). */
+  readonly media: boolean;
 }
 
-/** The rules of a style sheet outside any @media/@supports block (those hide only on some screens). */
-function topLevelRules(css: string): Rule[] {
+/**
+ * The key a simple selector is known by: ".class", "#id" or "[attribute]" (an attribute selector, whatever value
+ * it asks for) after an optional element name, or "<name>" for an element's name alone; null for anything more
+ * (descendants, pseudo-classes).
+ */
+function selectorKey(selector: string): string | null {
+  const m = /^\s*([a-z][a-z0-9]*)?(?:([.#][\w-]+)|\[\s*([\w-]+)\s*(?:[~|^$*]?=\s*(?:"[^"]*"|'[^']*'|[\w-]+)\s*)?\])?\s*$/i.exec(selector);
+  if (!m || (!m[1] && !m[2] && !m[3])) return null;
+  if (m[2]) return m[2].toLowerCase();
+  if (m[3]) return `[${m[3].toLowerCase()}]`;
+  // An element's name alone ("font{display:none}"), not the page's own elements.
+  const name = m[1]!.toLowerCase();
+  return name === "body" || name === "html" ? null : `<${name}>`;
+}
+
+/** Whether declarations show an element that another rule hides (display other than none, visibility visible). */
+function showsElement(style: ReadonlyMap<string, string>): boolean {
+  const display = style.get("display");
+  return (display !== undefined && display !== "none") || style.get("visibility") === "visible";
+}
+
+/**
+ * The rules of a style sheet at the top level and directly inside a @media block (those apply on some screens
+ * only; other at-rules' rules are left out).
+ */
+function sheetRules(css: string): Rule[] {
   const rules: Rule[] = [];
-  // Open blocks: at-rules and anything nested in a rule count as "at"; only a depth-one rule is top level.
+  // Open blocks: at-rules and anything nested in a rule count as "at"; a depth-one rule is top level, a depth-two
+  // rule inside @media is a media rule.
   let depth = 0;
   let inRule = false;
+  let inMedia = false;
   let preludeStart = 0;
   let selector = "";
   let bodyStart = 0;
@@ -890,15 +1018,19 @@ function topLevelRules(css: string): Rule[] {
     } else if (c === 0x7b /* { */) {
       const prelude = css.slice(preludeStart, i).trim();
       depth++;
-      if (depth === 1 && !prelude.startsWith("@")) {
+      // A screen's @media block (not print's: a page shown only when printed is hidden on screen).
+      if (depth === 1 && /^@media\b(?!\s+(?:only\s+)?print\b)/i.test(prelude)) inMedia = true;
+      const ruleDepth = inMedia ? 2 : 1;
+      if (depth === ruleDepth && !prelude.startsWith("@")) {
         inRule = true;
         selector = prelude;
         bodyStart = i + 1;
       }
       preludeStart = i + 1;
     } else if (c === 0x7d /* } */) {
-      if (depth === 1 && inRule) rules.push({ selector, body: css.slice(bodyStart, i) });
-      if (depth === 1) inRule = false;
+      if (depth === (inMedia ? 2 : 1) && inRule) rules.push({ selector, body: css.slice(bodyStart, i), media: inMedia });
+      if (depth === (inMedia ? 2 : 1)) inRule = false;
+      if (depth === 1) inMedia = false;
       if (depth > 0) depth--;
       preludeStart = i + 1;
     } else if (c === 0x3b /* ; */ && !inRule) {

@@ -43,6 +43,10 @@ const BLANK_LETTERS = new Set([0x115f, 0x1160, 0x2800, 0x3164, 0xffa0]);
 const HANGUL_OR_BRAILLE = /[\u1100-\u11ff\u2801-\u28ff\u3131-\u318e\uac00-\ud7af\ua960-\ua97f\ud7b0-\ud7ff]/;
 /** What follows a word in a domain or address: a zero-width character before it splits the name for a filter. */
 const NAME_JOINT = /^[.@/][\p{L}\p{N}]/u;
+/** Text that ends inside a URL: a scheme or a domain and its path, with no blank since. */
+const IN_URL = /(?:https?:\/\/|www\.|[\p{L}\p{N}-]\.[a-z]{2,}\/)[^\s<>"]*$/u;
+/** What continues a URL after a zero-width character inside it. */
+const URL_CHARACTER = /^[\p{L}\p{N}/.\-_~%?=&#+]/u;
 /** Longest run of zero-width characters in visible text that is still typography. */
 const MAX_TYPOGRAPHIC_RUN = 7;
 /** Findings kept per part; more of the same say nothing new. */
@@ -206,10 +210,12 @@ export class InvisibleText {
 
 /**
  * Whether a zero-width character between `before` (ending in `previous`) and `next` splits a word ("pa|ypal") or a
- * domain or address at its dot or "@" ("paypal|.com", "paypal.|com", "billing@|acme.com"); not a sentence's end
- * ("Thanks.|See you": the next word starts with a capital).
+ * domain or address at its dot or "@" ("paypal|.com", "paypal.|com", "billing@|acme.com"), or stands anywhere
+ * inside a URL ("https://acme.com/|verify-login"); not a sentence's end ("Thanks.|See you": the next word starts
+ * with a capital).
  */
 function splitsWordOrName(before: string, previous: string, next: string): boolean {
+  if (IN_URL.test(before) && URL_CHARACTER.test(next)) return true;
   if (SPLITTABLE.test(previous)) return SPLITTABLE.test(firstCodePoint(next)) || NAME_JOINT.test(next);
   return (previous === "." || previous === "@") && SPLITTABLE.test(before.at(-2) ?? "") && /^[\p{Ll}0-9]/u.test(next);
 }

@@ -151,7 +151,8 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   if (inSubject.tagText) instructions(inSubject.tagText, [0], "subject", true, warnings);
   const shownKinds = new Set<InstructionKind>();
   if (html) {
-    for (const k of instructions(joinLines(html), html.lineOffsets, "html", false, warnings)) shownKinds.add(k);
+    const shown = joinLines(html);
+    for (const k of instructions(shown, html.lineOffsets, "html", false, warnings, undefined, quotedIn(html, shown.starts))) shownKinds.add(k);
     for (const run of html.hidden) instructions({ text: run.text, starts: [0] }, [run.offset], "html", true, warnings);
     // Text spelled in tag characters: invisible to a person, plain ASCII to a model.
     if (html.tagText) instructions(html.tagText, [0], "html", true, warnings);
@@ -383,37 +384,39 @@ function meaningfulHidden(html: HtmlDoc): HiddenRun[] {
  * main content"), in the languages instructions are read in: a short hidden run that is one such note and nothing
  * else is not reported (it is still searched for instructions).
  */
-const ACCESSIBILITY_NOTES = new RegExp(
-  `^(?:${[
-    "(?:this )?(?:link )?(?:opens|will open|open) in (?:a )?new (?:window|tab)",
-    "(?:link is )?external(?: link| site| website)?",
-    "opens (?:an )?external (?:site|website)",
-    "skip to (?:the )?(?:main )?(?:content|navigation|footer)",
-    "new (?:window|tab)",
-    "(?:link )?(?:öffnet|oeffnet) (?:sich )?in (?:einem )?neuen (?:fenster|tab)",
-    "externer link",
-    "zum (?:haupt)?inhalt springen",
-    "(?:s'ouvre|ouvre) dans (?:une nouvelle (?:fenêtre|fenetre)|un nouvel onglet)",
-    "lien externe",
-    "aller au contenu(?: principal)?",
-    "(?:se )?abre en una (?:nueva )?(?:ventana|pestaña)(?: nueva)?",
-    "enlace externo",
-    "(?:abre|abre-se) (?:em|numa) (?:uma )?nova (?:janela|aba|guia)",
-    "link externo",
-    "(?:si )?apre in una nuova (?:finestra|scheda)",
-    "link esterno",
-    "(?:opent|wordt geopend) in (?:een )?nieuwe? (?:venster|tabblad)",
-    "externe link",
-    "откроется в новом (?:окне|вкладке)",
-    "внешняя ссылка",
-    "在新窗口中打开",
-    "在新标签页中打开",
-    "新しいウィンドウで開きます",
-    "新しいタブで開きます",
-    "새 창(?:에서|으로) 열림",
-  ].join("|")})$`,
-  "u",
-);
+const ACCESSIBILITY_NOTE = `(?:${[
+  "(?:this )?(?:link )?(?:opens|will open|open|opening|launches|will launch|loads)(?: up)?(?: in| into)? (?:a |an )?(?:new|separate|external|another)(?: browser)? (?:window|tab|site|website|page)",
+  "(?:in )?(?:a )?new (?:browser )?(?:window|tab)(?: opens)?",
+  "(?:link to )?(?:an )?external (?:site|website|page|link)",
+  "(?:pdf|download|file|document)(?: file| download)?(?: \\d+ ?[km]b)?",
+  "(?:link is )?external(?: link| site| website)?",
+  "opens (?:an )?external (?:site|website)",
+  "skip to (?:the )?(?:main )?(?:content|navigation|footer)",
+  "new (?:window|tab)",
+  "(?:link )?(?:öffnet|oeffnet) (?:sich )?in (?:einem )?neuen (?:fenster|tab)",
+  "externer link",
+  "zum (?:haupt)?inhalt springen",
+  "(?:s'ouvre|ouvre) dans (?:une nouvelle (?:fenêtre|fenetre)|un nouvel onglet)",
+  "lien externe",
+  "aller au contenu(?: principal)?",
+  "(?:se )?abre en una (?:nueva )?(?:ventana|pestaña)(?: nueva)?",
+  "enlace externo",
+  "(?:abre|abre-se) (?:em|numa) (?:uma )?nova (?:janela|aba|guia)",
+  "link externo",
+  "(?:si )?apre in una nuova (?:finestra|scheda)",
+  "link esterno",
+  "(?:opent|wordt geopend) in (?:een )?nieuwe? (?:venster|tabblad)",
+  "externe link",
+  "откроется в новом (?:окне|вкладке)",
+  "внешняя ссылка",
+  "在新窗口中打开",
+  "在新标签页中打开",
+  "新しいウィンドウで開きます",
+  "新しいタブで開きます",
+  "새 창(?:에서|으로) 열림",
+].join("|")})`;
+/** One note or several in a row ("External link, opens in a new tab"). */
+const ACCESSIBILITY_NOTES = new RegExp(`^${ACCESSIBILITY_NOTE}(?: ${ACCESSIBILITY_NOTE}){0,3}$`, "u");
 /** Longest hidden run read as an accessibility note. */
 const MAX_NOTE_CHARS = 80;
 
@@ -458,6 +461,7 @@ function joinLines(doc: Doc): { text: string; starts: number[] } {
 /**
  * Reports the instruction-like passages of a text. `joined.starts` are where its pieces (lines, or one run) start,
  * `offsets` where those are in their part. `unless`: kinds already reported as shown, not reported again hidden.
+ * `quoted`: whether a passage is shown as a quotation or code, whose instructions are quoted, not given.
  */
 function instructions(
   joined: string | { text: string; starts: readonly number[] },
@@ -466,19 +470,47 @@ function instructions(
   hidden: boolean,
   warnings: Warnings,
   unless?: ReadonlySet<InstructionKind>,
+  quoted?: (start: number, end: number) => boolean,
 ): InstructionKind[] {
   const { text, starts } = typeof joined === "string" ? { text: joined, starts: [0] } : joined;
   if (!text.trim()) return [];
   const kinds: InstructionKind[] = [];
   for (const match of findInstructions(text)) {
+    // Shown as a quotation or as code (a digest quoting an attack in <pre><code>): quoted, not given.
+    if (quoted?.(match.start, match.end)) continue;
+    const piece = pieceAt(starts, match.start);
     kinds.push(match.kind);
     if (unless?.has(match.kind)) continue;
-    const piece = pieceAt(starts, match.start);
     const from = Math.max(starts[piece]!, match.start - 30);
     const evidence = text.slice(from, Math.max(match.end, Math.min(text.length, from + 100)));
     warnings.add(finding("instruction_like", match.kind, evidence, part, offsets[piece] ?? null, hidden));
   }
   return kinds;
+}
+
+/**
+ * Whether a passage of the shown HTML's joined lines (`starts`: where each line starts) is quotation or code: every
+ * line it touches is, or it lies inside one quoted part of a line (an inline `<code>`).
+ */
+function quotedIn(html: HtmlDoc, starts: readonly number[]): (start: number, end: number) => boolean {
+  const spans = html.quotationSpans.map((q) => ({ start: starts[q.line]! + q.start, end: starts[q.line]! + q.end }));
+  return (start, end) => {
+    const first = pieceAt(starts, start);
+    const last = pieceAt(starts, Math.max(start, end - 1));
+    let whole = true;
+    for (let line = first; line <= last && whole; line++) whole = html.quotationLines.has(line);
+    if (whole) return true;
+    // Spans are in document order: the last one starting at or before the passage is the only one that can hold it.
+    let lo = 0;
+    let hi = spans.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (spans[mid]!.start <= start) lo = mid;
+      else hi = mid - 1;
+    }
+    const span = spans[lo];
+    return span !== undefined && span.start <= start && end <= span.end;
+  };
 }
 
 /** The index of the piece a position falls in (binary search over the pieces' starts). */

@@ -41,19 +41,19 @@ describe("the safety corpus", () => {
 });
 
 /**
- * Floors at the figures the held-out set (the sixth, test/fixtures/safety/held-out) gave when it was first read
- * (npm run eval:safety, held-out), not revised on since: under the 90% target for look-alikes and instructions,
- * and for benign mail, as its commit says.
+ * Floors at the figures the held-out set (the seventh, test/fixtures/safety/held-out) gave when it was first read
+ * (npm run eval:safety, held-out), not revised on since: under the 90% target for hidden text, look-alikes and
+ * instructions, and for benign mail, as its commit says. (Each floor is the measured ratio, a hair under.)
  */
 const HELD_OUT_FLOORS: Record<string, { precision: number; recall: number }> = {
-  hidden_text: { precision: 85.7, recall: 92.3 },
-  invisible_characters: { precision: 100, recall: 90 },
-  link_text_mismatch: { precision: 92.3, recall: 100 },
-  lookalike_domain: { precision: 93.7, recall: 88.2 },
-  instruction_like: { precision: 88.2, recall: 60 },
+  hidden_text: { precision: 100, recall: 82.3 },
+  invisible_characters: { precision: 100, recall: 91.6 },
+  link_text_mismatch: { precision: 100, recall: 100 },
+  lookalike_domain: { precision: 100, recall: 78.9 },
+  instruction_like: { precision: 80.9, recall: 51.5 },
   sender_unauthenticated: { precision: 100, recall: 100 },
 };
-const HELD_OUT_BENIGN_LOW = 85.7;
+const HELD_OUT_BENIGN_LOW = 89.4;
 
 describe("the held-out set", () => {
   const figures = evaluateSafety(heldOut);
