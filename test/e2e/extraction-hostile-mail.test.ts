@@ -10,8 +10,13 @@ import type { Extracted } from "../../src/extraction/index.js";
 import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 
-/** How soon the ordinary mail behind the hostile ones is stored after its 250 (it took ~0.2 s on a quiet machine). */
-const ORDINARY_MAIL_WITHIN_MS = 5_000;
+/**
+ * How soon the ordinary mail behind the hostile ones is stored after its 250: ~0.2 s on a quiet machine, up to ~6 s
+ * with two other test files loading the same two cores. Held parser workers made it wait for every hostile
+ * extraction (minutes with the quadratic link contexts); linearity itself is measured in
+ * test/unit/extraction-linear.test.ts.
+ */
+const ORDINARY_MAIL_WITHIN_MS = 15_000;
 
 let app: TestApp;
 let smtp: SmtpRole;
