@@ -62,6 +62,8 @@ export const TARGETS = {
   acceptP99Ms: 50,
   deliveryP50Ms: 150,
   deliveryP99Ms: 1000,
+  /** Issue 19 item 3: CPU of the whole system (api, worker, smtp, PostgreSQL, Temporal) per delivered message. */
+  cpuMsPerMessage: 40,
   throughputPerS: 70,
   throughputStretchPerS: 200,
 } as const;
@@ -145,6 +147,14 @@ export function outboundFigureRows(report: OutboundReport): { systems: SystemNam
     rows.push({ label: "  of which that → final dot p50 ms", values: each((s) => ms(med("latency", s, "sessionP50Ms"))) });
     rows.push({ label: "  acceptance p50 / p99 ms at this rate", values: each((s) => `${ms(med("latency", s, "acceptP50Ms"))} / ${ms(med("latency", s, "acceptP99Ms"))}`) });
     rows.push({ label: "  runs with failures", values: invalidNote("latency") });
+    const systemCpuMs = (s: SystemName) =>
+      median(runsOf("latency", s).map((r) => (s === "ours" ? OUR_GROUPS : ["postfix"]).reduce((sum, g) => sum + (r.figures[`cpuMs.${g}`] ?? 0), 0)));
+    rows.push({
+      label: "CPU ms per delivered message in the system, over that run and its drain (ours: api, worker, smtp, PostgreSQL, Temporal)",
+      values: each((s) => (runsOf("latency", s).length === 0 ? "" : dec(systemCpuMs(s)))),
+      target: `≤ ${TARGETS.cpuMsPerMessage}`,
+      verdict: valid("latency") && systemCpuMs("ours") <= TARGETS.cpuMsPerMessage,
+    });
   }
   if (report.runs.some((r) => r.scenario === "deferral")) {
     const pct = Math.round(100 / settings.deferEvery);
