@@ -191,12 +191,14 @@ class ParseWorkers {
         job = { kind: "message", raw: null, authentication };
         chunks = input.chunks()[Symbol.asyncIterator]();
       }
-      const ran = await runJob(worker, { job, chunks }, timeoutMs).catch((e: unknown) => {
-        void worker.terminate();
+      const ran = await runJob(worker, { job, chunks }, timeoutMs).catch(async (e: unknown) => {
+        await worker.terminate();
         throw e;
       });
+      // A worker that is ended (its budget blown, or recycled after a large message) is gone before its slot goes to
+      // the next job: never more parser heaps at once than slots, however fast large messages come.
       if (ran.reusable && !this.closed) this.idle.push(worker);
-      else void worker.terminate();
+      else await worker.terminate();
       return ran.outcome;
     } finally {
       await chunks?.return?.();
