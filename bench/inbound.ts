@@ -8,7 +8,7 @@
 //                BENCH_THROUGHPUT_S
 //   newconn      the same with a new connection per message; connect→banner is measured apart
 //   latency      our own client (bench/inbound-client.ts), open loop at BENCH_LATENCY_RATE (half the 1,000 msg/s
-//                target): `.`→250 p50/p99
+//                target): `.`→250 p50/p99; ours also 250→stored p50/p99 (each message's created_at beside its 250)
 //   webhook      ours only: open loop at 100 msg/s with a token in each Message-ID; arrival (final dot written) →
 //                webhook received, with a receiver answering 2xx, then with one answering 503 to 10% (nothing lost?)
 //   commits      ours only: pg_stat_database.xact_commit (and transaction ids used) per accepted message, over a
