@@ -250,6 +250,18 @@ export class PgStats {
     return Number(rows[0]!.n);
   }
 
+  /**
+   * When each message stored since `since` was stored, by its Message-ID (epoch ms): its created_at, the start of the
+   * store transaction that made it readable (at that transaction's commit, milliseconds later).
+   */
+  async storedAt(since: Date): Promise<Map<string, number>> {
+    const { rows } = await this.client.query<{ internet_message_id: string; created_at: Date }>(
+      `select internet_message_id, created_at from messages where created_at >= $1`,
+      [since],
+    );
+    return new Map(rows.map((r) => [r.internet_message_id, r.created_at.getTime()]));
+  }
+
   async failedRaw(): Promise<number> {
     const { rows } = await this.client.query<{ n: string }>(`select count(*)::text as n from inbound_raw_messages where status = 'failed'`);
     return Number(rows[0]!.n);

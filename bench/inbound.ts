@@ -8,7 +8,7 @@
 //                BENCH_THROUGHPUT_S
 //   newconn      the same with a new connection per message; connect→banner is measured apart
 //   latency      our own client (bench/inbound-client.ts), open loop at BENCH_LATENCY_RATE (half the 1,000 msg/s
-//                target): `.`→250 p50/p99
+//                target): `.`→250 p50/p99; ours also 250→stored p50/p99 (each message's created_at beside its 250)
 //   webhook      ours only: open loop at 100 msg/s with a token in each Message-ID; arrival (final dot written) →
 //                webhook received, with a receiver answering 2xx, then with one answering 503 to 10% (nothing lost?)
 //   commits      ours only: pg_stat_database.xact_commit (and transaction ids used) per accepted message, over a
@@ -342,9 +342,15 @@ function clientBase(ctx: Context, system: System): Omit<ClientJob, "mode"> {
 
 async function latencyRun(ctx: Context, system: System, run: number): Promise<void> {
   const { settings } = ctx;
+  const ours = system.name === "ours" ? ctx.ours! : undefined;
+  const startedAt = new Date();
   const meter = startRunMeter(ctx);
-  const result = await runInboundClient({ ...clientBase(ctx, system), mode: "open", rate: settings.latencyRate, durationS: settings.latencyS });
+  // Ours: every message carries a token, so that its 250 can be set beside the moment it was stored.
+  const tokens = ours ? { tokenPrefix: `lat${run}x${Date.now().toString(36)}`, records: true } : {};
+  const result = await runInboundClient({ ...clientBase(ctx, system), mode: "open", rate: settings.latencyRate, durationS: settings.latencyS, ...tokens });
   const metered = meter.stop();
+  // Before the drain's limit sets aside what is left: a message never stored counts as slower than any stored one.
+  const stored = ours ? await storedAfterOk(ours, result, startedAt, settings.drainMaxS) : undefined;
   const { drainS } = await settle(ctx, system);
   const record: RunRecord = {
     scenario: "latency",
@@ -363,14 +369,38 @@ async function latencyRun(ctx: Context, system: System, run: number): Promise<vo
       dueP99Ms: percentile(result.dueToOkMs, 99),
       waitedForSession: result.waitedForSession,
       drainS,
+      // A percentile that falls on a message never stored is left out (JSON has no Infinity): the page shows "—".
+      ...(stored ? { ...finite("storedP50Ms", percentile(stored.ms, 50)), ...finite("storedP99Ms", percentile(stored.ms, 99)), notStored: stored.notStored } : {}),
     },
   };
   ctx.runs.push(record);
   log(
     `latency    ${system.name.padEnd(7)} run ${run + 1}: ${Math.round(result.accepted / result.elapsedS)} msg/s, ` +
       `.→250 p50 ${record.figures["p50Ms"]!.toFixed(2)} ms, p99 ${record.figures["p99Ms"]!.toFixed(2)} ms` +
+      (stored ? `, 250→stored p50 ${percentile(stored.ms, 50).toFixed(0)} ms, p99 ${percentile(stored.ms, 99).toFixed(0)} ms (${stored.notStored} not stored)` : "") +
       `${result.failed > 0 ? `, ${result.failed} FAILED ${JSON.stringify(result.failures)}` : ""}, load ${metered.loadAfter[0].toFixed(2)}`,
   );
+}
+
+function finite(name: string, value: number): Record<string, number> {
+  return Number.isFinite(value) ? { [name]: value } : {};
+}
+
+/**
+ * 250 → stored of each message the run had answered 250, once all are stored or `maxS` has passed; a message not
+ * stored by then counts as Infinity (the p99 then says so).
+ */
+async function storedAfterOk(ours: OurStack, result: ClientResult, since: Date, maxS: number): Promise<{ ms: number[]; notStored: number }> {
+  const okAt = new Map(result.records!.filter((r) => r.okAt !== null).map((r) => [r.token, r.okAt!]));
+  const waitUntil = performance.now() + maxS * 1000;
+  let storedAt = new Map<string, number>();
+  for (;;) {
+    storedAt = new Map([...(await ours.stats.storedAt(since))].map(([messageId, at]) => [tokenOf(messageId) ?? "", at]));
+    if ([...okAt.keys()].every((t) => storedAt.has(t)) || performance.now() > waitUntil) break;
+    await sleep(1000);
+  }
+  const ms = [...okAt].map(([token, ok]) => (storedAt.has(token) ? storedAt.get(token)! - ok : Number.POSITIVE_INFINITY));
+  return { ms, notStored: ms.filter((m) => m === Number.POSITIVE_INFINITY).length };
 }
 
 /** Arrival → webhook at the receiver, ours only; `failRatio` of the receiver's answers are 503. */

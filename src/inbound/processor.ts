@@ -41,9 +41,9 @@ export function createInboundProcessor(deps: InboundProcessorDeps): InboundProce
     {
       prepare: (rawId, known) => prepareRaw(store, rawId, known),
       // What the parse yields takes about the message's size, and as much again in the statements that store it
-      // (for one inbox; heldBy counts every copy); its bytes are held whole when they are in memory, a window of
-      // chunks when they are streamed from the database.
-      reserve: (size, known) => 2 * size + (known ? size : STREAM_WINDOW_BYTES),
+      // (for one inbox; heldBy counts every copy); its bytes are held whole when they are in memory or read from its
+      // row (a small message), at most a window of chunks when they are streamed from the database.
+      reserve: (size, known) => 2 * size + (known ? size : Math.min(size, STREAM_WINDOW_BYTES)),
       heldBy: (parsed) => parsed.held,
       bytesOf: (parsed) => parsed.bytes,
       store: (batch) => storeBatch(store, batch),

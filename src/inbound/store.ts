@@ -154,9 +154,9 @@ const MAX_ATTEMPTS = 5;
 
 /**
  * The raw message parsed (from the bytes known, else from its row, or streamed from its chunks when it was
- * committed in chunks), its sender authenticated while it parses (the safety analysis after the parse waits for the
- * verdict, at most INBOUND_AUTHENTICATION_TIMEOUT_MS), its feedback report checked; null when it is no longer pending
- * (done, or being processed by another process).
+ * committed in chunks), its sender authenticated first (at most INBOUND_AUTHENTICATION_TIMEOUT_MS: the safety analysis
+ * of the parse reads the verdict, and no parser worker waits on the sender's DNS meanwhile), its feedback report
+ * checked; null when it is no longer pending (done, or being processed by another process).
  */
 export async function prepareRaw(deps: InboundStoreDeps, rawId: string, known: RawRow | undefined): Promise<ParsedRaw | null> {
   const pending = known ? pendingOf(known) : await readPending(deps.db, rawId);
@@ -172,11 +172,11 @@ export async function prepareRaw(deps: InboundStoreDeps, rawId: string, known: R
   const copies = Math.max(1, envelope.inbox_ids.length);
   // A report to the feedback address alone is not stored in an inbox: its own check authenticates it.
   if (envelope.inbox_ids.length <= (feedback ? 1 : 0)) return { rawId, raw: envelope, email: null, feedback, authentication: null, bytes: size * copies, held: 0 };
-  const authentication = authenticate(deps, rawId, envelope, pending.raw ?? chunks());
+  const authentication = await authenticate(deps, rawId, envelope, pending.raw ?? chunks());
   const raw: RawInput = pending.raw ?? { chunks };
-  const email = await deps.parser.parse(raw, { authentication: authentication.then(forExtraction) });
+  const email = await deps.parser.parse(raw, { authentication: forExtraction(authentication) });
   // What the parse yielded is held until it is stored, and copied into the statements that store it, once per inbox.
-  return { rawId, raw: envelope, email, feedback, authentication: await authentication, bytes: size * copies, held: parsedBytes(email) * (1 + copies) };
+  return { rawId, raw: envelope, email, feedback, authentication, bytes: size * copies, held: parsedBytes(email) * (1 + copies) };
 }
 
 /** The sender authentication of a message, once for all its inbox copies; null when switched off. Never rejects. */

@@ -83,23 +83,17 @@ const { hasContent, headerEnd } = await import("./header-section.js");
 
 /** The streamed message being parsed: where its next chunk goes. */
 let streaming: { write(bytes: Uint8Array): void; end(): void } | null = null;
-/** The parsed message waiting for its sender's authentication before extraction: where the verdict goes. */
-let authenticated: ((value: SenderAuthentication | null) => void) | null = null;
 
 parentPort!.on("message", (job: ToParseWorker) => {
   switch (job.kind) {
     case "message":
-      void parseMessage(job.raw);
+      void parseMessage(job.raw, job.authentication);
       return;
     case "chunk":
       streaming?.write(job.bytes);
       return;
     case "end":
       streaming?.end();
-      return;
-    case "authentication":
-      authenticated?.(job.value);
-      authenticated = null;
       return;
     case "html-to-text":
       void settle(textFromHtml(job.html)).then((result) => post({ kind: "text", result }));
@@ -117,17 +111,13 @@ function settle<T>(work: Promise<T>): Promise<ParseWorkerResult<T>> {
   );
 }
 
-/**
- * Parses, then extracts (once the parent sends the sender's authentication), then makes text of the HTML of an
- * HTML-only message; each stage answered as it ends.
- */
-async function parseMessage(raw: Uint8Array | null): Promise<void> {
+/** Parses, then extracts, then makes text of the HTML of an HTML-only message; each stage answered as it ends. */
+async function parseMessage(raw: Uint8Array | null, authentication: SenderAuthentication | null): Promise<void> {
   const parsed = await settle(parse(raw));
-  if (!parsed.ok) return post({ kind: "parsed", result: parsed });
-  const email = parsed.value;
-  const authentication = new Promise<SenderAuthentication | null>((resolve) => (authenticated = resolve));
   // Attachments are moved to the parent, not copied: a large one would otherwise be held twice.
-  post({ kind: "parsed", result: parsed }, transferable(email));
+  post({ kind: "parsed", result: parsed }, parsed.ok ? transferable(parsed.value) : []);
+  if (!parsed.ok) return;
+  const email = parsed.value;
   // Text parts are the sender's words; text made from HTML-only mail is not (extraction reads the HTML then).
   const input: ExtractionInput = {
     text: email.text.trim() ? email.text : null,
@@ -135,7 +125,7 @@ async function parseMessage(raw: Uint8Array | null): Promise<void> {
     subject: email.subject,
     from: email.from?.email ?? null,
     replyTo: email.replyTo?.email ?? null,
-    authentication: await authentication,
+    authentication,
   };
   post({ kind: "extracted", result: await settle(Promise.resolve().then(() => extractMessage(input))) });
   if (email.html !== null && !email.text.trim()) post({ kind: "text", result: await settle(textFromHtml(email.html)) });

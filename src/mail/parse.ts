@@ -3,8 +3,8 @@
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
 // One job per message: the worker parses it (whole, or streamed from its stored chunks, a chunk or two held at a
-// time), then — once the sender's authentication, computed beside the parse, is known — extracts from it (reply
-// text, codes, links, the safety analysis: src/extraction), then makes text from the HTML of an HTML-only message. Each stage answers as it ends and has a budget of its own, so hostile HTML that makes
+// time), then extracts from it (reply text, codes, links, and the safety analysis, which reads the sender's
+// authentication the job carries: src/extraction), then makes text from the HTML of an HTML-only message. Each stage answers as it ends and has a budget of its own, so hostile HTML that makes
 // extraction or text-making slow or large costs that stage only, never the parsed message; the message crosses
 // between threads once each way.
 import { Worker } from "node:worker_threads";
@@ -73,10 +73,10 @@ export type RawInput = Uint8Array | RawChunks;
 
 export interface ParseOptions {
   /**
-   * What sender authentication found, computed while the message parses (null: not evaluated); extraction waits for
-   * it, since the safety analysis reads it. It must resolve (its own budget bounds it) and never reject.
+   * What sender authentication found (null or absent: not evaluated), for the safety analysis. It is known before the
+   * parse starts, so a parser worker never waits on the sender's DNS.
    */
-  readonly authentication?: Promise<SenderAuthentication | null>;
+  readonly authentication?: SenderAuthentication | null;
 }
 
 export interface EmailParser {
@@ -97,15 +97,14 @@ export interface ParseWorkerSettings {
 
 /**
  * A job for a worker. `message` parses a message (whole, or from the `chunk`s that follow it, each asked for with
- * `more`, then `end`) and answers in stages: `parsed`; then, given the sender's `authentication`, `extracted`; then
+ * `more`, then `end`) and answers in stages: `parsed`, then `extracted` (with the sender's `authentication`), then
  * — for a message with HTML only — `text` made from the HTML, the costly part, last, so that blowing the budget on
  * it keeps the rest. `html-to-text` makes that text alone, for a message whose worker was lost before.
  */
 export type ToParseWorker =
-  | { readonly kind: "message"; readonly raw: Uint8Array | null }
+  | { readonly kind: "message"; readonly raw: Uint8Array | null; readonly authentication: SenderAuthentication | null }
   | { readonly kind: "chunk"; readonly bytes: Uint8Array }
   | { readonly kind: "end" }
-  | { readonly kind: "authentication"; readonly value: SenderAuthentication | null }
   | { readonly kind: "html-to-text"; readonly html: string };
 
 export type FromParseWorker =
@@ -144,7 +143,7 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
   const workers = new ParseWorkers(options);
   return {
     async parse(raw, parseOptions = {}) {
-      const authentication = parseOptions.authentication ?? NOT_EVALUATED;
+      const authentication = parseOptions.authentication ?? null;
       const job = await workers.run(raw, authentication);
       // A message that did not parse whole is stored from its header section: extraction reads what that yields.
       const { parsed, extracted } = job.parsed?.ok
@@ -157,15 +156,11 @@ export function createEmailParser(options: EmailParserOptions): EmailParser {
   };
 }
 
-const NOT_EVALUATED: Promise<SenderAuthentication | null> = Promise.resolve(null);
-
 /** A job and, for a streamed message, the chunks that follow it. */
 interface Feed {
   readonly job: ToParseWorker;
   /** The chunks that follow a streamed message, null when it went whole. */
   readonly chunks: AsyncIterator<Uint8Array> | null;
-  /** The sender's authentication, handed to a message job once it is parsed. */
-  readonly authentication: Promise<SenderAuthentication | null>;
 }
 
 /** The worker threads: as many jobs at once as workers, each worker reused until a job blows its budget. */
@@ -180,24 +175,30 @@ class ParseWorkers {
   }
 
   /** Runs a message job, or `html-to-text`, on a worker; each stage within its time budget (the parser's unless given). */
-  async run(input: RawInput | { readonly html: string }, authentication = NOT_EVALUATED, timeoutMs = this.options.timeoutMs): Promise<JobOutcome> {
+  async run(
+    input: RawInput | { readonly html: string },
+    authentication: SenderAuthentication | null = null,
+    timeoutMs = this.options.timeoutMs,
+  ): Promise<JobOutcome> {
     await this.slot();
     let chunks: AsyncIterator<Uint8Array> | null = null;
     try {
       const worker = this.idle.pop() ?? (await this.spawn());
       let job: ToParseWorker;
       if ("html" in input) job = { kind: "html-to-text", html: input.html };
-      else if (input instanceof Uint8Array) job = { kind: "message", raw: input };
+      else if (input instanceof Uint8Array) job = { kind: "message", raw: input, authentication };
       else {
-        job = { kind: "message", raw: null };
+        job = { kind: "message", raw: null, authentication };
         chunks = input.chunks()[Symbol.asyncIterator]();
       }
-      const ran = await runJob(worker, { job, chunks, authentication }, timeoutMs).catch((e: unknown) => {
-        void worker.terminate();
+      const ran = await runJob(worker, { job, chunks }, timeoutMs).catch(async (e: unknown) => {
+        await worker.terminate();
         throw e;
       });
+      // A worker that is ended (its budget blown, or recycled after a large message) is gone before its slot goes to
+      // the next job: never more parser heaps at once than slots, however fast large messages come.
       if (ran.reusable && !this.closed) this.idle.push(worker);
-      else void worker.terminate();
+      else await worker.terminate();
       return ran.outcome;
     } finally {
       await chunks?.return?.();
@@ -253,7 +254,7 @@ class ParseWorkers {
 /**
  * Runs one job to its last stage, or until the worker is lost. Each stage has `timeoutMs` of the worker's time: the
  * clock stops while the worker waits for the next chunk of a streamed message (the database's pace is not the
- * parser's) and for the sender's authentication (bounded by its own budget). Rejects when the chunks cannot be read.
+ * parser's). Rejects when the chunks cannot be read.
  */
 function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcome: JobOutcome; reusable: boolean }> {
   return new Promise((resolve, reject) => {
@@ -295,21 +296,10 @@ function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcom
         },
       );
     };
-    const authenticate = () => {
-      clearTimeout(timer);
-      void feed.authentication.then((value) => {
-        if (finished) return;
-        arm();
-        worker.postMessage({ kind: "authentication", value } satisfies ToParseWorker);
-      });
-    };
     const onMessage = (reply: FromParseWorker) => {
       if (reply.kind === "more") return feedNext();
       arm();
-      if (reply.kind === "parsed") {
-        outcome.parsed = reply.result;
-        if (reply.result.ok) authenticate();
-      }
+      if (reply.kind === "parsed") outcome.parsed = reply.result;
       else if (reply.kind === "extracted") outcome.extracted = reply.result;
       else outcome.text = reply.result;
       if (lastStage(feed.job, outcome)) finish(true);
@@ -345,7 +335,7 @@ async function headersOnly(
   workers: ParseWorkers,
   options: EmailParserOptions,
   raw: RawInput,
-  authentication: Promise<SenderAuthentication | null>,
+  authentication: SenderAuthentication | null,
   why: string,
 ): Promise<{ parsed: ParsedMessage; extracted?: ParseWorkerResult<Extracted> | undefined }> {
   const section = await headerSection(raw, options.maxHeaderBytes);

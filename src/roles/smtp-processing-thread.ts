@@ -16,8 +16,11 @@ import { createConfiguredFeedbackReports } from "../outbound/feedback-reports.js
 import { connectTemporal, createAttachmentScanStarter, createWebhookRetryStarter } from "../temporal/client.js";
 import { createConfiguredOutbox } from "../webhooks/outbox.js";
 
-/** Messages in processing per parser thread: the rest of processing waits on the database, not on a parser. */
-const PROCESSING_PER_PARSER = 4;
+/**
+ * Messages in processing per parser thread: the rest of processing waits on the database or on the sender's DNS
+ * (authentication, before the parse), not on a parser; what they hold is bounded by the processing memory budget.
+ */
+const PROCESSING_PER_PARSER = 16;
 /** Connections of the thread's pool: reads, two store transactions, outbox claims and the sweeper. */
 const POOL_SIZE = 8;
 /** How often the backlog is reported, when it changed. */

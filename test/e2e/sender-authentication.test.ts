@@ -132,6 +132,21 @@ describe("sender authentication at receipt", () => {
     expect(event!.senderAuthenticated).toBe(false);
   });
 
+  test("a signed message too large to keep in memory is authenticated from its stored chunks: DKIM's body hash covers every byte", async () => {
+    const tenant = await fixture.app.createTenant();
+    const inbox = await inboxOf(tenant);
+    const sender = authenticatedDomain(fixture.dns, "large");
+    // Past the size ever kept in memory (SPOOL_AFTER_BYTES, 1 MiB): spooled while it arrives, committed in chunks,
+    // read back as streams (the authentication's and the parse's).
+    const line = "A line of a long report, repeated until the message no longer fits in memory.\r\n";
+    const body = line.repeat(Math.ceil((1.5 * 1024 * 1024) / line.length));
+    await sendMail(fixture.smtp.port, { from: `Reports <reports@${sender.domain}>`, to: inbox.address, subject: "Large report", body, sign: sender.sign });
+    const [stored] = await storedMessages(fixture.app, inbox.id);
+    expect(stored!.text.length).toBeGreaterThan(1024 * 1024);
+    const message = await readMessage(tenant, stored!.threadId, stored!.id);
+    expect(message.inboundSecurity.authentication).toMatchObject({ spf: "pass", dkim: "pass", dmarc: "pass", senderAuthenticated: true, dkimDomains: [sender.domain] });
+  });
+
   test("a DNS that does not answer gives temperror, and the message is stored within the authentication budget", async () => {
     const tenant = await fixture.app.createTenant();
     const inbox = await inboxOf(tenant);

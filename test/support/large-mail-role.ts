@@ -1,0 +1,76 @@
+// What the tests of memory under large mail share: an app on a database of its own (the smtp role's sweeper adopts
+// pending raw mail of its whole database, and other files' would adopt these 9 MB messages), an inbox, the smtp role
+// as its own process (`mailbox serve --role smtp`), 9 MB messages for it, a warm-up through the whole path, and how
+// many of a set of messages are stored.
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createFileDatabase } from "./file-database.js";
+import { eventually, startTestApp, uniqueName, type TestApp } from "./harness.js";
+import { RawSmtpClient, transaction } from "./smtp-client.js";
+import { serveSmtp, type SmtpProcess } from "./smtp-process.js";
+
+export const LARGE_MAIL_SENDER = "large@example.org";
+
+/** A 9 MB body: a short text part and a base64 attachment of random (incompressible) bytes in 76-character lines. */
+export const NINE_MB_BODY = (() => {
+  const base64 = randomBytes(6_750_000).toString("base64").replace(/.{76}/g, "$&\r\n");
+  return Buffer.from(
+    `Content-Type: multipart/mixed; boundary=large\r\n\r\n--large\r\nContent-Type: text/plain\r\n\r\nsee the attachment\r\n` +
+      `--large\r\nContent-Type: application/octet-stream; name=blob.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n${base64}\r\n--large--\r\n`,
+  );
+})();
+
+export interface LargeMailRole {
+  readonly app: TestApp;
+  readonly smtp: SmtpProcess;
+  readonly inbox: { readonly id: string; readonly address: string };
+  /** The header section of a message to the inbox (the body, NINE_MB_BODY or another, follows it). */
+  header(messageId: string): Buffer;
+  /** One small message through the whole path, stored: threads and pools exist before anything is measured. */
+  warm(): Promise<void>;
+  /** How many messages of these Message-IDs the inbox holds, and how many distinct. */
+  storedOf(messageIds: readonly string[]): Promise<{ rows: number; distinct: number }>;
+  stop(): Promise<void>;
+}
+
+export async function startLargeMailRole(env: Readonly<Record<string, string>> = {}): Promise<LargeMailRole> {
+  const database = await createFileDatabase();
+  const app = await startTestApp({ DATABASE_URL: database.url });
+  const dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
+  const tenant = await app.createTenant();
+  const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "Large" } })).body;
+  const smtp = await serveSmtp(app, dataDir, env);
+  const header = (messageId: string) =>
+    Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
+  const storedOf = async (messageIds: readonly string[]) => {
+    const [counts] = await app.db.sql.query<{ rows: number; distinct: number }>(
+      `select count(*)::int as rows, count(distinct internet_message_id)::int as distinct from messages
+        where inbox_id = $1 and internet_message_id = any($2)`,
+      [inbox.id, messageIds],
+    );
+    return counts!;
+  };
+  return {
+    app,
+    smtp,
+    inbox,
+    header,
+    storedOf,
+    async warm() {
+      const warm = `<${uniqueName("warm")}@large.example>`;
+      const { client } = await RawSmtpClient.connect(smtp.port);
+      await client.command("EHLO warm.example");
+      await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
+      await client.quit();
+      await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
+    },
+    async stop() {
+      await smtp.kill("SIGKILL");
+      await app.stop();
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
