@@ -23,13 +23,13 @@ const MAX_PAGE_SIZE = 100;
 
 const KEY_SQL = `select k.id, k.organization_id, k.kind, k.lookup_id, k.secret_hash, k.previous_secret_hash, k.previous_valid_until,
          k.scopes, k.inbox_ids, k.allowed_ips, k.send_mode, k.allowed_recipient_domains, k.expires_at,
-         k.requests_per_minute, k.revoked_at, o.status as organization_status
+         k.requests_per_minute, k.revoked_at, k.hold_for, o.status as organization_status, o.hold_for as organization_hold_for
     from api_keys k join organizations o on o.id = k.organization_id
    where k.lookup_id = $1 or k.previous_lookup_id = $1`;
 const RATE_SQL = `insert into request_windows (key_id, window_start, count) values ($1, to_timestamp($2), 1)
   on conflict (key_id, window_start) do update set count = request_windows.count + 1
   returning count`;
-const ORGANIZATION_SQL = `select id, status, messages_per_minute, messages_per_day, recipients_per_day, managed_limit, managed_used
+const ORGANIZATION_SQL = `select id, status, messages_per_minute, messages_per_day, recipients_per_day, managed_limit, managed_used, hold_for
   from organizations where id = $1`;
 const INBOXES_SQL = `select id, local_part, domain, address, domain_kind, domain_id, display_name, status, created_at, updated_at
   from inboxes where organization_id = $1 and (status = 'active') order by created_at desc, id desc limit $2`;
@@ -50,7 +50,9 @@ interface KeyRow {
   expires_at: Date | null;
   requests_per_minute: number;
   revoked_at: Date | null;
+  hold_for: string | null;
   organization_status: string;
+  organization_hold_for: string;
 }
 
 interface InboxRow {
@@ -124,6 +126,7 @@ async function getMe(key: KeyRow): Promise<unknown> {
         messagesPerDay: org.messages_per_day,
         recipientsPerDay: org.recipients_per_day,
       },
+      holdFor: org.hold_for,
     },
     apiKey: {
       id: key.id,
@@ -135,9 +138,10 @@ async function getMe(key: KeyRow): Promise<unknown> {
       allowedRecipientDomains: key.allowed_recipient_domains,
       expiresAt: key.expires_at?.toISOString() ?? null,
       requestsPerMinute: key.requests_per_minute,
+      holdFor: key.hold_for,
     },
     managedStarter: { limit: org.managed_limit, used: org.managed_used, remaining: Math.max(0, org.managed_limit - org.managed_used) },
-    platformLimits: config.platformLimits,
+    platformLimits: { ...config.platformLimits, uploadStorageBytes: config.uploads.storageBytes },
   };
 }
 
