@@ -162,6 +162,8 @@ export interface Config {
   readonly dnsServers: readonly { readonly host: string; readonly port: number }[] | undefined;
   /** How long one DNS attempt waits for an answer. */
   readonly dnsTimeoutMs: number;
+  /** How long a cached lookup keeps a resolution failure (RFC 9520); 0 keeps none. */
+  readonly dnsFailureCacheSeconds: number;
   /** Customer domains: the records they publish and how long a verification holds. */
   readonly customerDomains: {
     /** Where their MX records point: the host of inbound SMTP. */
@@ -530,12 +532,19 @@ function parseWebhooks(r: EnvReader): Pick<Config, "webhooks"> {
   };
 }
 
-/** The DNS resolvers every lookup goes to (the system's when unset), and how long one attempt waits. */
-function parseDns(r: EnvReader): Pick<Config, "dnsServers" | "dnsTimeoutMs"> {
+/**
+ * The DNS resolvers every lookup goes to (the system's when unset), how long one attempt waits, and how long a
+ * cached lookup keeps a failure: RFC 9520 §3.2 asks at least 1 s and at most 5 min.
+ */
+function parseDns(r: EnvReader): Pick<Config, "dnsServers" | "dnsTimeoutMs" | "dnsFailureCacheSeconds"> {
   const list = r.optional("DNS_SERVERS");
   const parsed = list === undefined ? undefined : parseDnsServers(list);
   if (parsed && (parsed.invalid.length > 0 || parsed.servers.length === 0)) r.fail(`DNS_SERVERS must list IP:port addresses, got "${list}"`);
-  return { dnsServers: parsed?.servers, dnsTimeoutMs: r.int("DNS_TIMEOUT_MS", 2000, 10, 30_000) };
+  return {
+    dnsServers: parsed?.servers,
+    dnsTimeoutMs: r.int("DNS_TIMEOUT_MS", 2000, 10, 30_000),
+    dnsFailureCacheSeconds: r.int("DNS_FAILURE_CACHE_SECONDS", 30, 0, 300),
+  };
 }
 
 /** Customer domains: the records they publish, how long a verification holds, the key that seals their DKIM keys. */

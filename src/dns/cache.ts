@@ -1,5 +1,7 @@
-// A caching resolver: answers (positive and negative) are kept for their TTL, temporary failures never are, and
-// concurrent lookups of the same name and type share one query, so a bulk call resolves each domain once.
+// A caching resolver: answers (positive and negative) are kept for their TTL, temporary failures (a timeout,
+// SERVFAIL) briefly as RFC 9520 asks, so a resolver that drops questions costs each name its timeout once, not on
+// every lookup; and concurrent lookups of the same name and type share one query, so a bulk call resolves each
+// domain once.
 import type { QueryType } from "./wire.js";
 import type { DnsLookup, DnsResolver } from "./resolver.js";
 
@@ -8,6 +10,8 @@ export interface CacheOptions {
   readonly maxEntries?: number;
   /** A ceiling on any TTL, so a record set with a week-long TTL is still re-read within the hour. */
   readonly maxTtlSeconds?: number;
+  /** How long a temporary failure is kept; the inner resolver's failureCacheSeconds when unset, else none. */
+  readonly failureTtlSeconds?: number;
   readonly now?: () => number;
 }
 
@@ -19,13 +23,14 @@ interface Entry {
 export function createCachingResolver(inner: DnsResolver, options: CacheOptions = {}): DnsResolver {
   const maxEntries = options.maxEntries ?? 10_000;
   const maxTtlSeconds = options.maxTtlSeconds ?? 3600;
+  const failureTtlSeconds = options.failureTtlSeconds ?? inner.failureCacheSeconds ?? 0;
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>();
   const inFlight = new Map<string, Promise<DnsLookup>>();
 
   async function resolve(key: string, name: string, type: QueryType): Promise<DnsLookup> {
     const lookup = await inner.lookup(name, type);
-    const ttl = lookup.kind === "temporary" ? 0 : Math.min(lookup.ttl, maxTtlSeconds);
+    const ttl = lookup.kind === "temporary" ? failureTtlSeconds : Math.min(lookup.ttl, maxTtlSeconds);
     if (ttl > 0) {
       entries.set(key, { lookup, expiresAt: now() + ttl * 1000 });
       if (entries.size > maxEntries) entries.delete(entries.keys().next().value!);

@@ -1,6 +1,7 @@
 // A stub resolver over UDP (TCP when an answer is truncated) that tells apart what callers must treat
 // differently: a name that does not exist or has no such records (definitive, cacheable for the negative TTL) and
-// a server that failed or did not answer (temporary, never cached). It never throws for DNS trouble.
+// a server that failed or did not answer (temporary: a cache keeps it briefly, see cache.ts). It never throws for
+// DNS trouble.
 import { randomInt } from "node:crypto";
 import dgram from "node:dgram";
 import net from "node:net";
@@ -33,6 +34,11 @@ export type DnsLookup<T extends QueryType = QueryType> =
 
 export interface DnsResolver {
   lookup<T extends QueryType>(name: string, type: T): Promise<DnsLookup<T>>;
+  /**
+   * How long a cache in front of this resolver keeps a temporary failure (RFC 9520), in seconds: the configured
+   * resolver carries DNS_FAILURE_CACHE_SECONDS. Unset or 0: failures are never kept.
+   */
+  readonly failureCacheSeconds?: number;
 }
 
 export interface ResolverOptions {

@@ -38,6 +38,7 @@ function systemDnsServers(): DnsServerAddress[] {
 export function createConfiguredResolver(config: {
   readonly dnsServers: readonly DnsServerAddress[] | undefined;
   readonly dnsTimeoutMs: number;
+  readonly dnsFailureCacheSeconds: number;
 }): DnsResolver {
   const servers = config.dnsServers ?? systemDnsServers();
   // Without a server every lookup is a temporary failure (validation says unknown, verification keeps its grace)
@@ -46,5 +47,5 @@ export function createConfiguredResolver(config: {
     const reason = "no DNS server: DNS_SERVERS is unset and the system lists none";
     return { lookup: async () => ({ kind: "temporary", reason }) };
   }
-  return createResolver({ servers, timeoutMs: config.dnsTimeoutMs });
+  return { ...createResolver({ servers, timeoutMs: config.dnsTimeoutMs }), failureCacheSeconds: config.dnsFailureCacheSeconds };
 }

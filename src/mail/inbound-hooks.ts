@@ -20,8 +20,8 @@ export interface InboundHooksDeps {
   /** Commits a raw message from its spool file; resolves with its id. */
   readonly storeSpooled: (envelope: ReceivedEnvelope, file: FileHandle, size: number) => Promise<string>;
   /**
-   * Called with each committed message, after the commit and before the 250; with its bytes when they are in
-   * memory, which the callee may take (they are not used here afterwards).
+   * Called with each committed message once its 250 is on its way (the reply waits for the commit alone); with its
+   * bytes when they are in memory, which the callee may take (they are not used here afterwards).
    */
   readonly accepted: (rawId: string, size: number, message?: ReceivedMessage) => void;
   /** Whether accepted mail waits for processing beyond its bound: new transactions are refused until it drains. */
@@ -75,6 +75,8 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
 
     async data(stream, session) {
       const body = await readWithinLimits(stream, limits, deps.bodies);
+      let message: ReceivedMessage | undefined;
+      let rawId: string;
       try {
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
         const envelope: ReceivedEnvelope = {
@@ -82,19 +84,20 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
           recipients: [...admittedOf(session.envelope).values()],
           session: sessionFacts(session),
         };
-        let rawId: string;
-        if (body.kind === "memory") {
-          const message = { ...envelope, raw: body.bytes };
-          rawId = await deps.store(message);
-          deps.accepted(rawId, body.size, message);
-        } else {
-          rawId = await deps.storeSpooled(envelope, body.file, body.size);
-          deps.accepted(rawId, body.size);
-        }
-        return `2.0.0 Ok: queued as ${rawId}`;
-      } finally {
+        if (body.kind === "memory") rawId = await deps.store((message = { ...envelope, raw: body.bytes }));
+        else rawId = await deps.storeSpooled(envelope, body.file, body.size);
+      } catch (e) {
         await body.dispose();
+        throw e;
       }
+      // Handing the message over (a copy of its bytes and a message to the processing thread) and releasing its
+      // memory or spool file happen after the 250 is written, so the reply waits for the commit alone: a process
+      // that dies in between leaves the row pending for the sweeper, as after any 250.
+      setImmediate(() => {
+        deps.accepted(rawId, body.size, message);
+        void body.dispose();
+      });
+      return `2.0.0 Ok: queued as ${rawId}`;
     },
   };
 }

@@ -14,6 +14,7 @@ export interface MessageLimits {
 export type LimitViolation = "header_too_large" | "mime_too_deep" | "too_many_parts";
 
 const LF = 0x0a;
+const DASH = 0x2d;
 /** Room around a boundary on its line: the leading "--", a closing "--", CR and trailing white space. */
 const BOUNDARY_SLACK = 8;
 
@@ -33,6 +34,8 @@ export class MessageStructureCheck {
   constructor(private readonly limits: MessageLimits) {}
 
   write(chunk: Buffer): void {
+    // Past the headers of a part that is not multipart, and outside every multipart, no line can matter any more.
+    if (!this.inHeaders && this.open.length === 0) return;
     let start = 0;
     while (this.violation === null && start < chunk.length) {
       const end = chunk.indexOf(LF, start);
@@ -67,6 +70,13 @@ export class MessageStructureCheck {
   private endLine(): void {
     const complete = this.kept === this.lineLength;
     const bytes = this.lineLength;
+    if (!this.inHeaders && !(complete && this.startsWithDashes())) {
+      // A body line that cannot be a boundary: most of a message, so it is not made into text.
+      this.line = [];
+      this.kept = 0;
+      this.lineLength = 0;
+      return;
+    }
     const text = Buffer.concat(this.line).toString("latin1").replace(/\r?\n$/, "");
     this.line = [];
     this.kept = 0;
@@ -81,6 +91,13 @@ export class MessageStructureCheck {
     } else {
       this.headerText += `${text}\n`;
     }
+  }
+
+  /** Whether the line kept so far starts with "--" (its first piece may hold one byte only). */
+  private startsWithDashes(): boolean {
+    if (this.kept < 2) return false;
+    const first = this.line[0]!;
+    return first[0] === DASH && (first.length > 1 ? first[1] : this.line[1]![0]) === DASH;
   }
 
   /** Handles a line that may be a boundary of the innermost open multipart or of its parent. */

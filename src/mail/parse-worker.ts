@@ -80,6 +80,7 @@ registerHooks({
 });
 const { extractMessage } = await import("../extraction/index.js");
 const { hasContent, headerEnd } = await import("./header-section.js");
+(await import("../runtime/thread-priority.js")).lowerThreadPriority();
 
 /** The streamed message being parsed: where its next chunk goes. */
 let streaming: { write(bytes: Uint8Array): void; end(): void } | null = null;

@@ -13,6 +13,7 @@ import { startInboundSweeper } from "../inbound/sweeper.js";
 import { createLogger } from "../logger.js";
 import { createEmailParser } from "../mail/parse.js";
 import { createConfiguredFeedbackReports } from "../outbound/feedback-reports.js";
+import { lowerThreadPriority } from "../runtime/thread-priority.js";
 import { connectTemporal, createAttachmentScanStarter, createWebhookRetryStarter } from "../temporal/client.js";
 import { createConfiguredOutbox } from "../webhooks/outbox.js";
 
@@ -26,6 +27,7 @@ const POOL_SIZE = 8;
 /** How often the backlog is reported, when it changed. */
 const REPORT_EVERY_MS = 50;
 
+lowerThreadPriority();
 const port = parentPort!;
 const post = (message: FromProcessing) => port.postMessage(message);
 const { config, databaseUrl, temporalAddress, sweeper: sweeperOptions } = workerData as ProcessingThreadSettings;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { createCachingResolver } from "../../src/dns/cache.js";
 import { createResolver, type DnsResolver } from "../../src/dns/resolver.js";
-import { parseDnsServers } from "../../src/dns/servers.js";
+import { createConfiguredResolver, parseDnsServers } from "../../src/dns/servers.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { uniqueName } from "../support/names.js";
 
@@ -135,14 +135,73 @@ describe("the caching resolver", () => {
     expect((await cached.lookup(name, "MX")).kind).toBe("answer");
   });
 
-  test("never keeps a temporary failure", async () => {
-    const cached = createCachingResolver(resolver);
+  test.each([
+    ["a resolver that allows none", () => resolver],
+    ["DNS_FAILURE_CACHE_SECONDS=0", () => createConfiguredResolver(loadConfig({ DNS_SERVERS: dns.serverList, DNS_FAILURE_CACHE_SECONDS: "0" }))],
+  ])("keeps no temporary failure of %s", async (_name, inner) => {
+    const cached = createCachingResolver(inner());
     const name = domain();
     dns.fail(name, "servfail");
     expect((await cached.lookup(name, "A")).kind).toBe("temporary");
     dns.clearFailure(name);
     dns.set(name, [{ type: "A", address: "192.0.2.3" }]);
     expect((await cached.lookup(name, "A")).kind).toBe("answer");
+  });
+
+  test("keeps a server's silence for DNS_FAILURE_CACHE_SECONDS: the next lookup fails at once, and a name that recovers is asked again after it", async () => {
+    let clock = 0;
+    const config = loadConfig({ DNS_SERVERS: dns.serverList, DNS_TIMEOUT_MS: "300", DNS_FAILURE_CACHE_SECONDS: "5" });
+    const cached = createCachingResolver(createConfiguredResolver(config), { now: () => clock });
+    const name = domain();
+    dns.fail(name, "timeout");
+    const timed = async () => {
+      const started = performance.now();
+      const answer = await cached.lookup(name, "TXT");
+      return { answer, ms: performance.now() - started };
+    };
+    const first = await timed();
+    expect(first.answer).toEqual({ kind: "temporary", reason: expect.stringContaining("no answer within 300 ms") });
+    expect(first.ms).toBeGreaterThanOrEqual(590);
+    expect(dns.queries(name, "TXT")).toBe(2);
+
+    const second = await timed();
+    expect(second.answer).toEqual(first.answer);
+    expect(second.ms).toBeLessThan(100);
+    expect(dns.queries(name, "TXT")).toBe(2);
+
+    dns.clearFailure(name);
+    dns.set(name, [{ type: "TXT", text: "v=spf1 -all" }], 60);
+    clock = 4_999;
+    expect((await timed()).answer.kind).toBe("temporary");
+    expect(dns.queries(name, "TXT")).toBe(2);
+    clock = 5_000;
+    expect((await timed()).answer).toEqual({ kind: "answer", records: ["v=spf1 -all"], ttl: 60 });
+    expect(dns.queries(name, "TXT")).toBe(3);
+  });
+
+  test("keeps a SERVFAIL as briefly, per name and type", async () => {
+    const config = loadConfig({ DNS_SERVERS: dns.serverList, DNS_TIMEOUT_MS: "300" });
+    const cached = createCachingResolver(createConfiguredResolver(config));
+    const name = domain();
+    dns.set(name, [{ type: "A", address: "192.0.2.7" }]);
+    dns.fail(name, "servfail", "MX");
+    expect((await cached.lookup(name, "MX")).kind).toBe("temporary");
+    expect((await cached.lookup(name, "MX")).kind).toBe("temporary");
+    expect(dns.queries(name, "MX")).toBe(2);
+    expect((await cached.lookup(name, "A")).kind).toBe("answer");
+  });
+
+  test("counts a kept failure among its bounded entries", async () => {
+    const cached = createCachingResolver(resolver, { maxEntries: 1, failureTtlSeconds: 60 });
+    const [failing, other] = [domain(), domain()];
+    dns.fail(failing, "servfail");
+    dns.set(other, [{ type: "A", address: "192.0.2.9" }]);
+    await cached.lookup(failing, "A");
+    await cached.lookup(failing, "A");
+    expect(dns.queries(failing, "A")).toBe(2);
+    await cached.lookup(other, "A");
+    await cached.lookup(failing, "A");
+    expect(dns.queries(failing, "A")).toBe(4);
   });
 
   test("shares one query among concurrent lookups of the same name and type", async () => {
@@ -181,6 +240,13 @@ describe("the DNS and verification settings", () => {
       inboundMxHost: "mx.agents.localhost",
       spfInclude: "_spf.agents.localhost",
     });
+  });
+
+  test("keep failures 30 s by default, DNS_FAILURE_CACHE_SECONDS from 0 (none) to 300 (RFC 9520's 5 minutes)", () => {
+    expect(loadConfig({}).dnsFailureCacheSeconds).toBe(30);
+    expect(loadConfig({ DNS_FAILURE_CACHE_SECONDS: "0" }).dnsFailureCacheSeconds).toBe(0);
+    expect(loadConfig({ DNS_FAILURE_CACHE_SECONDS: "300" }).dnsFailureCacheSeconds).toBe(300);
+    for (const bad of ["301", "-1", "1.5", "30s"]) expect(() => loadConfig({ DNS_FAILURE_CACHE_SECONDS: bad })).toThrow(/DNS_FAILURE_CACHE_SECONDS/);
   });
 
   test("name every bad value in one error", () => {

@@ -40,8 +40,11 @@ describe("MessageStructureCheck", () => {
     // Boundary-looking lines of a multipart that is not open are content, as the parser (mailsplit) reads them.
     ["boundaries of no open multipart", `Subject: hi\r\n\r\n--s\r\n--s\r\n--s\r\n--s\r\n--s\r\n`, null],
     ["a boundary that closes the parent closes its child too", `Content-Type: multipart/mixed; boundary=o\r\n\r\n--o\r\nContent-Type: multipart/alternative; boundary=i\r\n\r\n--i\r\n\r\nx\r\n--o--\r\n`, null],
+    ["lines that start like a boundary without being one", `Content-Type: multipart/mixed; boundary=s\r\n\r\n--s\r\n\r\n-s\r\n--t\r\n--s-\r\n--s--\r\n`, null],
+    // After the outermost multipart closes (the epilogue) nothing is a boundary any more, however many look like one.
+    ["an epilogue of boundary lines", `Content-Type: multipart/mixed; boundary=s\r\n\r\n--s\r\n\r\nb\r\n--s--\r\n${"--s\r\n".repeat(9)}`, null],
   ])("%s", (_name, message, verdict) => {
-    expect(check(message)).toBe(verdict);
+    for (const size of [1, 2, message.length]) expect(check(message, size)).toBe(verdict);
   });
 });
 
