@@ -7,6 +7,7 @@
 // (the outbox rows are written, one endpoint, as in bench:inbound).
 //
 // Settings (env): BENCH_STORE_MESSAGES=2048  BENCH_STORE_BATCH=64  BENCH_STORE_ROUNDS=2 (the first warms up, unmeasured)
+//   BENCH_STORE_SQL (statements run after the migrations: an experiment's schema change)
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -56,6 +57,8 @@ async function run(url: string, postmasterPid: number): Promise<void> {
   const stats = new pg.Client({ connectionString: url });
   await stats.connect();
   await stats.query(`create extension if not exists pg_stat_statements`);
+  // An experiment's schema change, applied after the migrations (say, a column's compression).
+  if (process.env["BENCH_STORE_SQL"]) await stats.query(process.env["BENCH_STORE_SQL"]).catch((e: unknown) => console.log("BENCH_STORE_SQL failed:", e));
   const inboxes = (await stats.query<{ id: string; address: string; organization_id: string }>(`select id, address, organization_id from inboxes order by id`)).rows;
   const now = new Date();
   await stats.query(

@@ -15,16 +15,17 @@ import type { MessageSource } from "../authentication/message-source.js";
 import type { SenderAuthentication, SenderAuthenticator } from "../authentication/sender-authentication.js";
 import type { Database, SqlTx } from "../db/database.js";
 import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
-import { insertAttachments } from "../db/tables/attachments.js";
-import { insertContacts } from "../db/tables/contacts.js";
-import { insertMessages, type MessageInsert } from "../db/tables/messages.js";
+import { insertAttachments, type AttachmentInsert } from "../db/tables/attachments.js";
+import { insertTogether, type InsertPart } from "../db/tables/columns.js";
+import { contactsInsert } from "../db/tables/contacts.js";
+import { messagesUnnestInsert, type MessageInsert } from "../db/tables/messages.js";
 import { rulesForInboxes } from "../db/tables/sender-rules.js";
 import {
-  insertThreads,
   summaryColumns,
   summaryOf,
   summaryWith,
-  updateThreadSummaries,
+  threadSummariesUpdate,
+  threadsUnnestInsert,
   type JoiningMessage,
   type ThreadSummary,
   type ThreadSummaryRow,
@@ -236,8 +237,11 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     if (message.feedback) await message.feedback.record(tx);
   }
   const copies = await copiesOf(deps, tx, claimed, now);
-  const threadIds = await threadsFor(tx, copies);
-  await insertCopies(tx, copies, threadIds);
+  const { threadIds, writes: threadWrites } = await threadsFor(tx, copies);
+  // The batch's rows in one statement: its threads, messages and contacts, and its raw rows done.
+  await insertTogether(tx, [...threadWrites, ...copyInserts(copies, threadIds), ...finishRaw(deps.log, claimed, now)]);
+  // Bytes bind as binary only outside arrays: the rare attachments go in a statement of their own.
+  await insertAttachments(tx, attachmentsOf(copies));
   const stored = copies.map((c, i) => ({
     messageId: c.id,
     organizationId: c.inbox.organization_id,
@@ -253,7 +257,6 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     now,
   );
   const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
-  await finishRaw(deps.log, tx, claimed, now);
   // Last: it holds the organizations' event-log turns until the commit.
   await appendEvents(tx, events);
   return { stored, enqueued };
@@ -318,7 +321,7 @@ interface ThreadChange {
  * blocked mail, and other mail only threads that are not: a thread is left out of lists whole or not at all, and
  * blocked mail never changes the summary of one that is listed.
  */
-async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]> {
+async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<{ threadIds: string[]; writes: InsertPart[] }> {
   const inBatchParent = parentsInBatch(copies);
   const storedThreadOf = await lockStoredThreads(tx, copies, inBatchParent);
   const changes = new Map<string, ThreadChange>();
@@ -339,17 +342,15 @@ async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]>
     threadIds.push(id);
   }
   const all = [...changes.values()];
-  await insertThreads(
-    tx,
-    all
-      .filter((t) => t.isNew)
-      .map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, blocked: t.blocked, createdAt: t.createdAt, updatedAt: t.updatedAt })),
-  );
-  await updateThreadSummaries(
-    tx,
-    all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt })),
-  );
-  return threadIds;
+  const writes = [
+    ...threadsUnnestInsert(
+      all
+        .filter((t) => t.isNew)
+        .map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, blocked: t.blocked, createdAt: t.createdAt, updatedAt: t.updatedAt })),
+    ),
+    ...threadSummariesUpdate(all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt }))),
+  ];
+  return { threadIds, writes };
 }
 
 function isBlocked(copy: Copy): boolean {
@@ -408,19 +409,17 @@ function joining(copy: Copy): JoiningMessage {
   return { subject: copy.email.subject, from: copy.from, to: copy.email.to, cc: copy.email.cc, at: copy.at };
 }
 
-/** The copies' messages, attachments and their senders as the inboxes' contacts, one statement each. */
-async function insertCopies(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
-  await insertMessages(
-    tx,
-    copies.map((copy, i) => messageOf(copy, threadIds[i]!)),
-  );
-  await insertContacts(
-    tx,
-    copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at)),
-  );
-  await insertAttachments(
-    tx,
-    copies.flatMap((copy) =>
+/** The INSERTs of the copies' messages and of their senders as the inboxes' contacts. */
+function copyInserts(copies: readonly Copy[], threadIds: readonly string[]): InsertPart[] {
+  return [
+    ...messagesUnnestInsert(copies.map((copy, i) => messageOf(copy, threadIds[i]!))),
+    ...contactsInsert(copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at))),
+  ];
+}
+
+/** The copies' attachments (at most MAX_ATTACHMENTS each), numbered from 1. */
+function attachmentsOf(copies: readonly Copy[]): AttachmentInsert[] {
+  return copies.flatMap((copy) =>
       copy.email.attachments.slice(0, MAX_ATTACHMENTS).map((a, i) => ({
         id: attachmentId(copy.id, i + 1),
         organizationId: copy.inbox.organization_id,
@@ -435,7 +434,6 @@ async function insertCopies(tx: SqlTx, copies: readonly Copy[], threadIds: reado
         scannedAt: null,
         createdAt: copy.at,
       })),
-    ),
   );
 }
 
@@ -488,19 +486,22 @@ function storedAuthentication({ summary: _, ...verdict }: SenderAuthentication):
 
 /**
  * The claimed raw rows are done: deleted, or kept as `failed` with the parse's problem when the message was stored
- * from a partial parse, so nothing is lost and an operator can look at the original.
+ * from a partial parse, so nothing is lost and an operator can look at the original. Answers the statement parts.
  */
-async function finishRaw(log: Logger, tx: SqlTx, claimed: readonly ParsedRaw[], now: Date): Promise<void> {
+function finishRaw(log: Logger, claimed: readonly ParsedRaw[], now: Date): InsertPart[] {
   const partial = claimed.filter((m) => m.email?.problem);
   const done = claimed.filter((m) => !m.email?.problem);
-  if (done.length > 0) await tx.query(`delete from inbound_raw_messages where id = any($1)`, [done.map((m) => m.rawId)]);
-  if (partial.length === 0) return;
-  await tx.query(
-    `update inbound_raw_messages r set status = 'failed', error = v.error, processed_at = $3
-       from unnest($1::uuid[], $2::text[]) as v(id, error) where r.id = v.id`,
-    [partial.map((m) => m.rawId), partial.map((m) => m.email!.problem), now],
+  const parts: InsertPart[] = [];
+  if (done.length > 0) parts.push((bind) => `delete from inbound_raw_messages where id = any(${bind(done.map((m) => m.rawId))}::uuid[])`);
+  if (partial.length === 0) return parts;
+  parts.push(
+    (bind) =>
+      `update inbound_raw_messages r set status = 'failed', error = v.error, processed_at = ${bind(now)}
+         from unnest(${bind(partial.map((m) => m.rawId))}::uuid[], ${bind(partial.map((m) => m.email!.problem))}::text[]) as v(id, error)
+        where r.id = v.id`,
   );
   for (const m of partial) log.warn("inbound message stored partially; raw kept", { rawId: m.rawId, problem: m.email!.problem });
+  return parts;
 }
 
 /** A failed attempt: counted, and after MAX_ATTEMPTS the raw message is marked failed (kept, not retried). */
