@@ -16,18 +16,22 @@ import type { SenderAuthentication, SenderAuthenticator } from "../authenticatio
 import type { Database, SqlTx } from "../db/database.js";
 import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
 import { insertAttachments, type AttachmentInsert } from "../db/tables/attachments.js";
-import { insertTogether, type InsertPart } from "../db/tables/columns.js";
-import { contactsInsert } from "../db/tables/contacts.js";
-import { messagesUnnestInsert, type MessageInsert } from "../db/tables/messages.js";
+import { insertTogether, runPart, type InsertPart } from "../db/tables/columns.js";
+import { contactsInsert, insertContacts, type ContactInsert } from "../db/tables/contacts.js";
+import { insertMessages, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
 import { rulesForInboxes } from "../db/tables/sender-rules.js";
 import {
+  insertThreads,
   summaryColumns,
   summaryOf,
   summaryWith,
+  threadsInsert,
   threadSummariesUpdate,
-  threadsUnnestInsert,
+  updateThreadSummaries,
   type JoiningMessage,
+  type ThreadInsert,
   type ThreadSummary,
+  type ThreadSummaryUpdate,
   type ThreadSummaryRow,
 } from "../db/tables/threads.js";
 import { appendEvents } from "../events/log.js";
@@ -237,10 +241,14 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     if (message.feedback) await message.feedback.record(tx);
   }
   const copies = await copiesOf(deps, tx, claimed, now);
-  const { threadIds, writes: threadWrites } = await threadsFor(tx, copies);
-  // The batch's rows in one statement: its threads, messages and contacts, and its raw rows done.
-  await insertTogether(tx, [...threadWrites, ...copyInserts(copies, threadIds), ...finishRaw(deps.log, claimed, now)]);
-  // Bytes bind as binary only outside arrays: the rare attachments go in a statement of their own.
+  const { threadIds, threads, summaries } = await threadsFor(tx, copies);
+  await writeRows(tx, {
+    threads,
+    summaries,
+    messages: copies.map((copy, i) => messageOf(copy, threadIds[i]!)),
+    contacts: copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at)),
+    raw: finishRaw(deps.log, claimed, now),
+  });
   await insertAttachments(tx, attachmentsOf(copies));
   const stored = copies.map((c, i) => ({
     messageId: c.id,
@@ -321,7 +329,10 @@ interface ThreadChange {
  * blocked mail, and other mail only threads that are not: a thread is left out of lists whole or not at all, and
  * blocked mail never changes the summary of one that is listed.
  */
-async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<{ threadIds: string[]; writes: InsertPart[] }> {
+async function threadsFor(
+  tx: SqlTx,
+  copies: readonly Copy[],
+): Promise<{ threadIds: string[]; threads: ThreadInsert[]; summaries: ThreadSummaryUpdate[] }> {
   const inBatchParent = parentsInBatch(copies);
   const storedThreadOf = await lockStoredThreads(tx, copies, inBatchParent);
   const changes = new Map<string, ThreadChange>();
@@ -342,15 +353,13 @@ async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<{ threadI
     threadIds.push(id);
   }
   const all = [...changes.values()];
-  const writes = [
-    ...threadsUnnestInsert(
-      all
-        .filter((t) => t.isNew)
-        .map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, blocked: t.blocked, createdAt: t.createdAt, updatedAt: t.updatedAt })),
-    ),
-    ...threadSummariesUpdate(all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt }))),
-  ];
-  return { threadIds, writes };
+  return {
+    threadIds,
+    threads: all
+      .filter((t) => t.isNew)
+      .map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, blocked: t.blocked, createdAt: t.createdAt, updatedAt: t.updatedAt })),
+    summaries: all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt })),
+  };
 }
 
 function isBlocked(copy: Copy): boolean {
@@ -409,12 +418,38 @@ function joining(copy: Copy): JoiningMessage {
   return { subject: copy.email.subject, from: copy.from, to: copy.email.to, cc: copy.email.cc, at: copy.at };
 }
 
-/** The INSERTs of the copies' messages and of their senders as the inboxes' contacts. */
-function copyInserts(copies: readonly Copy[], threadIds: readonly string[]): InsertPart[] {
-  return [
-    ...messagesUnnestInsert(copies.map((copy, i) => messageOf(copy, threadIds[i]!))),
-    ...contactsInsert(copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at))),
-  ];
+/** What a batch writes besides attachments and events. */
+interface BatchRows {
+  readonly threads: readonly ThreadInsert[];
+  readonly summaries: readonly ThreadSummaryUpdate[];
+  readonly messages: readonly MessageInsert[];
+  readonly contacts: readonly ContactInsert[];
+  /** The raw rows done (finishRaw). */
+  readonly raw: readonly InsertPart[];
+}
+
+/**
+ * Copies of a batch written in one statement at most: each binds under 40 parameters (its message, thread and
+ * summary) of the wire protocol's 65,535.
+ */
+const COPIES_PER_STATEMENT = 1000;
+
+/**
+ * The batch's threads, thread summaries, messages, contacts and raw rows in one statement (each round trip and
+ * statement costs PostgreSQL and this thread more than a row of it: measured with bench:inbound-store); a batch of
+ * more copies, a message to a thousand inboxes, a statement per table, split past the parameter limit.
+ */
+async function writeRows(tx: SqlTx, rows: BatchRows): Promise<void> {
+  if (rows.messages.length <= COPIES_PER_STATEMENT) {
+    const { threads, summaries, messages, contacts, raw } = rows;
+    await insertTogether(tx, [...threadsInsert(threads), ...threadSummariesUpdate(summaries), ...messagesInsert(messages), ...contactsInsert(contacts), ...raw]);
+    return;
+  }
+  await insertThreads(tx, rows.threads);
+  await updateThreadSummaries(tx, rows.summaries);
+  await insertMessages(tx, rows.messages);
+  await insertContacts(tx, rows.contacts);
+  for (const part of rows.raw) await runPart(tx, part);
 }
 
 /** The copies' attachments (at most MAX_ATTACHMENTS each), numbered from 1. */

@@ -44,38 +44,16 @@ export function insertFromPart<T>(table: string, columns: Columns<T>, row: T, fr
   return (bind) => `insert into ${table} (${names(columns)}) select ${columns.map(([, value]) => bind(value(row))).join(", ")} from ${from}`;
 }
 
-/** The columns without their types, for a multi-row VALUES INSERT of the same table. */
-export function untyped<T>(columns: TypedColumns<T>): Columns<T> {
-  return columns.map(([column, , value]) => [column, value] as const);
-}
-
 /**
- * One array per column of these rows, to unnest: `arrays` to put in `unnest(…) as v(<columns>)`, and each column's
- * value as `select` reads it from `v`. An array column (type `…[]`) travels as one JSON text per row, since unnest
- * would flatten an array of arrays.
- */
-export function unnestArrays<T>(columns: TypedColumns<T>, rows: readonly T[], bind: Bind): { arrays: string; selected: string } {
-  const isArray = (type: string) => type.endsWith("[]");
-  return {
-    arrays: columns
-      .map(([, type, value]) => (isArray(type) ? `${bind(rows.map((r) => JSON.stringify(value(r))))}::text[]` : `${bind(rows.map(value))}::${type}[]`))
-      .join(", "),
-    selected: columns
-      .map(([c, type]) => (isArray(type) ? `array(select json_array_elements_text(v."${c}"::json))::${type}` : `v."${c}"`))
-      .join(", "),
-  };
-}
-
-/**
- * The INSERT of these rows as one array per column, inserted in the order given: one statement, one parse and the
- * same number of parameters whatever the number of rows. Not for bytea columns (inside an array a Buffer travels as
- * hex text).
+ * The INSERT of these rows as one array per column, inserted in the order given: one statement and the same number
+ * of parameters whatever the number of rows. Not for bytea columns (inside an array a Buffer travels as hex text)
+ * nor array columns (unnest would flatten them).
  */
 export function unnestInsert<T>(table: string, columns: TypedColumns<T>, rows: readonly T[]): InsertPart {
   return (bind) => {
-    const { arrays, selected } = unnestArrays(columns, rows, bind);
+    const arrays = columns.map(([, type, value]) => `${bind(rows.map(value))}::${type}[]`).join(", ");
     return `insert into ${table} (${names(columns)})
-            select ${selected}
+            select ${columns.map(([c]) => `v."${c}"`).join(", ")}
               from unnest(${arrays}) with ordinality as v(${names(columns)}, n)
              order by v.n`;
   };
@@ -90,8 +68,8 @@ export function runPart<R>(tx: SqlTx, part: InsertPart, tail = ""): Promise<R[]>
 
 /**
  * Runs several INSERTs (or other data-modifying parts) as one statement (data-modifying WITH clauses): one round
- * trip and one parse for a send's rows, or an inbound batch's. Parts of multi-row VALUES are for rows counted in
- * dozens (a batch of thousands goes through insertAll); unnest parts bind a constant number of parameters.
+ * trip and one parse for a send's rows, or an inbound batch's. For rows counted in dozens or hundreds; a batch of
+ * thousands goes through insertAll.
  */
 export async function insertTogether(tx: SqlTx, parts: readonly InsertPart[]): Promise<void> {
   if (parts.length === 0) return;
