@@ -8,25 +8,32 @@
 //
 // The transaction claims the rows with FOR UPDATE SKIP LOCKED and stores only what is still pending, so a message is
 // stored once even when the sweeper of another process parses it too; a crash rolls back and leaves it pending. Its
-// statements are the same dozen whatever the batch's size (each round trip waits its turn on a busy machine; per
-// message they capped bench:inbound), in plain SQL on the driver's pool, not the ORM: this is the hot path of inbound
-// mail, and the ORM's unit of work cost more CPU than the statements themselves (measured with bench:inbound).
+// statements are the same eight whatever the batch's size (one read; the thread lookup when a message answers one;
+// one write of threads, messages, contacts and raw rows; the attachments when there are any; the webhook outbox's
+// two; the event log's two), in plain SQL on the driver's pool, not the ORM: this is the hot path of inbound mail,
+// and a batch of one 10 KB message cost PostgreSQL ~3 ms of CPU and this thread ~2 ms, most of it per statement and
+// per commit, not per row (bench:inbound-store).
 import type { MessageSource } from "../authentication/message-source.js";
 import type { SenderAuthentication, SenderAuthenticator } from "../authentication/sender-authentication.js";
 import type { Database, SqlTx } from "../db/database.js";
 import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
-import { insertAttachments } from "../db/tables/attachments.js";
-import { insertContacts } from "../db/tables/contacts.js";
-import { insertMessages, type MessageInsert } from "../db/tables/messages.js";
-import { rulesForInboxes } from "../db/tables/sender-rules.js";
+import { insertAttachments, type AttachmentInsert } from "../db/tables/attachments.js";
+import { insertTogether, runPart, type InsertPart } from "../db/tables/columns.js";
+import { contactsInsert, insertContacts, type ContactInsert } from "../db/tables/contacts.js";
+import { insertMessages, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
+import { inboxRules, inboxRulesSelect, type InboxRulesRow, type StoredSenderRules } from "../db/tables/sender-rules.js";
 import {
   insertThreads,
   summaryColumns,
   summaryOf,
   summaryWith,
+  threadsInsert,
+  threadSummariesUpdate,
   updateThreadSummaries,
   type JoiningMessage,
+  type ThreadInsert,
   type ThreadSummary,
+  type ThreadSummaryUpdate,
   type ThreadSummaryRow,
 } from "../db/tables/threads.js";
 import { appendEvents } from "../events/log.js";
@@ -228,16 +235,23 @@ export async function storeBatch(deps: InboundStoreDeps, batch: readonly ParsedR
 
 /** Stores the batch's messages that are still pending; the others are done or in another process's hands. */
 async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly ParsedRaw[]): Promise<{ stored: StoredInboundMessage[]; enqueued: unknown[] }> {
-  const claimed = await claimPending(tx, batch);
+  const { claimed, inboxes, rules } = await claimBatch(tx, batch);
   if (claimed.length === 0) return { stored: [], enqueued: [] };
   const now = new Date();
   for (const message of claimed) {
     // A report to the feedback address is recorded in this transaction (so once) and never stored in an inbox.
     if (message.feedback) await message.feedback.record(tx);
   }
-  const copies = await copiesOf(deps, tx, claimed, now);
-  const threadIds = await threadsFor(tx, copies);
-  await insertCopies(tx, copies, threadIds);
+  const copies = copiesOf(deps, claimed, inboxes, rules, now);
+  const { threadIds, threads, summaries } = await threadsFor(tx, copies);
+  await writeRows(tx, {
+    threads,
+    summaries,
+    messages: copies.map((copy, i) => messageOf(copy, threadIds[i]!)),
+    contacts: copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at)),
+    raw: finishRaw(deps.log, claimed, now),
+  });
+  await insertAttachments(tx, attachmentsOf(copies));
   const stored = copies.map((c, i) => ({
     messageId: c.id,
     organizationId: c.inbox.organization_id,
@@ -253,35 +267,62 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     now,
   );
   const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
-  await finishRaw(deps.log, tx, claimed, now);
   // Last: it holds the organizations' event-log turns until the commit.
   await appendEvents(tx, events);
   return { stored, enqueued };
 }
 
-async function claimPending(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<ParsedRaw[]> {
-  const claimedIds = await tx.query<{ id: string }>(
-    `select id from inbound_raw_messages where id = any($1) and status = 'pending' for update skip locked`,
-    [batch.map((m) => m.rawId)],
-  );
-  const claimedSet = new Set(claimedIds.map((r) => r.id));
-  return batch.filter((m) => claimedSet.has(m.rawId));
+/** What a batch's transaction reads before it writes. */
+interface Claim {
+  /** The batch's messages still pending, their raw rows locked FOR UPDATE (SKIP LOCKED: others are in other hands). */
+  readonly claimed: ParsedRaw[];
+  /** The admitted inboxes of its parsed messages that are still active, locked FOR SHARE. */
+  readonly inboxes: InboxRef[];
+  /** The sender rules that apply to them, as committed now. */
+  readonly rules: Map<string, StoredSenderRules>;
 }
 
 /**
- * One copy per parsed message and admitted inbox that is still active (held FOR SHARE until the commit), judged by
- * the sender rules that apply to its inbox as committed now.
+ * Claims the batch's raw rows, locks its inboxes and reads their sender rules, in one statement (a round trip each
+ * cost more than the reading itself). FOR SHARE on the inboxes: an inbox delete (status → deleting, then the purge)
+ * waits for this commit, so the purge cannot miss a message stored here, and a message never lands in an inbox
+ * already being purged. The locks are taken in this order, the raw rows first and the inboxes in id order.
  */
-async function copiesOf(deps: InboundStoreDeps, tx: SqlTx, claimed: readonly ParsedRaw[], now: Date): Promise<Copy[]> {
+async function claimBatch(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<Claim> {
+  const inboxIds = [...new Set(batch.filter((m) => m.email !== null).flatMap((m) => m.raw.inbox_ids))];
+  const rules = inboxRulesSelect("active");
+  const ruleColumns = rules.columns.filter(([name]) => name !== "organization_id");
+  const rows = await tx.query<{ kind: "raw" | "inbox" | "rule"; raw_id: string | null; id: string | null; address: string | null } & InboxRulesRow>(
+    `with claimed as (select id from inbound_raw_messages where id = any($1::uuid[]) and status = 'pending' for update skip locked),
+          active as (select id, organization_id, address from inboxes where id = any($2::text[]) and status = 'active' order by id for share),
+          rules as (${rules.select})
+     select 'raw' as kind, id as raw_id, null::text as id, null::uuid as organization_id, null::text as address,
+            ${ruleColumns.map(([name, type]) => `null::${type} as ${name}`).join(", ")}
+       from claimed
+     union all
+     select 'inbox', null, id, organization_id, address, ${ruleColumns.map(([, type]) => `null::${type}`).join(", ")} from active
+     union all
+     select 'rule', null, null, organization_id, null, ${ruleColumns.map(([name]) => name).join(", ")} from rules`,
+    [batch.map((m) => m.rawId), inboxIds],
+  );
+  const claimedIds = new Set(rows.filter((r) => r.kind === "raw").map((r) => r.raw_id!));
+  const inboxes = rows.filter((r) => r.kind === "inbox").map((r) => ({ id: r.id!, organization_id: r.organization_id, address: r.address! }));
+  return {
+    claimed: batch.filter((m) => claimedIds.has(m.rawId)),
+    inboxes,
+    rules: inboxRules(
+      inboxes,
+      rows.filter((r) => r.kind === "rule"),
+    ),
+  };
+}
+
+/**
+ * One copy per parsed message and admitted inbox that is still active, judged by the sender rules that apply to its
+ * inbox.
+ */
+function copiesOf(deps: InboundStoreDeps, claimed: readonly ParsedRaw[], inboxes: readonly InboxRef[], rules: Map<string, StoredSenderRules>, now: Date): Copy[] {
   const parsed = claimed.filter((m) => m.email !== null);
-  const inboxIds = [...new Set(parsed.flatMap((m) => m.raw.inbox_ids))];
-  // FOR SHARE: an inbox delete (status → deleting, then the purge) waits for this commit, so the purge cannot miss
-  // a message stored here, and a message never lands in an inbox already being purged.
-  const inboxes =
-    inboxIds.length === 0
-      ? []
-      : await tx.query<InboxRef>(`select id, organization_id, address from inboxes where id = any($1) and status = 'active' order by id for share`, [inboxIds]);
-  const rules = await rulesForInboxes(tx, inboxes);
   return parsed.flatMap((message): Copy[] => {
     const email = message.email!;
     // RFC 5321 lets the receiving server supply a missing Message-ID; one per raw message, so every inbox's copy
@@ -318,7 +359,10 @@ interface ThreadChange {
  * blocked mail, and other mail only threads that are not: a thread is left out of lists whole or not at all, and
  * blocked mail never changes the summary of one that is listed.
  */
-async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]> {
+async function threadsFor(
+  tx: SqlTx,
+  copies: readonly Copy[],
+): Promise<{ threadIds: string[]; threads: ThreadInsert[]; summaries: ThreadSummaryUpdate[] }> {
   const inBatchParent = parentsInBatch(copies);
   const storedThreadOf = await lockStoredThreads(tx, copies, inBatchParent);
   const changes = new Map<string, ThreadChange>();
@@ -339,17 +383,13 @@ async function threadsFor(tx: SqlTx, copies: readonly Copy[]): Promise<string[]>
     threadIds.push(id);
   }
   const all = [...changes.values()];
-  await insertThreads(
-    tx,
-    all
+  return {
+    threadIds,
+    threads: all
       .filter((t) => t.isNew)
       .map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, inboxId: t.inbox.id, ...t.summary, blocked: t.blocked, createdAt: t.createdAt, updatedAt: t.updatedAt })),
-  );
-  await updateThreadSummaries(
-    tx,
-    all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt })),
-  );
-  return threadIds;
+    summaries: all.filter((t) => !t.isNew).map((t) => ({ id: t.id, organizationId: t.inbox.organization_id, ...t.summary, updatedAt: t.updatedAt })),
+  };
 }
 
 function isBlocked(copy: Copy): boolean {
@@ -408,19 +448,43 @@ function joining(copy: Copy): JoiningMessage {
   return { subject: copy.email.subject, from: copy.from, to: copy.email.to, cc: copy.email.cc, at: copy.at };
 }
 
-/** The copies' messages, attachments and their senders as the inboxes' contacts, one statement each. */
-async function insertCopies(tx: SqlTx, copies: readonly Copy[], threadIds: readonly string[]): Promise<void> {
-  await insertMessages(
-    tx,
-    copies.map((copy, i) => messageOf(copy, threadIds[i]!)),
-  );
-  await insertContacts(
-    tx,
-    copies.flatMap((copy) => contactsOf(copy.inbox.organization_id, copy.inbox.address, [copy.from.email], copy.at)),
-  );
-  await insertAttachments(
-    tx,
-    copies.flatMap((copy) =>
+/** What a batch writes besides attachments and events. */
+interface BatchRows {
+  readonly threads: readonly ThreadInsert[];
+  readonly summaries: readonly ThreadSummaryUpdate[];
+  readonly messages: readonly MessageInsert[];
+  readonly contacts: readonly ContactInsert[];
+  /** The raw rows done (finishRaw). */
+  readonly raw: readonly InsertPart[];
+}
+
+/**
+ * Copies of a batch written in one statement at most: each binds under 40 parameters (its message, thread and
+ * summary) of the wire protocol's 65,535.
+ */
+const COPIES_PER_STATEMENT = 1000;
+
+/**
+ * The batch's threads, thread summaries, messages, contacts and raw rows in one statement (each round trip and
+ * statement costs PostgreSQL and this thread more than a row of it: measured with bench:inbound-store); a batch of
+ * more copies, a message to a thousand inboxes, a statement per table, split past the parameter limit.
+ */
+async function writeRows(tx: SqlTx, rows: BatchRows): Promise<void> {
+  if (rows.messages.length <= COPIES_PER_STATEMENT) {
+    const { threads, summaries, messages, contacts, raw } = rows;
+    await insertTogether(tx, [...threadsInsert(threads), ...threadSummariesUpdate(summaries), ...messagesInsert(messages), ...contactsInsert(contacts), ...raw]);
+    return;
+  }
+  await insertThreads(tx, rows.threads);
+  await updateThreadSummaries(tx, rows.summaries);
+  await insertMessages(tx, rows.messages);
+  await insertContacts(tx, rows.contacts);
+  for (const part of rows.raw) await runPart(tx, part);
+}
+
+/** The copies' attachments (at most MAX_ATTACHMENTS each), numbered from 1. */
+function attachmentsOf(copies: readonly Copy[]): AttachmentInsert[] {
+  return copies.flatMap((copy) =>
       copy.email.attachments.slice(0, MAX_ATTACHMENTS).map((a, i) => ({
         id: attachmentId(copy.id, i + 1),
         organizationId: copy.inbox.organization_id,
@@ -435,7 +499,6 @@ async function insertCopies(tx: SqlTx, copies: readonly Copy[], threadIds: reado
         scannedAt: null,
         createdAt: copy.at,
       })),
-    ),
   );
 }
 
@@ -488,19 +551,22 @@ function storedAuthentication({ summary: _, ...verdict }: SenderAuthentication):
 
 /**
  * The claimed raw rows are done: deleted, or kept as `failed` with the parse's problem when the message was stored
- * from a partial parse, so nothing is lost and an operator can look at the original.
+ * from a partial parse, so nothing is lost and an operator can look at the original. Answers the statement parts.
  */
-async function finishRaw(log: Logger, tx: SqlTx, claimed: readonly ParsedRaw[], now: Date): Promise<void> {
+function finishRaw(log: Logger, claimed: readonly ParsedRaw[], now: Date): InsertPart[] {
   const partial = claimed.filter((m) => m.email?.problem);
   const done = claimed.filter((m) => !m.email?.problem);
-  if (done.length > 0) await tx.query(`delete from inbound_raw_messages where id = any($1)`, [done.map((m) => m.rawId)]);
-  if (partial.length === 0) return;
-  await tx.query(
-    `update inbound_raw_messages r set status = 'failed', error = v.error, processed_at = $3
-       from unnest($1::uuid[], $2::text[]) as v(id, error) where r.id = v.id`,
-    [partial.map((m) => m.rawId), partial.map((m) => m.email!.problem), now],
+  const parts: InsertPart[] = [];
+  if (done.length > 0) parts.push((bind) => `delete from inbound_raw_messages where id = any(${bind(done.map((m) => m.rawId))}::uuid[])`);
+  if (partial.length === 0) return parts;
+  parts.push(
+    (bind) =>
+      `update inbound_raw_messages r set status = 'failed', error = v.error, processed_at = ${bind(now)}
+         from unnest(${bind(partial.map((m) => m.rawId))}::uuid[], ${bind(partial.map((m) => m.email!.problem))}::text[]) as v(id, error)
+        where r.id = v.id`,
   );
   for (const m of partial) log.warn("inbound message stored partially; raw kept", { rawId: m.rawId, problem: m.email!.problem });
+  return parts;
 }
 
 /** A failed attempt: counted, and after MAX_ATTEMPTS the raw message is marked failed (kept, not retried). */

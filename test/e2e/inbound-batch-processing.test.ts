@@ -9,7 +9,7 @@ import { newId } from "../../src/ids.js";
 import { createInboundProcessor, type InboundProcessor } from "../../src/inbound/processor.js";
 import { createRawMessageStore, type RawMessageStore, type ReceivedMessage } from "../../src/inbound/receive.js";
 import { createLogger } from "../../src/logger.js";
-import { createEmailParser, type EmailParser } from "../../src/mail/parse.js";
+import { createEmailParser, type EmailParser, type ParsedEmail } from "../../src/mail/parse.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
 
@@ -48,13 +48,23 @@ async function createInbox(): Promise<Inbox> {
   return res.body;
 }
 
-/** A processor as the smtp role builds it, counting finished parses so a test knows what is ready to store. */
-function startProcessor(options: { ports?: RecordingPorts; logs?: string[] } = {}) {
+/**
+ * A processor as the smtp role builds it, counting finished parses so a test knows what is ready to store; `parsed`
+ * may hold a parse's result back before the processor sees it.
+ */
+function startProcessor(options: { ports?: RecordingPorts; logs?: string[]; parsed?: (email: ParsedEmail) => Promise<ParsedEmail> } = {}) {
   const ports = options.ports ?? recordingPorts();
   let parsed = 0;
   const processor = createInboundProcessor({
     db: app.db,
-    parser: { parse: (raw) => parser.parse(raw).finally(() => parsed++), close: async () => undefined },
+    parser: {
+      parse: (raw) =>
+        parser
+          .parse(raw)
+          .finally(() => parsed++)
+          .then((email) => options.parsed?.(email) ?? email),
+      close: async () => undefined,
+    },
     outbox: ports.outbox,
     scans: ports.scans,
     log: options.logs ? createLogger("warn", (line) => options.logs!.push(line)) : createLogger("error"),
@@ -231,6 +241,47 @@ test("a message stored alone at low load is not held back, and a batch of one co
   const stored = await storedIn(inbox);
   expect(stored).toHaveLength(2);
   expect(new Set(stored.map((m) => m.xmin)).size).toBe(2);
+});
+
+test("messages parsed at once while no store runs go in one batch: the first ready does not start a batch alone", async () => {
+  const count = 6;
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  // Every parse is held until all are done, then all end in the same turn, one continuation after another.
+  let held = 0;
+  const started = startProcessor({
+    parsed: async (email) => {
+      if (++held === count) release();
+      await released;
+      return email;
+    },
+  });
+  const inbox = await createInbox();
+  const received = [];
+  for (let i = 0; i < count; i++) received.push(await receive([inbox], { messageId: messageId() }));
+  for (const r of received) started.processor.submit(r.rawId, r.received.raw.length, r.received);
+  await waitStored(received.map((r) => r.rawId));
+  const stored = await storedIn(inbox);
+  expect(stored).toHaveLength(count);
+  expect(new Set(stored.map((m) => m.xmin)).size).toBe(1);
+});
+
+test("a ready message waits for a slow parse a few milliseconds at most, not until it ends", async () => {
+  let releaseSlow!: () => void;
+  const slowReleased = new Promise<void>((r) => (releaseSlow = r));
+  const slowId = messageId();
+  const started = startProcessor({ parsed: async (email) => (email.messageId === slowId ? slowReleased.then(() => email) : email) });
+  const inbox = await createInbox();
+  const slow = await receive([inbox], { messageId: slowId });
+  const quick = await receive([inbox], { messageId: messageId() });
+  started.processor.submit(slow.rawId, slow.received.raw.length, slow.received);
+  started.processor.submit(quick.rawId, quick.received.raw.length, quick.received);
+  // Stored while the other is still being prepared (its parse is held until then).
+  await waitStored([quick.rawId]);
+  expect(await rawRowsLeft([slow.rawId])).toBe(1);
+  releaseSlow();
+  await waitStored([slow.rawId]);
+  expect(await storedIn(inbox)).toHaveLength(2);
 });
 
 test("a reply and its parent in the same batch share one thread, and later replies find it in the database", async () => {

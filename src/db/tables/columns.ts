@@ -67,8 +67,9 @@ export function runPart<R>(tx: SqlTx, part: InsertPart, tail = ""): Promise<R[]>
 }
 
 /**
- * Runs several INSERTs as one statement (data-modifying WITH clauses): one round trip and one parse for a send's
- * rows. For rows counted in dozens; a batch of thousands goes through insertAll.
+ * Runs several INSERTs (or other data-modifying parts) as one statement (data-modifying WITH clauses): one round
+ * trip and one parse for a send's rows, or an inbound batch's. For rows counted in dozens or hundreds; a batch of
+ * thousands goes through insertAll.
  */
 export async function insertTogether(tx: SqlTx, parts: readonly InsertPart[]): Promise<void> {
   if (parts.length === 0) return;

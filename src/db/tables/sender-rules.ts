@@ -65,17 +65,32 @@ export async function deleteInboxSenderRules(tx: SqlTx, organizationId: string, 
   return gone.length > 0;
 }
 
+/** A row of sender rules with its organization, as inboxRulesSelect reads it. */
+export type InboxRulesRow = Row & { readonly organization_id: string };
+
 /**
- * The rules that apply to each of these inboxes, read in the caller's transaction (inbound storing): the inbox's own,
- * else its organization's default; an inbox under neither is absent from the map.
+ * The SELECT of the rules of the inboxes a query named `inboxes` (id, organization_id) yields, each inbox's own and
+ * their organizations' defaults, with its columns each under its name and type: inboxRules makes them the rules that
+ * apply. For inbound storing, which reads them in the statement that locks its inboxes.
  */
-export async function rulesForInboxes(tx: SqlTx, inboxes: readonly { readonly id: string; readonly organization_id: string }[]): Promise<Map<string, StoredSenderRules>> {
-  if (inboxes.length === 0) return new Map();
-  const rows = await tx.query<Row & { organization_id: string }>(
-    `select organization_id, ${SELECTED} from sender_rules
-      where organization_id = any($2::uuid[]) and (inbox_id = any($1) or inbox_id is null)`,
-    [inboxes.map((i) => i.id), [...new Set(inboxes.map((i) => i.organization_id))]],
-  );
+export function inboxRulesSelect(inboxes: string): { readonly columns: readonly (readonly [name: string, type: string])[]; readonly select: string } {
+  return {
+    columns: [
+      ["organization_id", "uuid"],
+      ["inbox_id", "text"],
+      ["allow", "text[]"],
+      ["block", "text[]"],
+      ["require_authenticated", "boolean"],
+      ["updated_at", "timestamptz"],
+    ],
+    select: `select organization_id, ${SELECTED} from sender_rules
+              where organization_id in (select organization_id from ${inboxes})
+                and (inbox_id in (select id from ${inboxes}) or inbox_id is null)`,
+  };
+}
+
+/** The rules that apply to each of these inboxes: the inbox's own, else its organization's default; an inbox under neither is absent. */
+export function inboxRules(inboxes: readonly { readonly id: string; readonly organization_id: string }[], rows: readonly InboxRulesRow[]): Map<string, StoredSenderRules> {
   const own = new Map(rows.filter((r) => r.inbox_id !== null).map((r) => [r.inbox_id!, rulesOf(r)]));
   const defaults = new Map(rows.filter((r) => r.inbox_id === null).map((r) => [r.organization_id, rulesOf(r)]));
   const applying = new Map<string, StoredSenderRules>();

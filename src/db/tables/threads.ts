@@ -9,7 +9,7 @@
 // Cc of the parsed headers (so a message without From added no sender although it showed one), outbound acceptance
 // counted and merged in its own UPDATE.
 import type { SqlTx } from "../database.js";
-import { runValues } from "../values.js";
+import { runValues, type Bind } from "../values.js";
 import { insertAll, insertPart, type Columns, type InsertPart } from "./columns.js";
 
 export interface ThreadSummary {
@@ -100,20 +100,30 @@ export interface ThreadSummaryUpdate extends ThreadSummary {
   readonly updatedAt: Date;
 }
 
+/** The UPDATE of stored threads' summaries over a VALUES list of their rows. */
+function summariesUpdate(values: string): string {
+  return `update threads t set participants = v.participants, message_count = v.message_count, last_message_at = v.last_message_at,
+            updated_at = v.updated_at
+            from (values ${values}) as v(id, organization_id, participants, message_count, last_message_at, updated_at)
+           where t.id = v.id and t.organization_id = v.organization_id`;
+}
+
+function summaryValues(t: ThreadSummaryUpdate, bind: Bind): string {
+  return (
+    `(${bind(t.id)}::text, ${bind(t.organizationId)}::uuid, ${bind([...t.participants])}::text[], ${bind(t.messageCount)}::int, ` +
+    `${bind(t.lastMessageAt)}::timestamptz, ${bind(t.updatedAt)}::timestamptz)`
+  );
+}
+
 /** Writes the summaries of stored threads in one statement (the caller holds their row locks). */
 export function updateThreadSummaries(tx: SqlTx, threads: readonly ThreadSummaryUpdate[]): Promise<void> {
-  return runValues(
-    tx,
-    (values) =>
-      `update threads t set participants = v.participants, message_count = v.message_count, last_message_at = v.last_message_at,
-         updated_at = v.updated_at
-         from (values ${values}) as v(id, organization_id, participants, message_count, last_message_at, updated_at)
-        where t.id = v.id and t.organization_id = v.organization_id`,
-    threads,
-    (t, bind) =>
-      `(${bind(t.id)}::text, ${bind(t.organizationId)}::uuid, ${bind([...t.participants])}::text[], ${bind(t.messageCount)}::int, ` +
-      `${bind(t.lastMessageAt)}::timestamptz, ${bind(t.updatedAt)}::timestamptz)`,
-  );
+  return runValues(tx, summariesUpdate, threads, summaryValues);
+}
+
+/** The same UPDATE as a part of a statement (insertTogether), for summaries counted in dozens. */
+export function threadSummariesUpdate(threads: readonly ThreadSummaryUpdate[]): InsertPart[] {
+  if (threads.length === 0) return [];
+  return [(bind) => summariesUpdate(threads.map((t) => summaryValues(t, bind)).join(", "))];
 }
 
 /** The summary columns of `threads` under an alias, as summaryOf reads them. */
