@@ -15,6 +15,10 @@
 // characters; role markers and tool calls as literal strings. Nothing here is a regular expression over the text.
 import { latinLookalike } from "./confusables.js";
 
+/** Characters beyond ASCII as folded, remembered: a text repeats its few letters many times. */
+const FOLDED_CHARS = new Map<string, string>();
+const MAX_FOLDED_CHARS = 10_000;
+
 export type InstructionKind =
   | "ignore_instructions"
   | "addressed_to_ai"
@@ -625,13 +629,29 @@ export function fold(text: string): Folded {
   const pieces: string[] = [];
   const origin: number[] = [];
   let i = 0;
-  for (const char of text) {
-    const folded = char.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().normalize("NFC");
+  while (i < text.length) {
+    // A run of ASCII characters folds to itself in lower case, one for one.
+    let run = i;
+    while (run < text.length && text.charCodeAt(run) < 0x80) origin.push(run++);
+    if (run > i) pieces.push(text.slice(i, run).toLowerCase());
+    if (run >= text.length) break;
+    const code = text.codePointAt(run)!;
+    const char = code > 0xffff ? text.slice(run, run + 2) : text[run]!;
+    const folded = foldChar(char);
     pieces.push(folded);
-    for (let k = 0; k < folded.length; k++) origin.push(i);
-    i += char.length;
+    for (let k = 0; k < folded.length; k++) origin.push(run);
+    i = run + char.length;
   }
   return { text: pieces.join(""), origin: Int32Array.from(origin) };
+}
+
+function foldChar(char: string): string {
+  let folded = FOLDED_CHARS.get(char);
+  if (folded === undefined) {
+    folded = char.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().normalize("NFC");
+    if (FOLDED_CHARS.size < MAX_FOLDED_CHARS) FOLDED_CHARS.set(char, folded);
+  }
+  return folded;
 }
 
 function isAscii(text: string): boolean {
