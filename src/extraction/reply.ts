@@ -257,8 +257,7 @@ function isContactLine(text: string): boolean {
 }
 
 /** The new text: lines outside the history and above the signature, without trailing blanks or runs of blank lines. */
-export function replyTextOf(lines: readonly Line[], subject: string): string {
-  const history = findHistory(lines, subject);
+export function replyTextOf(lines: readonly Line[], subject: string, history = findHistory(lines, subject)): string {
   const own = history ? [...lines.slice(0, history.from), ...lines.slice(history.to)] : lines;
   const end = findSignature(own, own.length);
   const out: string[] = [];
