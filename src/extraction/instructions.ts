@@ -529,7 +529,7 @@ class RuleIndex {
   }
 
   /** The rules whose gate one of the words opens: the only ones the text can match. One look-up per distinct word. */
-  possible(words: readonly Word[]): ReadonlySet<Rule> {
+  possible(words: readonly Word[]): PossibleRules {
     const out = new Set(this.ungated);
     const seen = new Set<string>();
     for (const { text } of words) {
@@ -539,7 +539,32 @@ class RuleIndex {
       if (text.length < 2) continue;
       for (const { prefix, rule } of this.gatePrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) out.add(rule);
     }
-    return out;
+    return new PossibleRules(out);
+  }
+}
+
+/** The rules one text can match; each list of the index narrowed to them once per text. */
+class PossibleRules {
+  private readonly rules: ReadonlySet<Rule>;
+  private readonly narrowed = new Map<readonly Rule[], readonly Rule[]>();
+
+  constructor(rules: ReadonlySet<Rule>) {
+    // Assigned here, not as a parameter property: the parser worker loads this file with Node's type stripping.
+    this.rules = rules;
+  }
+
+  get none(): boolean {
+    return this.rules.size === 0;
+  }
+
+  among(list: readonly Rule[] | undefined): readonly Rule[] | undefined {
+    if (list === undefined) return undefined;
+    let narrowed = this.narrowed.get(list);
+    if (narrowed === undefined) {
+      narrowed = list.filter((rule) => this.rules.has(rule));
+      this.narrowed.set(list, narrowed);
+    }
+    return narrowed;
   }
 }
 
@@ -697,10 +722,9 @@ export function findInstructions(text: string): InstructionMatch[] {
   };
   const words = wordsOf(folded, origin === null && isAscii(folded));
   const possible = BY_FIRST_WORD.possible(words);
-  for (let i = 0; i < words.length && found.length < MAX_MATCHES && possible.size > 0; i++) {
+  for (let i = 0; i < words.length && found.length < MAX_MATCHES && !possible.none; i++) {
     const word = words[i]!.text;
-    const end =
-      firstMatch(words, i, BY_FIRST_WORD.byWord(word), possible) ?? firstMatch(words, i, BY_FIRST_WORD.byPrefix(word), possible);
+    const end = firstMatch(words, i, possible.among(BY_FIRST_WORD.byWord(word))) ?? firstMatch(words, i, possible.among(BY_FIRST_WORD.byPrefix(word)));
     if (end) add(end.kind, words[i]!.start, words[end.last]!.end);
   }
   // Chinese, Japanese and Korean phrases only in text that has those scripts.
@@ -757,10 +781,8 @@ function firstMatch(
   words: readonly Word[],
   i: number,
   rules: readonly Rule[] | undefined,
-  possible: ReadonlySet<Rule>,
 ): { kind: InstructionKind; last: number } | null {
   for (const rule of rules ?? []) {
-    if (!possible.has(rule)) continue;
     const last = matchFrom(words, i, rule.slots, 0);
     if (last >= 0) return { kind: rule.kind, last };
   }
@@ -872,11 +894,11 @@ const PLACE =
 
 function findExfiltration(words: readonly Word[], folded: string, add: (kind: InstructionKind, start: number, end: number) => void): void {
   const possible = EXFILTRATION_BY_FIRST_WORD.possible(words);
-  for (let i = 0; i < words.length && possible.size > 0; i++) {
+  for (let i = 0; i < words.length && !possible.none; i++) {
     const word = words[i]!.text;
     const rules = EXFILTRATION_BY_FIRST_WORD.byWord(word) ?? EXFILTRATION_BY_FIRST_WORD.byPrefix(word);
     if (!rules) continue;
-    const match = firstMatch(words, i, rules, possible);
+    const match = firstMatch(words, i, possible.among(rules));
     if (!match) continue;
     const negated = [i - 1, i - 2, i - 3].some((k) => k >= 0 && NEGATIONS.has(words[k]!.text));
     const place = folded.slice(words[match.last]!.end, words[match.last]!.end + PLACE_WINDOW);
