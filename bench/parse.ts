@@ -9,7 +9,9 @@
 // newsletters, replies with quotes, codes, links, hostile mail), each composed into a MIME message (text/plain,
 // text/html, or multipart/alternative) by nodemailer as a sender's client would.
 //
-//   npm run bench:parse [-- --runs 5 --rounds 3 --profile DIR]
+//   npm run bench:parse [-- --runs 5 --rounds 3 --group "bench" --profile DIR]
+//
+// --group runs only the groups whose name starts with it ("bench", "corpus: html").
 //
 // --profile DIR writes a V8 CPU profile of the worker thread and of this thread (the extraction loop) to DIR and
 // prints their self time per module (bench/cpu-profile.ts).
@@ -27,7 +29,12 @@ import { summarizeCpuProfile } from "./cpu-profile.js";
 import { bodyFor, headerFor } from "./inbound-message.js";
 
 const { values: args } = parseArgs({
-  options: { runs: { type: "string", default: "5" }, rounds: { type: "string", default: "3" }, profile: { type: "string" } },
+  options: {
+    runs: { type: "string", default: "5" },
+    rounds: { type: "string", default: "3" },
+    profile: { type: "string" },
+    group: { type: "string" },
+  },
 });
 const RUNS = Number(args.runs);
 const ROUNDS = Number(args.rounds);
@@ -116,7 +123,7 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-const samples = await mix();
+const samples = (await mix()).filter((s) => args.group === undefined || s.group.startsWith(args.group));
 const groups = [...new Set(samples.map((s) => s.group))];
 const profileDir = args.profile;
 if (profileDir) mkdirSync(profileDir, { recursive: true });

@@ -436,6 +436,8 @@ const ROLE_MARKERS = [
   "### response:", "<start_of_turn>", "<end_of_turn>", "[/sys]", "<invoke name=", "</invoke>", "<parameter name=",
   "<invoke", "<function_results>",
 ];
+/** A character every role marker has. */
+const MARKER_OPENERS = /[<[#]/;
 /** Turn labels of a chat transcript: a message with both of a pair at the start of lines imitates one. */
 const TURN_PAIRS: readonly (readonly [string, string])[] = [
   ["human:", "assistant:"],
@@ -720,7 +722,8 @@ export function findInstructions(text: string): InstructionMatch[] {
       found.push({ kind, start: at(start), end: end >= folded.length ? text.length : at(end) });
     }
   };
-  const words = wordsOf(folded, origin === null && isAscii(folded));
+  // Folding maps no index only for ASCII text.
+  const words = wordsOf(folded, origin === null);
   const possible = BY_FIRST_WORD.possible(words);
   for (let i = 0; i < words.length && found.length < MAX_MATCHES && !possible.none; i++) {
     const word = words[i]!.text;
@@ -729,12 +732,13 @@ export function findInstructions(text: string): InstructionMatch[] {
   }
   // Chinese, Japanese and Korean phrases only in text that has those scripts.
   if (CJK.test(folded)) for (const rule of CJK_FOLDED) findPhrases(folded, rule, add);
-  for (const marker of ROLE_MARKERS) {
+  // Every marker has one of "<", "[", "#"; every turn label ends in ":": text without them is not searched for them.
+  for (const marker of MARKER_OPENERS.test(folded) ? ROLE_MARKERS : []) {
     for (let k = folded.indexOf(marker); k >= 0 && found.length < MAX_MATCHES; k = folded.indexOf(marker, k + marker.length)) {
       add("role_marker", k, k + marker.length);
     }
   }
-  findTurns(folded, add);
+  if (folded.includes(":")) findTurns(folded, add);
   findTemplateTokens(folded, add);
   findExfiltration(words, folded, add);
   findToolCalls(folded, add);
