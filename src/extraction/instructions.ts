@@ -530,13 +530,10 @@ class RuleIndex {
     return word.length >= 2 ? this.prefixed.get(pairCode(word)) : undefined;
   }
 
-  /** The rules whose gate one of the words opens: the only ones the text can match. One look-up per distinct word. */
-  possible(words: readonly Word[]): PossibleRules {
+  /** The rules whose gate one of a text's distinct words opens: the only ones the text can match. */
+  possible(distinct: Iterable<string>): PossibleRules {
     const out = new Set(this.ungated);
-    const seen = new Set<string>();
-    for (const { text } of words) {
-      if (seen.has(text)) continue;
-      seen.add(text);
+    for (const text of distinct) {
       for (const rule of this.gateWords.get(text) ?? []) out.add(rule);
       if (text.length < 2) continue;
       for (const { prefix, rule } of this.gatePrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) out.add(rule);
@@ -724,7 +721,8 @@ export function findInstructions(text: string): InstructionMatch[] {
   };
   // Folding maps no index only for ASCII text.
   const words = wordsOf(folded, origin === null);
-  const possible = BY_FIRST_WORD.possible(words);
+  const distinct = new Set(words.map((w) => w.text));
+  const possible = BY_FIRST_WORD.possible(distinct);
   for (let i = 0; i < words.length && found.length < MAX_MATCHES && !possible.none; i++) {
     const word = words[i]!.text;
     const end = firstMatch(words, i, possible.among(BY_FIRST_WORD.byWord(word))) ?? firstMatch(words, i, possible.among(BY_FIRST_WORD.byPrefix(word)));
@@ -740,7 +738,7 @@ export function findInstructions(text: string): InstructionMatch[] {
   }
   if (folded.includes(":")) findTurns(folded, add);
   findTemplateTokens(folded, add);
-  findExfiltration(words, folded, add);
+  findExfiltration(words, distinct, folded, add);
   findToolCalls(folded, add);
   return found.sort((a, b) => a.start - b.start);
 }
@@ -896,8 +894,13 @@ const PLACE_WINDOW = 80;
 const PLACE =
   /^[\s:,"'<(]*(?:(?:the|this|that|our|my|following|address|url|link|e_?mail|mail|inbox|site|page|form|die|den|la|el|o|a|il|de)[\s:,"'<(]+){0,4}(?:https?:\/\/|www\.|[\w.+-]+@[\w-]+\.)/;
 
-function findExfiltration(words: readonly Word[], folded: string, add: (kind: InstructionKind, start: number, end: number) => void): void {
-  const possible = EXFILTRATION_BY_FIRST_WORD.possible(words);
+function findExfiltration(
+  words: readonly Word[],
+  distinct: ReadonlySet<string>,
+  folded: string,
+  add: (kind: InstructionKind, start: number, end: number) => void,
+): void {
+  const possible = EXFILTRATION_BY_FIRST_WORD.possible(distinct);
   for (let i = 0; i < words.length && !possible.none; i++) {
     const word = words[i]!.text;
     const rules = EXFILTRATION_BY_FIRST_WORD.byWord(word) ?? EXFILTRATION_BY_FIRST_WORD.byPrefix(word);
