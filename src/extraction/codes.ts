@@ -3,7 +3,7 @@
 // are part of a larger number (dates, times, prices, phone numbers, long tracking numbers), when a closer word
 // names them as something else (an order, an invoice, a phone…), or when they sit in an address or a footer.
 import { trimChars, type Emphasis } from "./document.js";
-import { keywordHits, type Hit, type Hits } from "./keywords.js";
+import { keywordHits, mayNameCode, type Hit, type Hits } from "./keywords.js";
 import { MAX_CODE_CANDIDATES_PER_LINE, MAX_CODE_SCAN_CHARS, MAX_CODE_SCAN_LINE, MAX_CODES, MAX_KEYWORD_HITS_PER_LINE } from "./limits.js";
 import type { ExtractedCode } from "./types.js";
 
@@ -43,8 +43,12 @@ const BELOW = [1, 0.5, 0.35];
 
 /** The one-time codes among lines of the sender's own text (and of a forwarded message), most likely first. */
 export function findCodes(source: readonly ScanLine[], subject: string): ExtractedCode[] {
-  const lines = bounded(source);
-  const subjectLine = prepare(subject.slice(0, MAX_CODE_SCAN_LINE));
+  const texts = bounded(source);
+  const subjectText = subject.slice(0, MAX_CODE_SCAN_LINE);
+  // A message without a word that can name a code has none: the cheap answer for most mail, before any masking.
+  if (!mayNameCode(subjectText) && !texts.some((l) => mayNameCode(l.text))) return [];
+  const lines = texts.map(prepared);
+  const subjectLine = prepare(subjectText);
   const subjectHits = boundedHits(keywordHits(subjectLine));
   const hits = lines.map((l) => boundedHits(keywordHits(l.masked)));
   // A message that names no code anywhere has none: the cheap answer for most mail.
@@ -113,18 +117,23 @@ function boundedHits(hits: Hits): Hits {
   return { code: hits.code.slice(0, MAX_KEYWORD_HITS_PER_LINE), decoy: hits.decoy.slice(0, MAX_KEYWORD_HITS_PER_LINE) };
 }
 
-function bounded(source: readonly ScanLine[]): Prepared[] {
-  const out: Prepared[] = [];
+/** The lines scanned: non-blank ones, each and all cut to their bounds. */
+function bounded(source: readonly ScanLine[]): ScanLine[] {
+  const out: ScanLine[] = [];
   let budget = MAX_CODE_SCAN_CHARS;
   for (const line of source) {
     if (budget <= 0) break;
     if (!line.text.trim()) continue;
     const text = line.text.slice(0, Math.min(MAX_CODE_SCAN_LINE, budget));
     budget -= text.length;
-    const masked = prepare(text);
-    out.push({ text, emphasis: line.emphasis, masked, alone: trimChars(masked, ".:!", "end").trim(), footer: FOOTER.test(text) });
+    out.push({ text, emphasis: line.emphasis });
   }
   return out;
+}
+
+function prepared({ text, emphasis }: ScanLine): Prepared {
+  const masked = prepare(text);
+  return { text, emphasis, masked, alone: trimChars(masked, ".:!", "end").trim(), footer: FOOTER.test(text) };
 }
 
 /** Blanks out URLs, host names and e-mail addresses: their digits are never codes. */

@@ -10,7 +10,7 @@ import { docFromText, isBlank, unquoted, type Doc, type Line } from "./document.
 import { docFromHtml } from "./html.js";
 import { MAX_LINK_CANDIDATES, MAX_SUBJECT_CHARS } from "./limits.js";
 import { bareUrls, classifyLinks, type FoundLink } from "./links.js";
-import { findHistory, replyTextOf } from "./reply.js";
+import { findHistory, replyTextOf, type History } from "./reply.js";
 import { readSafely } from "./safety.js";
 import type { Extracted, ExtractionInput } from "./types.js";
 
@@ -33,17 +33,23 @@ export function extractMessage(input: ExtractionInput): Extracted {
   const rendered = input.html?.trim() ? docFromHtml(input.html) : null;
   const html = rendered && (rendered.anchors.length > 0 || rendered.lines.some((l) => !isBlank(l))) ? rendered : null;
 
+  // Each part's history is found once: the reply text and the scope of codes and links read the same part.
+  const histories = new Map<Doc, History | null>();
+  const historyOf = (doc: Doc) => {
+    if (!histories.has(doc)) histories.set(doc, findHistory(doc.lines, subject));
+    return histories.get(doc)!;
+  };
   const replySource = text ?? html;
-  const replyText = replySource ? replyTextOf(replySource.lines, subject) : "";
+  const replyText = replySource ? replyTextOf(replySource.lines, subject, historyOf(replySource)) : "";
 
   const primary = html ?? text;
   const safe = readSafely({ input, html: rendered, primary: html ? "html" : text ? "text" : null });
   if (!primary) return { replyText, codes: [], links: [], ...safe };
-  const scope = ownScope(primary, subject);
+  const scope = ownScope(primary, historyOf(primary));
   let codes = findCodes(scanLines(primary, scope, primary === text), subject);
   // An HTML part that shows its code as an image (or not at all) may still have it in the text part.
   if (codes.length === 0 && primary === html && text) {
-    codes = findCodes(scanLines(text, ownScope(text, subject), true), subject);
+    codes = findCodes(scanLines(text, ownScope(text, historyOf(text)), true), subject);
   }
   const links = classifyLinks(foundLinks(primary, scope, primary === text), subject, input.from ?? null);
   return { replyText, codes, links, ...safe };
@@ -53,8 +59,7 @@ export function extractMessage(input: ExtractionInput): Extracted {
  * Which lines are the sender's own, or a message they forward: not a reply's quoted history, and not the quotes
  * an interleaved reply answers.
  */
-function ownScope(doc: Doc, subject: string): boolean[] {
-  const history = findHistory(doc.lines, subject);
+function ownScope(doc: Doc, history: History | null): boolean[] {
   return doc.lines.map((line, i) => (history && i >= history.from && i < history.to ? history.forwarded : !line.quoted));
 }
 

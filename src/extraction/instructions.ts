@@ -15,6 +15,10 @@
 // characters; role markers and tool calls as literal strings. Nothing here is a regular expression over the text.
 import { latinLookalike } from "./confusables.js";
 
+/** Characters beyond ASCII as folded, remembered: a text repeats its few letters many times. */
+const FOLDED_CHARS = new Map<string, string>();
+const MAX_FOLDED_CHARS = 10_000;
+
 export type InstructionKind =
   | "ignore_instructions"
   | "addressed_to_ai"
@@ -432,6 +436,8 @@ const ROLE_MARKERS = [
   "### response:", "<start_of_turn>", "<end_of_turn>", "[/sys]", "<invoke name=", "</invoke>", "<parameter name=",
   "<invoke", "<function_results>",
 ];
+/** A character every role marker has. */
+const MARKER_OPENERS = /[<[#]/;
 /** Turn labels of a chat transcript: a message with both of a pair at the start of lines imitates one. */
 const TURN_PAIRS: readonly (readonly [string, string])[] = [
   ["human:", "assistant:"],
@@ -455,6 +461,8 @@ const MAX_MATCHES = 50;
 interface Slot {
   /** Alternatives, each one word or several in a row; a word ending in "*" matches by prefix. */
   readonly alternatives: readonly (readonly string[])[];
+  /** The alternatives' words as matched: the word, or a prefix's letters. */
+  readonly patterns: readonly (readonly Pattern[])[];
   /** The alternatives' first words, exact ones and prefixes: a word that starts none is rejected at once. */
   readonly firstWords: ReadonlySet<string>;
   readonly firstPrefixes: readonly string[];
@@ -465,6 +473,124 @@ interface Slot {
 interface Rule {
   readonly kind: InstructionKind;
   readonly slots: readonly Slot[];
+}
+
+/** A rule word compiled once: the text a word must equal, or start with when `prefix`. */
+interface Pattern {
+  readonly text: string;
+  readonly prefix: boolean;
+}
+
+/**
+ * Rules by a word of their first slot: exact words, and prefix words under their prefix's first two letters. And
+ * which rules a text can match at all: a rule matches only where each of its slots finds a word, so a text without
+ * any word of one of its slots (its gate, the slot of the rarest words) cannot match it, and is not tried with it.
+ */
+class RuleIndex {
+  private readonly exact = new Map<string, Rule[]>();
+  /** By the first two UTF-16 code units, as one number: looked up for every word, so no string is made for it. */
+  private readonly prefixed = new Map<number, Rule[]>();
+  /** Rules by their gate's words, and by its prefixes (under their first two letters); rules without a gate. */
+  private readonly gateWords = new Map<string, Rule[]>();
+  private readonly gatePrefixes = new Map<number, { prefix: string; rule: Rule }[]>();
+  private readonly ungated: Rule[] = [];
+
+  constructor(rules: readonly Rule[]) {
+    for (const rule of rules) {
+      const gate = gateOf(rule.slots);
+      if (!gate) {
+        this.ungated.push(rule);
+        continue;
+      }
+      for (const word of gate.firstWords) this.gateWords.set(word, [...(this.gateWords.get(word) ?? []), rule]);
+      for (const prefix of gate.firstPrefixes) {
+        const key = pairCode(prefix);
+        this.gatePrefixes.set(key, [...(this.gatePrefixes.get(key) ?? []), { prefix, rule }]);
+      }
+    }
+    const index = new Map<string, Rule[]>();
+    for (const rule of rules) {
+      const keys = new Set(rule.slots[0]!.alternatives.map((words) => keyOf(words[0]!)));
+      for (const key of keys) index.set(key, [...(index.get(key) ?? []), rule]);
+    }
+    for (const [key, list] of index) {
+      // A prefix of one letter ("e*") is keyed "e**" and never looked up by a word: left out as before.
+      if (key.length === 3 && key.endsWith("*") && !key.endsWith("**")) this.prefixed.set(pairCode(key), list);
+      else if (!key.endsWith("*")) this.exact.set(key, list);
+    }
+  }
+
+  /** The rules whose first slot has the word itself. */
+  byWord(word: string): Rule[] | undefined {
+    return this.exact.get(word);
+  }
+
+  /** The rules whose first slot has a prefix word with the word's first two letters. */
+  byPrefix(word: string): Rule[] | undefined {
+    return word.length >= 2 ? this.prefixed.get(pairCode(word)) : undefined;
+  }
+
+  /** The rules whose gate one of a text's distinct words opens: the only ones the text can match. */
+  possible(distinct: Iterable<string>): PossibleRules {
+    const out = new Set(this.ungated);
+    for (const text of distinct) {
+      for (const rule of this.gateWords.get(text) ?? []) out.add(rule);
+      if (text.length < 2) continue;
+      for (const { prefix, rule } of this.gatePrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) out.add(rule);
+    }
+    return new PossibleRules(out);
+  }
+}
+
+/** The rules one text can match; each list of the index narrowed to them once per text. */
+class PossibleRules {
+  private readonly rules: ReadonlySet<Rule>;
+  private readonly narrowed = new Map<readonly Rule[], readonly Rule[]>();
+
+  constructor(rules: ReadonlySet<Rule>) {
+    // Assigned here, not as a parameter property: the parser worker loads this file with Node's type stripping.
+    this.rules = rules;
+  }
+
+  get none(): boolean {
+    return this.rules.size === 0;
+  }
+
+  among(list: readonly Rule[] | undefined): readonly Rule[] | undefined {
+    if (list === undefined) return undefined;
+    let narrowed = this.narrowed.get(list);
+    if (narrowed === undefined) {
+      narrowed = list.filter((rule) => this.rules.has(rule));
+      this.narrowed.set(list, narrowed);
+    }
+    return narrowed;
+  }
+}
+
+/** Words in nearly every text: a slot that has one shuts out nothing. */
+const COMMON_WORDS = new Set(["¶", ".", ",", ":", "!"]);
+
+/**
+ * The slot whose words a text is least likely to have (short words count as common), or null when every slot has a
+ * mark or a prefix too short to look up by its first two letters.
+ */
+function gateOf(slots: readonly Slot[]): Slot | null {
+  let best: Slot | null = null;
+  let bestCost = Infinity;
+  for (const slot of slots) {
+    if ([...slot.firstWords].some((w) => COMMON_WORDS.has(w)) || slot.firstPrefixes.some((p) => p.length < 2)) continue;
+    let cost = 0;
+    for (const w of [...slot.firstWords, ...slot.firstPrefixes]) cost += w.length <= 3 ? 10 : 1;
+    if (cost < bestCost) {
+      best = slot;
+      bestCost = cost;
+    }
+  }
+  return best;
+}
+
+function pairCode(text: string): number {
+  return text.charCodeAt(0) * 0x10000 + text.charCodeAt(1);
 }
 
 /** The phrases folded as the text is ("が" loses its voicing mark, "AI" its capitals). */
@@ -478,7 +604,7 @@ const COMPILED: readonly Rule[] = Object.entries(RULES).flatMap(([kind, rules]) 
   rules.map((rule) => ({ kind: kind as InstructionKind, slots: compile(rule) })),
 );
 /** The rules by a word of their first slot (prefix words under their prefix's first two letters). */
-const BY_FIRST_WORD = indexRules(COMPILED);
+const BY_FIRST_WORD = new RuleIndex(COMPILED);
 
 function compile(rule: string): Slot[] {
   const slots: Slot[] = [];
@@ -493,6 +619,7 @@ function compile(rule: string): Slot[] {
     const firsts = alternatives.map((a) => a[0]!);
     slots.push({
       alternatives,
+      patterns: alternatives.map((a) => a.map((w) => (w.endsWith("*") ? { text: w.slice(0, -1), prefix: true } : { text: w, prefix: false }))),
       firstWords: new Set(firsts.filter((w) => !w.endsWith("*"))),
       firstPrefixes: firsts.filter((w) => w.endsWith("*")).map((w) => w.slice(0, -1)),
       gap,
@@ -500,15 +627,6 @@ function compile(rule: string): Slot[] {
     gap = 0;
   }
   return slots;
-}
-
-function indexRules(rules: readonly Rule[]): Map<string, Rule[]> {
-  const index = new Map<string, Rule[]>();
-  for (const rule of rules) {
-    const keys = new Set(rule.slots[0]!.alternatives.map((words) => keyOf(words[0]!)));
-    for (const key of keys) index.set(key, [...(index.get(key) ?? []), rule]);
-  }
-  return index;
 }
 
 /** Index key of a rule word: the word, or the first two letters of a prefix. */
@@ -531,17 +649,37 @@ export interface Folded {
  * `origin` maps each folded character back to the original (null when every index is the same).
  */
 export function fold(text: string): Folded {
-  if (/^[\x00-\x7f]*$/.test(text)) return { text: text.toLowerCase(), origin: null };
+  if (isAscii(text)) return { text: text.toLowerCase(), origin: null };
   const pieces: string[] = [];
   const origin: number[] = [];
   let i = 0;
-  for (const char of text) {
-    const folded = char.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().normalize("NFC");
+  while (i < text.length) {
+    // A run of ASCII characters folds to itself in lower case, one for one.
+    let run = i;
+    while (run < text.length && text.charCodeAt(run) < 0x80) origin.push(run++);
+    if (run > i) pieces.push(text.slice(i, run).toLowerCase());
+    if (run >= text.length) break;
+    const code = text.codePointAt(run)!;
+    const char = code > 0xffff ? text.slice(run, run + 2) : text[run]!;
+    const folded = foldChar(char);
     pieces.push(folded);
-    for (let k = 0; k < folded.length; k++) origin.push(i);
-    i += char.length;
+    for (let k = 0; k < folded.length; k++) origin.push(run);
+    i = run + char.length;
   }
   return { text: pieces.join(""), origin: Int32Array.from(origin) };
+}
+
+function foldChar(char: string): string {
+  let folded = FOLDED_CHARS.get(char);
+  if (folded === undefined) {
+    folded = char.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().normalize("NFC");
+    if (FOLDED_CHARS.size < MAX_FOLDED_CHARS) FOLDED_CHARS.set(char, folded);
+  }
+  return folded;
+}
+
+function isAscii(text: string): boolean {
+  return /^[\x00-\x7f]*$/.test(text);
 }
 
 interface Word {
@@ -559,12 +697,13 @@ const LATIN = /\p{Script=Latin}/u;
 const GREEK_OR_CYRILLIC = /[\p{Script=Greek}\p{Script=Cyrillic}]/u;
 
 /** Words and the marks rules name, in folded text; look-alike letters in a Latin word read as Latin ("іgnore"). */
-function wordsOf(folded: string): Word[] {
+function wordsOf(folded: string, ascii: boolean): Word[] {
   // The text starts a line.
   const words: Word[] = [{ text: "¶", start: 0, end: 0 }];
   for (const m of folded.matchAll(WORD_OR_MARK)) {
-    let text = MARKS.get(m[0]) ?? m[0];
-    if (text.length > 1 && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text)) text = [...text].map(latinLookalike).join("");
+    let text = m[0].length === 1 ? (MARKS.get(m[0]) ?? m[0]) : m[0];
+    // Only text beyond ASCII can mix scripts.
+    if (!ascii && text.length > 1 && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text)) text = [...text].map(latinLookalike).join("");
     words.push({ text, start: m.index, end: m.index + m[0].length });
   }
   return words;
@@ -580,22 +719,26 @@ export function findInstructions(text: string): InstructionMatch[] {
       found.push({ kind, start: at(start), end: end >= folded.length ? text.length : at(end) });
     }
   };
-  const words = wordsOf(folded);
-  for (let i = 0; i < words.length && found.length < MAX_MATCHES; i++) {
+  // Folding maps no index only for ASCII text.
+  const words = wordsOf(folded, origin === null);
+  const distinct = new Set(words.map((w) => w.text));
+  const possible = BY_FIRST_WORD.possible(distinct);
+  for (let i = 0; i < words.length && found.length < MAX_MATCHES && !possible.none; i++) {
     const word = words[i]!.text;
-    const end = firstMatch(words, i, BY_FIRST_WORD.get(word)) ?? firstMatch(words, i, BY_FIRST_WORD.get(`${word.slice(0, 2)}*`));
+    const end = firstMatch(words, i, possible.among(BY_FIRST_WORD.byWord(word))) ?? firstMatch(words, i, possible.among(BY_FIRST_WORD.byPrefix(word)));
     if (end) add(end.kind, words[i]!.start, words[end.last]!.end);
   }
   // Chinese, Japanese and Korean phrases only in text that has those scripts.
   if (CJK.test(folded)) for (const rule of CJK_FOLDED) findPhrases(folded, rule, add);
-  for (const marker of ROLE_MARKERS) {
+  // Every marker has one of "<", "[", "#"; every turn label ends in ":": text without them is not searched for them.
+  for (const marker of MARKER_OPENERS.test(folded) ? ROLE_MARKERS : []) {
     for (let k = folded.indexOf(marker); k >= 0 && found.length < MAX_MATCHES; k = folded.indexOf(marker, k + marker.length)) {
       add("role_marker", k, k + marker.length);
     }
   }
-  findTurns(folded, add);
+  if (folded.includes(":")) findTurns(folded, add);
   findTemplateTokens(folded, add);
-  findExfiltration(words, folded, add);
+  findExfiltration(words, distinct, folded, add);
   findToolCalls(folded, add);
   return found.sort((a, b) => a.start - b.start);
 }
@@ -636,7 +779,11 @@ function isQuotedExample(folded: string, start: number, end: number): boolean {
   return EXAMPLE_CUES.some((cue) => before.includes(cue));
 }
 
-function firstMatch(words: readonly Word[], i: number, rules: readonly Rule[] | undefined): { kind: InstructionKind; last: number } | null {
+function firstMatch(
+  words: readonly Word[],
+  i: number,
+  rules: readonly Rule[] | undefined,
+): { kind: InstructionKind; last: number } | null {
   for (const rule of rules ?? []) {
     const last = matchFrom(words, i, rule.slots, 0);
     if (last >= 0) return { kind: rule.kind, last };
@@ -651,9 +798,9 @@ function firstMatch(words: readonly Word[], i: number, rules: readonly Rule[] | 
 function matchFrom(words: readonly Word[], i: number, slots: readonly Slot[], s: number): number {
   const slot = slots[s]!;
   const word = words[i]!.text;
-  if (!slot.firstWords.has(word) && !slot.firstPrefixes.some((prefix) => word.startsWith(prefix))) return -1;
-  for (const alternative of slot.alternatives) {
-    if (!alternative.every((w, k) => i + k < words.length && wordMatches(words[i + k]!.text, w))) continue;
+  if (!slot.firstWords.has(word) && !startsWithAny(word, slot.firstPrefixes)) return -1;
+  for (const alternative of slot.patterns) {
+    if (!matchesAt(words, i, alternative)) continue;
     const last = i + alternative.length - 1;
     if (s === slots.length - 1) return last;
     const next = slots[s + 1]!;
@@ -667,8 +814,20 @@ function matchFrom(words: readonly Word[], i: number, slots: readonly Slot[], s:
   return -1;
 }
 
-function wordMatches(word: string, pattern: string): boolean {
-  return pattern.endsWith("*") ? word.startsWith(pattern.slice(0, -1)) : word === pattern;
+function startsWithAny(word: string, prefixes: readonly string[]): boolean {
+  for (const prefix of prefixes) if (word.startsWith(prefix)) return true;
+  return false;
+}
+
+/** Whether the words from `i` on are those of an alternative. */
+function matchesAt(words: readonly Word[], i: number, alternative: readonly Pattern[]): boolean {
+  if (i + alternative.length > words.length) return false;
+  for (let k = 0; k < alternative.length; k++) {
+    const word = words[i + k]!.text;
+    const { text, prefix } = alternative[k]!;
+    if (prefix ? !word.startsWith(text) : word !== text) return false;
+  }
+  return true;
 }
 
 /** How far before or after a phrase rule's match its negation may stand. */
@@ -726,7 +885,7 @@ const EXFILTRATION = [
   "отправ*|перешли|пришли|скопируи|вставь ~3 парол*|учетн*|ключ*|токен*|переписк*|истори* ~4 на|в|по",
 ];
 const EXFILTRATION_RULES: readonly Rule[] = EXFILTRATION.map((rule) => ({ kind: "system_prompt", slots: compile(rule) }));
-const EXFILTRATION_BY_FIRST_WORD = indexRules(EXFILTRATION_RULES);
+const EXFILTRATION_BY_FIRST_WORD = new RuleIndex(EXFILTRATION_RULES);
 /** Words that make a request a warning against it, when they stand just before it. */
 const NEGATIONS = new Set(["not", "never", "don", "t", "no", "nie", "nicht", "niemals", "ne", "jamais", "pas", "nunca", "nao", "non", "mai", "niet", "nooit", "не", "никогда"]);
 /** How far after the request its address or URL may stand. */
@@ -735,12 +894,18 @@ const PLACE_WINDOW = 80;
 const PLACE =
   /^[\s:,"'<(]*(?:(?:the|this|that|our|my|following|address|url|link|e_?mail|mail|inbox|site|page|form|die|den|la|el|o|a|il|de)[\s:,"'<(]+){0,4}(?:https?:\/\/|www\.|[\w.+-]+@[\w-]+\.)/;
 
-function findExfiltration(words: readonly Word[], folded: string, add: (kind: InstructionKind, start: number, end: number) => void): void {
-  for (let i = 0; i < words.length; i++) {
+function findExfiltration(
+  words: readonly Word[],
+  distinct: ReadonlySet<string>,
+  folded: string,
+  add: (kind: InstructionKind, start: number, end: number) => void,
+): void {
+  const possible = EXFILTRATION_BY_FIRST_WORD.possible(distinct);
+  for (let i = 0; i < words.length && !possible.none; i++) {
     const word = words[i]!.text;
-    const rules = EXFILTRATION_BY_FIRST_WORD.get(word) ?? EXFILTRATION_BY_FIRST_WORD.get(`${word.slice(0, 2)}*`);
+    const rules = EXFILTRATION_BY_FIRST_WORD.byWord(word) ?? EXFILTRATION_BY_FIRST_WORD.byPrefix(word);
     if (!rules) continue;
-    const match = firstMatch(words, i, rules);
+    const match = firstMatch(words, i, possible.among(rules));
     if (!match) continue;
     const negated = [i - 1, i - 2, i - 3].some((k) => k >= 0 && NEGATIONS.has(words[k]!.text));
     const place = folded.slice(words[match.last]!.end, words[match.last]!.end + PLACE_WINDOW);

@@ -141,11 +141,38 @@ export function keywordHits(line: string): Hits {
     }
   }
   // Scripts without spaces between words (Chinese, Japanese, Korean) name codes inside longer runs.
-  for (const cjk of ["验证码", "認証コード", "確認コード", "인증번호", "ワンタイム"]) {
+  for (const cjk of CJK_CODE_WORDS) {
     const at = line.indexOf(cjk);
     if (at >= 0) code.push({ start: at, end: at + cjk.length, strength: 1 });
   }
   return { code, decoy };
+}
+
+const CJK_CODE_WORDS = ["验证码", "認証コード", "確認コード", "인증번호", "ワンタイム"];
+/** First words of the phrases that name a code. */
+const CODE_PHRASE_FIRST_WORDS = new Set([...CODE_PHRASES.keys()].map((phrase) => phrase.split(" ")[0]!));
+
+/** The code words, the phrases' first words, the compounds' endings and the CJK words, as one search. */
+const CODE_WORD_PIECES = new RegExp(
+  [...CODE_WORDS.keys(), ...CODE_PHRASE_FIRST_WORDS, ...CODE_SUFFIXES, ...CJK_CODE_WORDS]
+    // A piece that holds another is found by it ("passcode" by "code").
+    .filter((piece, _, all) => !all.some((other) => other !== piece && piece.includes(other)))
+    .map((piece) => piece.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&"))
+    .join("|"),
+);
+
+/**
+ * Whether a line has a word that can name a code: keywordHits finds code words only among these, and only among
+ * the words of a line that masks some of these, so a line without one has no code hits. No neighbours, no decoys.
+ */
+export function mayNameCode(line: string): boolean {
+  // Each such word has one of these strings in it: a line that has none of them, lower-cased, has none.
+  if (!CODE_WORD_PIECES.test(line.toLowerCase())) return false;
+  for (const m of line.matchAll(WORD)) {
+    const word = trimChars(m[0], "'’-", "end").toLowerCase();
+    if (CODE_PHRASE_FIRST_WORDS.has(word) || codeWordStrength(word) > 0) return true;
+  }
+  return CJK_CODE_WORDS.some((cjk) => line.includes(cjk));
 }
 
 /** How strongly a word names a code; -1 for a word that names another kind of code ("Rabattcode", "barcode"). */

@@ -57,9 +57,13 @@ const FORWARD_SUBJECT = /^\s*(?:\[[^\]]{0,40}\]\s*)?(?:fwd?|wg|tr|rv|enc|doorst|
 /** Where the history is, or null when the whole text is the message's own. */
 export function findHistory(lines: readonly Line[], subject: string): History | null {
   const forwardedBySubject = FORWARD_SUBJECT.test(subject);
+  const marked = lines.map((line) => MARKER_CHARS.test(line.text));
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     if (isBlank(line) || line.text.length > MAX_MARKER_LINE) continue;
+    // Separators, header labels and attributions all need one of these characters, on the line or (an attribution
+    // wrapped over lines) on one of the two after it: most lines are not read further.
+    if (!marked[i] && !marked[i + 1] && !marked[i + 2]) continue;
     const marker = markerAt(lines, i);
     if (marker === "forward") return { from: i, to: lines.length, forwarded: true };
     if (marker === "attribution" && quotesFollow(lines, i)) return quoteHistory(lines, i);
@@ -67,6 +71,12 @@ export function findHistory(lines: readonly Line[], subject: string): History | 
   }
   return quoteHistory(lines, null);
 }
+
+/**
+ * Characters that separators ("---- Forwarded message ----", "*Original Message*"), "Label:" lines and
+ * attributions ("… wrote:") cannot do without.
+ */
+const MARKER_CHARS = /[-_=*:\uff1a]/;
 
 /** What a line begins: a forwarded message, a reply's separator or header block, or an attribution ("… wrote:"). */
 type Marker = "forward" | "separator" | "attribution" | null;
@@ -257,8 +267,7 @@ function isContactLine(text: string): boolean {
 }
 
 /** The new text: lines outside the history and above the signature, without trailing blanks or runs of blank lines. */
-export function replyTextOf(lines: readonly Line[], subject: string): string {
-  const history = findHistory(lines, subject);
+export function replyTextOf(lines: readonly Line[], subject: string, history = findHistory(lines, subject)): string {
   const own = history ? [...lines.slice(0, history.from), ...lines.slice(history.to)] : lines;
   const end = findSignature(own, own.length);
   const out: string[] = [];

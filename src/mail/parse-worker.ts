@@ -4,7 +4,7 @@
 // the extraction modules (plain erasable TypeScript too) through a resolve hook that maps their ".js" imports to
 // the ".ts" files, as tsx does elsewhere.
 import { randomUUID } from "node:crypto";
-import { registerHooks } from "node:module";
+import { createRequire, registerHooks } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 import {
   MailParser,
@@ -54,12 +54,16 @@ const BASE_OPTIONS: MailParserOptions & SplitterOptions = {
  */
 const MESSAGE_OPTIONS: MailParserOptions = { ...BASE_OPTIONS, skipHtmlToText: true };
 
-/** HTML → text, as mailparser does it for a single-part HTML message. */
-const HTML_TO_TEXT_OPTIONS: MailParserOptions = {
-  ...BASE_OPTIONS,
-  // html-to-text needs about 50 bytes of heap per byte of HTML: longer HTML gets no text made from it.
-  maxHtmlLengthToParse: 1024 * 1024,
-};
+/** html-to-text needs about 50 bytes of heap per byte of HTML: longer HTML gets no text made from it. */
+const MAX_HTML_TO_TEXT_CHARS = 1024 * 1024;
+
+/**
+ * HTML → text as mailparser makes it (`htmlToText(html)`, html-to-text's defaults), from the html-to-text mailparser
+ * itself loads, compiled once: compiling its selectors each time was most of what a short conversion cost.
+ */
+const htmlToText = (
+  createRequire(import.meta.resolve("mailparser"))("html-to-text") as { compile(): (html: string) => string }
+).compile();
 
 /** mailparser's separator between the HTML of successive body parts. */
 const HTML_PART_SEPARATOR = "<br/>\n";
@@ -172,12 +176,18 @@ class BodyProbe {
 // Loaded and ready: from here on, a parse's time budget is the parse's alone.
 parentPort!.postMessage("ready");
 
-/** Text from HTML the way mailparser makes it for a message that is a single HTML part. */
+/**
+ * Text from HTML the way mailparser makes it for a message that is a single HTML part: its line breaks as "\n",
+ * then html-to-text, with mailparser's two problems (where its text would be a placeholder of its own).
+ */
 async function textFromHtml(html: string): Promise<DerivedText> {
-  const derived = await collect(Buffer.from(`Content-Type: text/html; charset=utf-8\r\n\r\n${html}`), HTML_TO_TEXT_OPTIONS);
-  // On a problem mailparser's text is a placeholder of its own ("Invalid HTML content"), not the sender's.
-  if (derived.problems.length > 0) return { text: "", problem: `text from HTML: ${derived.problems.join("; ")}` };
-  return { text: clean(derived.text), problem: null };
+  const content = html.replace(/\r?\n/g, "\n");
+  if (content.length > MAX_HTML_TO_TEXT_CHARS) return { text: "", problem: `text from HTML: HTML too long for parsing ${content.length} bytes` };
+  try {
+    return { text: content ? clean(htmlToText(content)) : "", problem: null };
+  } catch {
+    return { text: "", problem: "text from HTML: Failed to parse HTML" };
+  }
 }
 
 /** The message parsed from its text parts, whole or from the chunks that follow; a body that parsed into nothing is partial. */

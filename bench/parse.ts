@@ -1,0 +1,189 @@
+// `npm run bench:parse`: the CPU one received message costs in the parser threads (src/mail/parse-worker.ts) before
+// it is stored, by stage and for the whole job, over a mix of real shapes. No peer, no database, no network: it runs
+// the real parser worker in this process and reads its thread's CPU time (worker.cpuUsage), and times extraction
+// (src/extraction: reply text, codes, links and the safety analysis) and text from HTML on their own in this thread.
+// CPU time, not wall time, so a busy machine changes the figures little; the median of several runs is printed.
+//
+// The mix: the bench:inbound message (10 KB of plain text, as bench/inbound-message.ts builds it), and every
+// fixture of the extraction and safety corpora (test/fixtures/extraction, test/fixtures/safety: plain text, HTML
+// newsletters, replies with quotes, codes, links, hostile mail), each composed into a MIME message (text/plain,
+// text/html, or multipart/alternative) by nodemailer as a sender's client would.
+//
+//   npm run bench:parse [-- --runs 5 --rounds 3 --group "bench" --profile DIR]
+//
+// --group runs only the groups whose name starts with it ("bench", "corpus: html").
+//
+// --profile DIR writes a V8 CPU profile of the worker thread and of this thread (the extraction loop) to DIR and
+// prints their self time per module (bench/cpu-profile.ts).
+import { mkdirSync, readdirSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
+import MailComposer from "nodemailer/lib/mail-composer/index.js";
+import { extractMessage, type ExtractionInput } from "../src/extraction/index.js";
+import type { FromParseWorker, ParsedMessage, ParseWorkerSettings, ToParseWorker } from "../src/mail/parse.js";
+import { HELD_OUT_DIR as EXTRACTION_HELD_OUT, loadCorpus } from "../test/fixtures/extraction/corpus.js";
+import { HELD_OUT_DIR as SAFETY_HELD_OUT, loadSafetyCorpus } from "../test/fixtures/safety/corpus.js";
+import { summarizeCpuProfile } from "./cpu-profile.js";
+import { bodyFor, headerFor } from "./inbound-message.js";
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: "string", default: "5" },
+    rounds: { type: "string", default: "3" },
+    profile: { type: "string" },
+    group: { type: "string" },
+  },
+});
+const RUNS = Number(args.runs);
+const ROUNDS = Number(args.rounds);
+const MIN_JOBS = 300;
+
+interface Sample {
+  readonly group: string;
+  readonly raw: Buffer;
+}
+
+async function composed(part: { subject: string; from: string | null; text: string | null; html: string | null }): Promise<Buffer> {
+  const mail = new MailComposer({
+    from: part.from ?? "sender@example.com",
+    to: "agent@mailbox.localhost",
+    subject: part.subject,
+    ...(part.text !== null ? { text: part.text } : {}),
+    ...(part.html !== null ? { html: part.html } : {}),
+  });
+  return mail.compile().build();
+}
+
+async function mix(): Promise<Sample[]> {
+  const template = { from: "bench@sender.localhost", to: "agent@mailbox.localhost", bytes: 10 * 1024 };
+  const header = headerFor(template, template.to, "0123456789abcdef");
+  const samples: Sample[] = [{ group: "bench 10 KB", raw: Buffer.from(header + bodyFor(template, Buffer.byteLength(header))) }];
+  const fixtures = [
+    ...loadCorpus(),
+    ...loadCorpus(EXTRACTION_HELD_OUT),
+    ...loadSafetyCorpus(),
+    ...loadSafetyCorpus(SAFETY_HELD_OUT),
+  ];
+  for (const f of fixtures) {
+    const group = f.html === null ? "corpus: text" : f.text === null ? "corpus: html" : "corpus: text+html";
+    samples.push({ group, raw: await composed(f) });
+  }
+  return samples;
+}
+
+/** A parser worker as parse.ts starts one (no heap limit: nothing here is hostile beyond the corpus). */
+async function startWorker(execArgv: string[]): Promise<Worker> {
+  const workerData: ParseWorkerSettings = { maxHeaderBytes: 64 * 1024, maxMimeParts: 1000 };
+  const worker = new Worker(new URL("../src/mail/parse-worker.ts", import.meta.url), { workerData, execArgv });
+  await new Promise((resolve) => worker.once("message", resolve));
+  return worker;
+}
+
+/** One job to its last stage; its parsed message. */
+function job(worker: Worker, raw: Buffer): Promise<ParsedMessage> {
+  return new Promise((resolve, reject) => {
+    let parsed: ParsedMessage | null = null;
+    const done = (m: ParsedMessage) => {
+      worker.off("message", onMessage);
+      resolve(m);
+    };
+    const onMessage = (reply: FromParseWorker) => {
+      if (reply.kind === "parsed") {
+        if (!reply.result.ok) return reject(new Error(reply.result.error));
+        parsed = reply.result.value;
+      } else if (reply.kind === "extracted" && parsed) {
+        if (!(parsed.html !== null && !parsed.text.trim())) done(parsed);
+      } else if (reply.kind === "text" && parsed) done(parsed);
+    };
+    worker.on("message", onMessage);
+    worker.postMessage({ kind: "message", raw: new Uint8Array(raw), authentication: null } satisfies ToParseWorker);
+  });
+}
+
+function extractionInput(email: ParsedMessage): ExtractionInput {
+  // As parse-worker.ts builds it.
+  return {
+    text: email.text.trim() ? email.text : null,
+    html: email.html,
+    subject: email.subject,
+    from: email.from?.email ?? null,
+    replyTo: email.replyTo?.email ?? null,
+    authentication: null,
+  };
+}
+
+function cpuMicros(u: NodeJS.CpuUsage): number {
+  return u.user + u.system;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+const samples = (await mix()).filter((s) => args.group === undefined || s.group.startsWith(args.group));
+const groups = [...new Set(samples.map((s) => s.group))];
+const profileDir = args.profile;
+if (profileDir) mkdirSync(profileDir, { recursive: true });
+const worker = await startWorker(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []);
+const inputs = new Map<Sample, ExtractionInput>();
+// Warm-up: every sample once through the worker and through extraction here, so V8 has compiled what they run.
+for (const s of samples) inputs.set(s, extractionInput(await job(worker, s.raw)));
+for (const s of samples) extractMessage(inputs.get(s)!);
+
+/** Per group, per run: µs of CPU per message for the whole job (worker thread) and for extraction (this thread). */
+const jobRuns = new Map(groups.map((g) => [g, [] as number[]]));
+const extractionRuns = new Map(groups.map((g) => [g, [] as number[]]));
+const allJob: number[] = [];
+const allExtraction: number[] = [];
+for (let run = 0; run < RUNS; run++) {
+  let totalJob = 0;
+  let totalExtraction = 0;
+  for (const group of groups) {
+    const members = samples.filter((s) => s.group === group);
+    // A small group is run more often, so that each figure is the mean of at least MIN_JOBS messages.
+    const rounds = Math.max(ROUNDS, Math.ceil(MIN_JOBS / members.length));
+    const before = await worker.cpuUsage();
+    for (let r = 0; r < rounds; r++) for (const s of members) await job(worker, s.raw);
+    const jobCpu = cpuMicros(await worker.cpuUsage(before));
+    const start = process.threadCpuUsage();
+    for (let r = 0; r < rounds; r++) for (const s of members) extractMessage(inputs.get(s)!);
+    const extractionCpu = cpuMicros(process.threadCpuUsage(start));
+    jobRuns.get(group)!.push(jobCpu / (rounds * members.length));
+    extractionRuns.get(group)!.push(extractionCpu / (rounds * members.length));
+    // The mix weighs each message once per round, whatever its group's rounds.
+    totalJob += (jobCpu * ROUNDS) / rounds;
+    totalExtraction += (extractionCpu * ROUNDS) / rounds;
+  }
+  allJob.push(totalJob / (ROUNDS * samples.length));
+  allExtraction.push(totalExtraction / (ROUNDS * samples.length));
+}
+await worker.terminate();
+
+const ms = (us: number) => (us / 1000).toFixed(3).padStart(8);
+console.log(`bench:parse — CPU per message, median of ${RUNS} runs of ${ROUNDS} rounds, at least ${MIN_JOBS} messages a group (load average ${loadAverage()})`);
+console.log(`${"group".padEnd(20)} ${"messages".padStart(8)} ${"job ms".padStart(8)} ${"extract".padStart(8)} ${"rest ms".padStart(8)}`);
+const row = (name: string, count: number, jobs: number[], extractions: number[]) => {
+  const j = median(jobs);
+  const e = median(extractions);
+  console.log(`${name.padEnd(20)} ${String(count).padStart(8)} ${ms(j)} ${ms(e)} ${ms(j - e)}`);
+};
+for (const group of groups) row(group, samples.filter((s) => s.group === group).length, jobRuns.get(group)!, extractionRuns.get(group)!);
+row("all (corpus mix)", samples.length, allJob, allExtraction);
+console.log("job: the worker thread's CPU for the whole job (parse, extraction, text from HTML, messaging);");
+console.log("extract: extractMessage alone, timed here on the same input; rest: job − extract (mailparser, text from HTML).");
+
+if (profileDir) {
+  // The worker wrote its profile when it ended.
+  for (const file of readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"))) {
+    console.log(`\n${await summarizeCpuProfile(join(profileDir, file), { top: 20 })}`);
+  }
+}
+
+function loadAverage(): string {
+  return loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+}
