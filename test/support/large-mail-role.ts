@@ -1,7 +1,8 @@
-// What the tests of memory under large mail share: an app on a database of its own (the smtp role's sweeper adopts
-// pending raw mail of its whole database, and other files' would adopt these 9 MB messages), an inbox, the smtp role
-// as its own process (`mailbox serve --role smtp`), 9 MB messages for it, a warm-up through the whole path, and how
-// many of a set of messages are stored.
+// What the tests of memory under large mail share (test/e2e/smtp-memory.test.ts): an app on a database of its own
+// (the smtp role's sweeper adopts pending raw mail of its whole database, and other files' would adopt these 9 MB
+// messages), an inbox, the smtp role as its own process (`mailbox serve --role smtp`) started by each test with its
+// own configuration, 9 MB messages for it, a warm-up through the whole path, and how many of a set of messages are
+// stored.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -22,26 +23,25 @@ export const NINE_MB_BODY = (() => {
   );
 })();
 
-export interface LargeMailRole {
+export interface LargeMailService {
   readonly app: TestApp;
-  readonly smtp: SmtpProcess;
   readonly inbox: { readonly id: string; readonly address: string };
   /** The header section of a message to the inbox (the body, NINE_MB_BODY or another, follows it). */
   header(messageId: string): Buffer;
-  /** One small message through the whole path, stored: threads and pools exist before anything is measured. */
-  warm(): Promise<void>;
+  /** Starts the smtp role with `env` beside the defaults, and warms it: the role of one test, stopped by `stop`. */
+  serveSmtp(env?: Readonly<Record<string, string>>): Promise<SmtpProcess>;
   /** How many messages of these Message-IDs the inbox holds, and how many distinct. */
   storedOf(messageIds: readonly string[]): Promise<{ rows: number; distinct: number }>;
   stop(): Promise<void>;
 }
 
-export async function startLargeMailRole(env: Readonly<Record<string, string>> = {}): Promise<LargeMailRole> {
+export async function startLargeMailService(): Promise<LargeMailService> {
   const database = await createFileDatabase();
   const app = await startTestApp({ DATABASE_URL: database.url });
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
   const tenant = await app.createTenant();
   const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "Large" } })).body;
-  const smtp = await serveSmtp(app, dataDir, env);
+  const roles: SmtpProcess[] = [];
   const header = (messageId: string) =>
     Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
   const storedOf = async (messageIds: readonly string[]) => {
@@ -52,22 +52,30 @@ export async function startLargeMailRole(env: Readonly<Record<string, string>> =
     );
     return counts!;
   };
+  /** One small message through the whole path, stored: threads and pools exist before anything is measured. */
+  const warm = async (smtp: SmtpProcess) => {
+    const warmId = `<${uniqueName("warm")}@large.example>`;
+    const { client } = await RawSmtpClient.connect(smtp.port);
+    await client.command("EHLO warm.example");
+    await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warmId), Buffer.from("\r\nwarm\r\n")] });
+    await client.quit();
+    await eventually(async () => ((await storedOf([warmId])).rows === 1 ? true : undefined), 60_000);
+  };
   return {
     app,
-    smtp,
     inbox,
     header,
     storedOf,
-    async warm() {
-      const warm = `<${uniqueName("warm")}@large.example>`;
-      const { client } = await RawSmtpClient.connect(smtp.port);
-      await client.command("EHLO warm.example");
-      await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
-      await client.quit();
-      await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
+    async serveSmtp(env = {}) {
+      // The role before stops first: one role's sweeper and memory at a time.
+      await Promise.all(roles.splice(0).map((r) => r.kill("SIGKILL")));
+      const smtp = await serveSmtp(app, dataDir, env);
+      roles.push(smtp);
+      await warm(smtp);
+      return smtp;
     },
     async stop() {
-      await smtp.kill("SIGKILL");
+      await Promise.all(roles.splice(0).map((r) => r.kill("SIGKILL")));
       await app.stop();
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });
