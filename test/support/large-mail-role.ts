@@ -1,8 +1,8 @@
-// What the tests of memory under large mail share (test/e2e/smtp-memory.test.ts): an app on a database of its own
-// (the smtp role's sweeper adopts pending raw mail of its whole database, and other files' would adopt these 9 MB
-// messages), an inbox, the smtp role as its own process (`mailbox serve --role smtp`) started by each test with its
-// own configuration, 9 MB messages for it, a warm-up through the whole path, and how many of a set of messages are
-// stored.
+// What the tests of memory under large mail share: an app on a database of its own (the smtp role's sweeper adopts
+// pending raw mail of its whole database, and other files' would adopt these 9 MB messages), an inbox, the smtp role
+// as its own process (`mailbox serve --role smtp`), 9 MB messages for it, a warm-up through the whole path, and how
+// many of a set of messages are stored. One such file at a time in a run: each load takes a core for minutes, and
+// two side by side would each measure the other's load as much as its own.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +11,7 @@ import { createFileDatabase } from "./file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "./harness.js";
 import { RawSmtpClient, transaction } from "./smtp-client.js";
 import { serveSmtp, type SmtpProcess } from "./smtp-process.js";
+import { holdLock } from "./tools.js";
 
 export const LARGE_MAIL_SENDER = "large@example.org";
 
@@ -23,25 +24,46 @@ export const NINE_MB_BODY = (() => {
   );
 })();
 
-export interface LargeMailService {
+export interface LargeMailRole {
   readonly app: TestApp;
+  readonly smtp: SmtpProcess;
   readonly inbox: { readonly id: string; readonly address: string };
   /** The header section of a message to the inbox (the body, NINE_MB_BODY or another, follows it). */
   header(messageId: string): Buffer;
-  /** Starts the smtp role with `env` beside the defaults, and warms it: the role of one test, stopped by `stop`. */
-  serveSmtp(env?: Readonly<Record<string, string>>): Promise<SmtpProcess>;
+  /** One small message through the whole path, stored: threads and pools exist before anything is measured. */
+  warm(): Promise<void>;
   /** How many messages of these Message-IDs the inbox holds, and how many distinct. */
   storedOf(messageIds: readonly string[]): Promise<{ rows: number; distinct: number }>;
   stop(): Promise<void>;
 }
 
-export async function startLargeMailService(): Promise<LargeMailService> {
+/**
+ * The lock of the run's memory loads: test files run in worker processes of the run's vitest process, their common
+ * parent. A file waits at most this long for another's load to end.
+ */
+const LOAD_LOCK = join(tmpdir(), `mailbox-memory-load-${process.ppid}.lock`);
+const LOAD_LOCK_WAIT_MS = 30 * 60_000;
+/** The timeout of a hook that starts one: the wait for the lock, then the start. */
+export const LARGE_MAIL_START_TIMEOUT_MS = LOAD_LOCK_WAIT_MS + 180_000;
+
+/** Starts the service of one memory file, once no other file of the run holds it (until `stop`). */
+export async function startLargeMailRole(env: Readonly<Record<string, string>> = {}): Promise<LargeMailRole> {
+  const release = await holdLock(LOAD_LOCK, LOAD_LOCK_WAIT_MS);
+  try {
+    return await startHeld(env, release);
+  } catch (e) {
+    await release();
+    throw e;
+  }
+}
+
+async function startHeld(env: Readonly<Record<string, string>>, release: () => Promise<void>): Promise<LargeMailRole> {
   const database = await createFileDatabase();
   const app = await startTestApp({ DATABASE_URL: database.url });
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
   const tenant = await app.createTenant();
   const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "Large" } })).body;
-  const roles: SmtpProcess[] = [];
+  const smtp = await serveSmtp(app, dataDir, env);
   const header = (messageId: string) =>
     Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
   const storedOf = async (messageIds: readonly string[]) => {
@@ -52,33 +74,26 @@ export async function startLargeMailService(): Promise<LargeMailService> {
     );
     return counts!;
   };
-  /** One small message through the whole path, stored: threads and pools exist before anything is measured. */
-  const warm = async (smtp: SmtpProcess) => {
-    const warmId = `<${uniqueName("warm")}@large.example>`;
-    const { client } = await RawSmtpClient.connect(smtp.port);
-    await client.command("EHLO warm.example");
-    await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warmId), Buffer.from("\r\nwarm\r\n")] });
-    await client.quit();
-    await eventually(async () => ((await storedOf([warmId])).rows === 1 ? true : undefined), 60_000);
-  };
   return {
     app,
+    smtp,
     inbox,
     header,
     storedOf,
-    async serveSmtp(env = {}) {
-      // The role before stops first: one role's sweeper and memory at a time.
-      await Promise.all(roles.splice(0).map((r) => r.kill("SIGKILL")));
-      const smtp = await serveSmtp(app, dataDir, env);
-      roles.push(smtp);
-      await warm(smtp);
-      return smtp;
+    async warm() {
+      const warm = `<${uniqueName("warm")}@large.example>`;
+      const { client } = await RawSmtpClient.connect(smtp.port);
+      await client.command("EHLO warm.example");
+      await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
+      await client.quit();
+      await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
     },
     async stop() {
-      await Promise.all(roles.splice(0).map((r) => r.kill("SIGKILL")));
+      await smtp.kill("SIGKILL");
       await app.stop();
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });
+      await release();
     },
   };
 }
