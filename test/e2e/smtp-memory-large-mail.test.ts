@@ -11,7 +11,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { eventually, uniqueName } from "../support/harness.js";
-import { LARGE_MAIL_SENDER, NINE_MB_BODY, startLargeMailRole, type LargeMailRole } from "../support/large-mail-role.js";
+import { LARGE_MAIL_SENDER, LARGE_MAIL_START_TIMEOUT_MS, NINE_MB_BODY, startLargeMailRole, type LargeMailRole } from "../support/large-mail-role.js";
 import { serviceMemory } from "../support/process-memory.js";
 import { RawSmtpClient, transaction } from "../support/smtp-client.js";
 
@@ -30,7 +30,7 @@ let role: LargeMailRole;
 
 beforeAll(async () => {
   role = await startLargeMailRole();
-});
+}, LARGE_MAIL_START_TIMEOUT_MS);
 afterAll(async () => {
   await role?.stop();
 });

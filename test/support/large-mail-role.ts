@@ -1,7 +1,8 @@
 // What the tests of memory under large mail share: an app on a database of its own (the smtp role's sweeper adopts
 // pending raw mail of its whole database, and other files' would adopt these 9 MB messages), an inbox, the smtp role
 // as its own process (`mailbox serve --role smtp`), 9 MB messages for it, a warm-up through the whole path, and how
-// many of a set of messages are stored.
+// many of a set of messages are stored. One such file at a time in a run: each load takes a core for minutes, and
+// two side by side would each measure the other's load as much as its own.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import { createFileDatabase } from "./file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "./harness.js";
 import { RawSmtpClient, transaction } from "./smtp-client.js";
 import { serveSmtp, type SmtpProcess } from "./smtp-process.js";
+import { holdLock } from "./tools.js";
 
 export const LARGE_MAIL_SENDER = "large@example.org";
 
@@ -35,7 +37,27 @@ export interface LargeMailRole {
   stop(): Promise<void>;
 }
 
+/**
+ * The lock of the run's memory loads: test files run in worker processes of the run's vitest process, their common
+ * parent. A file waits at most this long for another's load to end.
+ */
+const LOAD_LOCK = join(tmpdir(), `mailbox-memory-load-${process.ppid}.lock`);
+const LOAD_LOCK_WAIT_MS = 30 * 60_000;
+/** The timeout of a hook that starts one: the wait for the lock, then the start. */
+export const LARGE_MAIL_START_TIMEOUT_MS = LOAD_LOCK_WAIT_MS + 180_000;
+
+/** Starts the service of one memory file, once no other file of the run holds it (until `stop`). */
 export async function startLargeMailRole(env: Readonly<Record<string, string>> = {}): Promise<LargeMailRole> {
+  const release = await holdLock(LOAD_LOCK, LOAD_LOCK_WAIT_MS);
+  try {
+    return await startHeld(env, release);
+  } catch (e) {
+    await release();
+    throw e;
+  }
+}
+
+async function startHeld(env: Readonly<Record<string, string>>, release: () => Promise<void>): Promise<LargeMailRole> {
   const database = await createFileDatabase();
   const app = await startTestApp({ DATABASE_URL: database.url });
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
@@ -71,6 +93,7 @@ export async function startLargeMailRole(env: Readonly<Record<string, string>> =
       await app.stop();
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });
+      await release();
     },
   };
 }

@@ -91,29 +91,38 @@ export async function ensureTool(
   toolsDir: string = TOOLS_DIR,
 ): Promise<string> {
   const dir = join(toolsDir, name);
-  const lock = join(toolsDir, `.${name}.lock`);
   await mkdir(toolsDir, { recursive: true });
-  const deadline = Date.now() + INSTALL_WAIT_MS;
   while (!(await isExecutable(join(dir, binary)))) {
+    const release = await holdLock(join(toolsDir, `.${name}.lock`), INSTALL_WAIT_MS);
+    try {
+      if (!(await isExecutable(join(dir, binary)))) await installInto(toolsDir, name, dir, binary, install);
+    } finally {
+      await release();
+    }
+  }
+  return join(dir, binary);
+}
+
+/**
+ * Takes the lock file `lock` (created exclusively, this process's pid inside) once no live process holds it,
+ * waiting at most `waitMs`; resolves with its release. A lock left by a process that has died is taken over.
+ */
+export async function holdLock(lock: string, waitMs: number): Promise<() => Promise<void>> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
     const held = await open(lock, "wx").catch((e: NodeJS.ErrnoException) => {
       if (e.code === "EEXIST") return undefined;
       throw e;
     });
-    if (held === undefined) {
-      if (Date.now() > deadline) throw new Error(`${lock} still held after ${INSTALL_WAIT_MS / 60_000} minutes`);
-      if (!(await holderIsAlive(lock))) await rm(lock, { force: true });
-      else await sleep(LOCK_POLL_MS);
-      continue;
-    }
-    try {
+    if (held !== undefined) {
       await held.writeFile(String(process.pid));
       await held.close();
-      if (!(await isExecutable(join(dir, binary)))) await installInto(toolsDir, name, dir, binary, install);
-    } finally {
-      await rm(lock, { force: true });
+      return () => rm(lock, { force: true });
     }
+    if (Date.now() > deadline) throw new Error(`${lock} still held after ${Math.round(waitMs / 1000)} s`);
+    if (!(await holderIsAlive(lock))) await rm(lock, { force: true });
+    else await sleep(LOCK_POLL_MS);
   }
-  return join(dir, binary);
 }
 
 async function installInto(toolsDir: string, name: string, dir: string, binary: string, install: (staging: string) => Promise<void>): Promise<void> {
