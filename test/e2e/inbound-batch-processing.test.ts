@@ -420,3 +420,41 @@ test("two processors racing over the same raw messages store each once, with con
   expect(events).toHaveLength(60);
   expect(new Set(events.map((e) => e.messageId)).size).toBe(60);
 });
+
+test("a message to more inboxes than one statement writes (1,001 copies) is stored whole, a statement per table", async () => {
+  // Past COPIES_PER_STATEMENT (src/inbound/store.ts) a batch writes its threads, messages, contacts and raw row with
+  // a statement per table instead of the one combined statement; the copies span two organizations, as a message to
+  // many customers' inboxes would.
+  const tenants = [tenant, await app.createTenant({ managedLimit: 600 }), await app.createTenant({ managedLimit: 600 })];
+  const inboxes: Inbox[] = [];
+  for (const owner of tenants.slice(1)) {
+    for (let made = 0; made < 501; made += 25) {
+      const created = await Promise.all(
+        Array.from({ length: Math.min(25, 501 - made) }, async () => {
+          const res = await owner.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("many"), displayName: "Many" } });
+          expect(res.status, JSON.stringify(res.body)).toBe(201);
+          return res.body as Inbox;
+        }),
+      );
+      inboxes.push(...created);
+    }
+  }
+  const copies = inboxes.slice(0, 1001);
+  expect(copies).toHaveLength(1001);
+  const started = startProcessor();
+  const id = messageId();
+  const mail = await receive(copies, { messageId: id, subject: "to a thousand and one" });
+  started.processor.submit(mail.rawId, mail.received.raw.length, mail.received);
+  await waitStored([mail.rawId]);
+
+  const [stored] = await app.db.sql.query<{ messages: number; inboxes: number; threads: number; summed: number }>(
+    `select count(*)::int as messages, count(distinct m.inbox_id)::int as inboxes, count(distinct m.thread_id)::int as threads,
+            (select coalesce(sum(t.message_count), 0)::int from threads t where t.id in (select thread_id from messages where raw_id = $1)) as summed
+       from messages m where m.raw_id = $1`,
+    [mail.rawId],
+  );
+  expect(stored).toEqual({ messages: 1001, inboxes: 1001, threads: 1001, summed: 1001 });
+  const [{ left }] = await app.db.sql.query<{ left: number }>(`select count(*)::int as left from inbound_raw_messages where id = $1`, [mail.rawId]);
+  expect(left).toBe(0);
+  expect(started.ports.enqueued.filter((e) => copies.some((i) => i.id === e.inboxId))).toHaveLength(1001);
+}, 120_000);
