@@ -483,31 +483,41 @@ interface Pattern {
 
 /**
  * Rules by a word of their first slot: exact words, and prefix words under their prefix's first two letters. And
- * which rules a text can match at all: a rule matches only where each of its slots finds a word, so a text without
- * any word of one of its slots (its gate, the slot of the rarest words) cannot match it, and is not tried with it.
+ * which rules a text can match at all: a rule matches only where each of its slots finds a word, so a text that
+ * lacks a word starting some slot of a rule (as the slot's exact words, or by its prefixes) cannot match it, and
+ * is not tried with it.
  */
 class RuleIndex {
   private readonly exact = new Map<string, Rule[]>();
   /** By the first two UTF-16 code units, as one number: looked up for every word, so no string is made for it. */
   private readonly prefixed = new Map<number, Rule[]>();
-  /** Rules by their gate's words, and by its prefixes (under their first two letters); rules without a gate. */
-  private readonly gateWords = new Map<string, Rule[]>();
-  private readonly gatePrefixes = new Map<number, { prefix: string; rule: Rule }[]>();
-  private readonly ungated: Rule[] = [];
+  private readonly rules: readonly Rule[];
+  /** Every slot of every rule numbered in one sequence; the first slot number of each rule, and one past the last. */
+  private readonly firstSlot: Int32Array;
+  /** Slot numbers by a word that starts them, by a prefix (under its first two letters, or its one letter). */
+  private readonly slotWords = new Map<string, number[]>();
+  private readonly slotPrefixes = new Map<number, { prefix: string; slot: number }[]>();
+  private readonly shortPrefixes: { prefix: string; slot: number }[] = [];
 
   constructor(rules: readonly Rule[]) {
-    for (const rule of rules) {
-      const gate = gateOf(rule.slots);
-      if (!gate) {
-        this.ungated.push(rule);
-        continue;
+    this.rules = rules;
+    this.firstSlot = new Int32Array(rules.length + 1);
+    let slotNumber = 0;
+    rules.forEach((rule, r) => {
+      this.firstSlot[r] = slotNumber;
+      for (const slot of rule.slots) {
+        for (const word of slot.firstWords) this.slotWords.set(word, [...(this.slotWords.get(word) ?? []), slotNumber]);
+        for (const prefix of slot.firstPrefixes) {
+          if (prefix.length < 2) this.shortPrefixes.push({ prefix, slot: slotNumber });
+          else {
+            const key = pairCode(prefix);
+            this.slotPrefixes.set(key, [...(this.slotPrefixes.get(key) ?? []), { prefix, slot: slotNumber }]);
+          }
+        }
+        slotNumber++;
       }
-      for (const word of gate.firstWords) this.gateWords.set(word, [...(this.gateWords.get(word) ?? []), rule]);
-      for (const prefix of gate.firstPrefixes) {
-        const key = pairCode(prefix);
-        this.gatePrefixes.set(key, [...(this.gatePrefixes.get(key) ?? []), { prefix, rule }]);
-      }
-    }
+    });
+    this.firstSlot[rules.length] = slotNumber;
     const index = new Map<string, Rule[]>();
     for (const rule of rules) {
       const keys = new Set(rule.slots[0]!.alternatives.map((words) => keyOf(words[0]!)));
@@ -530,13 +540,20 @@ class RuleIndex {
     return word.length >= 2 ? this.prefixed.get(pairCode(word)) : undefined;
   }
 
-  /** The rules whose gate one of a text's distinct words opens: the only ones the text can match. */
+  /** The rules each of whose slots one of a text's distinct words starts: the only ones the text can match. */
   possible(distinct: Iterable<string>): PossibleRules {
-    const out = new Set(this.ungated);
+    const found = new Uint8Array(this.firstSlot[this.rules.length]!);
     for (const text of distinct) {
-      for (const rule of this.gateWords.get(text) ?? []) out.add(rule);
+      for (const slot of this.slotWords.get(text) ?? []) found[slot] = 1;
+      for (const { prefix, slot } of this.shortPrefixes) if (text.startsWith(prefix)) found[slot] = 1;
       if (text.length < 2) continue;
-      for (const { prefix, rule } of this.gatePrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) out.add(rule);
+      for (const { prefix, slot } of this.slotPrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) found[slot] = 1;
+    }
+    const out = new Set<Rule>();
+    for (let r = 0; r < this.rules.length; r++) {
+      let all = true;
+      for (let slot = this.firstSlot[r]!; slot < this.firstSlot[r + 1]! && all; slot++) all = found[slot] === 1;
+      if (all) out.add(this.rules[r]!);
     }
     return new PossibleRules(out);
   }
@@ -565,28 +582,6 @@ class PossibleRules {
     }
     return narrowed;
   }
-}
-
-/** Words in nearly every text: a slot that has one shuts out nothing. */
-const COMMON_WORDS = new Set(["¶", ".", ",", ":", "!"]);
-
-/**
- * The slot whose words a text is least likely to have (short words count as common), or null when every slot has a
- * mark or a prefix too short to look up by its first two letters.
- */
-function gateOf(slots: readonly Slot[]): Slot | null {
-  let best: Slot | null = null;
-  let bestCost = Infinity;
-  for (const slot of slots) {
-    if ([...slot.firstWords].some((w) => COMMON_WORDS.has(w)) || slot.firstPrefixes.some((p) => p.length < 2)) continue;
-    let cost = 0;
-    for (const w of [...slot.firstWords, ...slot.firstPrefixes]) cost += w.length <= 3 ? 10 : 1;
-    if (cost < bestCost) {
-      best = slot;
-      bestCost = cost;
-    }
-  }
-  return best;
 }
 
 function pairCode(text: string): number {
@@ -688,23 +683,67 @@ interface Word {
   readonly end: number;
 }
 
-const WORD_OR_MARK = /[\p{L}\p{N}]+|[,:!.?\n]/gu;
 /** Han, kana and Hangul. */
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
-/** How marks are written in rules: a sentence's end as ".", a line's start as "¶". */
-const MARKS = new Map([["?", "."], ["\n", "¶"]]);
 const LATIN = /\p{Script=Latin}/u;
 const GREEK_OR_CYRILLIC = /[\p{Script=Greek}\p{Script=Cyrillic}]/u;
 
-/** Words and the marks rules name, in folded text; look-alike letters in a Latin word read as Latin ("іgnore"). */
+/**
+ * Per ASCII code unit: 1 for a letter or digit (a word's), 0 for anything else. The marks rules name, as rules write
+ * them: a sentence's end as ".", a line's start as "¶".
+ */
+const ASCII_WORD = Uint8Array.from({ length: 128 }, (_, c) => (/[\p{L}\p{N}]/u.test(String.fromCharCode(c)) ? 1 : 0));
+const ASCII_MARK: readonly (string | undefined)[] = Array.from({ length: 128 }, (_, c) =>
+  ({ ",": ",", ":": ":", "!": "!", ".": ".", "?": ".", "\n": "¶" })[String.fromCharCode(c)],
+);
+const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
+/** Code points beyond ASCII by whether they are letters or digits, remembered like FOLDED_CHARS. */
+const WORD_CODE_POINTS = new Map<number, boolean>();
+
+function isWordCodePoint(code: number): boolean {
+  if (code < 0x80) return ASCII_WORD[code] === 1;
+  let word = WORD_CODE_POINTS.get(code);
+  if (word === undefined) {
+    word = LETTER_OR_DIGIT.test(String.fromCodePoint(code));
+    if (WORD_CODE_POINTS.size < MAX_FOLDED_CHARS) WORD_CODE_POINTS.set(code, word);
+  }
+  return word;
+}
+
+/**
+ * Words (runs of letters and digits, by code point) and the marks rules name, in folded text; look-alike letters
+ * in a Latin word read as Latin ("іgnore"). One pass over the code units, ASCII ones by table.
+ */
 function wordsOf(folded: string, ascii: boolean): Word[] {
   // The text starts a line.
   const words: Word[] = [{ text: "¶", start: 0, end: 0 }];
-  for (const m of folded.matchAll(WORD_OR_MARK)) {
-    let text = m[0].length === 1 ? (MARKS.get(m[0]) ?? m[0]) : m[0];
+  let i = 0;
+  while (i < folded.length) {
+    const unit = folded.charCodeAt(i);
+    const code = unit < 0x80 ? unit : folded.codePointAt(i)!;
+    if (!isWordCodePoint(code)) {
+      const mark = unit < 0x80 ? ASCII_MARK[unit] : undefined;
+      if (mark !== undefined) words.push({ text: mark, start: i, end: i + 1 });
+      i += code > 0xffff ? 2 : 1;
+      continue;
+    }
+    const start = i;
+    i += code > 0xffff ? 2 : 1;
+    while (i < folded.length) {
+      const next = folded.charCodeAt(i);
+      if (next < 0x80) {
+        if (ASCII_WORD[next] !== 1) break;
+        i++;
+        continue;
+      }
+      const point = folded.codePointAt(i)!;
+      if (!isWordCodePoint(point)) break;
+      i += point > 0xffff ? 2 : 1;
+    }
+    let text = folded.slice(start, i);
     // Only text beyond ASCII can mix scripts.
     if (!ascii && text.length > 1 && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text)) text = [...text].map(latinLookalike).join("");
-    words.push({ text, start: m.index, end: m.index + m[0].length });
+    words.push({ text, start, end: i });
   }
   return words;
 }
