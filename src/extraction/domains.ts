@@ -243,7 +243,7 @@ export function toUnicode(domain: string): string {
  */
 export function domainsIn(text: string, limit: number): { domain: string; written: string; index: number }[] {
   const out: { domain: string; written: string; index: number }[] = [];
-  if (!text.includes(".")) return out;
+  if (!hasDotBeforeLabel(text)) return out;
   for (const m of text.matchAll(DOMAIN_TOKEN)) {
     if (out.length >= limit) break;
     const domain = m[0].toLowerCase();
@@ -258,6 +258,20 @@ export function domainsIn(text: string, limit: number): { domain: string; writte
  */
 const DOMAIN_TOKEN = /(?<![\p{L}\p{N}\p{M}._@/-])[\p{L}\p{N}\p{M}-]{1,63}(?:\.[\p{L}\p{N}\p{M}-]{1,63}){1,8}(?![\p{L}\p{N}\p{M}_@-]|\.[\p{L}\p{N}\p{M}])/gu;
 const RESERVED_SUFFIXES = new Set(["example", "test"]);
+
+/**
+ * Whether a dot in the text is followed by a character a label can start with (ASCII letters, digits and "-", or
+ * anything beyond ASCII): every DOMAIN_TOKEN has one, and most lines' dots end sentences.
+ */
+function hasDotBeforeLabel(text: string): boolean {
+  for (let k = text.indexOf("."); k >= 0; k = text.indexOf(".", k + 1)) {
+    const next = text.charCodeAt(k + 1);
+    if (next >= 0x80 || ASCII_LABEL[next] === 1) return true;
+  }
+  return false;
+}
+
+const ASCII_LABEL = Uint8Array.from({ length: 128 }, (_, c) => (/[A-Za-z0-9-]/.test(String.fromCharCode(c)) ? 1 : 0));
 
 export function isDomainName(domain: string): boolean {
   if (domain.startsWith("-") || domain.endsWith("-") || /^[\d.]+$/.test(domain)) return false;

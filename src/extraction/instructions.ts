@@ -492,24 +492,29 @@ class RuleIndex {
   /** By the first two UTF-16 code units, as one number: looked up for every word, so no string is made for it. */
   private readonly prefixed = new Map<number, Rule[]>();
   private readonly rules: readonly Rule[];
-  /** Every slot of every rule numbered in one sequence; the first slot number of each rule, and one past the last. */
-  private readonly firstSlot: Int32Array;
+  /** Every slot of every rule numbered in one sequence: the rule of each. */
+  private readonly ruleOfSlot: Int32Array;
   /** Slot numbers by a word that starts them, by a prefix (under its first two letters, or its one letter). */
   private readonly slotWords = new Map<string, number[]>();
   private readonly slotPrefixes = new Map<number, { prefix: string; slot: number }[]>();
-  private readonly shortPrefixes: { prefix: string; slot: number }[] = [];
+  private readonly shortPrefixes = new Map<number, number[]>();
+  /** Slots with an empty prefix, which any word starts. */
+  private readonly anyWord: number[] = [];
 
   constructor(rules: readonly Rule[]) {
     this.rules = rules;
-    this.firstSlot = new Int32Array(rules.length + 1);
+    this.ruleOfSlot = new Int32Array(rules.reduce((n, rule) => n + rule.slots.length, 0));
     let slotNumber = 0;
     rules.forEach((rule, r) => {
-      this.firstSlot[r] = slotNumber;
       for (const slot of rule.slots) {
+        this.ruleOfSlot[slotNumber] = r;
         for (const word of slot.firstWords) this.slotWords.set(word, [...(this.slotWords.get(word) ?? []), slotNumber]);
         for (const prefix of slot.firstPrefixes) {
-          if (prefix.length < 2) this.shortPrefixes.push({ prefix, slot: slotNumber });
-          else {
+          if (prefix.length === 0) this.anyWord.push(slotNumber);
+          else if (prefix.length === 1) {
+            const key = prefix.charCodeAt(0);
+            this.shortPrefixes.set(key, [...(this.shortPrefixes.get(key) ?? []), slotNumber]);
+          } else {
             const key = pairCode(prefix);
             this.slotPrefixes.set(key, [...(this.slotPrefixes.get(key) ?? []), { prefix, slot: slotNumber }]);
           }
@@ -517,7 +522,6 @@ class RuleIndex {
         slotNumber++;
       }
     });
-    this.firstSlot[rules.length] = slotNumber;
     const index = new Map<string, Rule[]>();
     for (const rule of rules) {
       const keys = new Set(rule.slots[0]!.alternatives.map((words) => keyOf(words[0]!)));
@@ -542,19 +546,24 @@ class RuleIndex {
 
   /** The rules each of whose slots one of a text's distinct words starts: the only ones the text can match. */
   possible(distinct: Iterable<string>): PossibleRules {
-    const found = new Uint8Array(this.firstSlot[this.rules.length]!);
-    for (const text of distinct) {
-      for (const slot of this.slotWords.get(text) ?? []) found[slot] = 1;
-      for (const { prefix, slot } of this.shortPrefixes) if (text.startsWith(prefix)) found[slot] = 1;
-      if (text.length < 2) continue;
-      for (const { prefix, slot } of this.slotPrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) found[slot] = 1;
-    }
+    const found = new Uint8Array(this.ruleOfSlot.length);
+    const slotsFound = new Uint16Array(this.rules.length);
     const out = new Set<Rule>();
-    for (let r = 0; r < this.rules.length; r++) {
-      let all = true;
-      for (let slot = this.firstSlot[r]!; slot < this.firstSlot[r + 1]! && all; slot++) all = found[slot] === 1;
-      if (all) out.add(this.rules[r]!);
+    const mark = (slot: number) => {
+      if (found[slot] === 1) return;
+      found[slot] = 1;
+      const r = this.ruleOfSlot[slot]!;
+      if (++slotsFound[r]! === this.rules[r]!.slots.length) out.add(this.rules[r]!);
+    };
+    let any = false;
+    for (const text of distinct) {
+      any = true;
+      for (const slot of this.slotWords.get(text) ?? []) mark(slot);
+      for (const slot of this.shortPrefixes.get(text.charCodeAt(0)) ?? []) mark(slot);
+      if (text.length < 2) continue;
+      for (const { prefix, slot } of this.slotPrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) mark(slot);
     }
+    if (any) for (const slot of this.anyWord) mark(slot);
     return new PossibleRules(out);
   }
 }
