@@ -37,6 +37,15 @@ export interface Lookalike {
 }
 
 /**
+ * Host names and labels as read before, per process: mail links the same few hosts and names again and again. Each
+ * memory holds at most MAX_REMEMBERED entries and is emptied when full, so hostile mail bounds it too.
+ */
+const MAX_REMEMBERED = 10_000;
+const PARTS = new Map<string, DomainParts>();
+const ASCII_FORMS = new Map<string, string>();
+const SKELETONS = new Map<string, string>();
+
+/**
  * Brands phishing mail most often imitates (registrable domains), from the phishing reports of the large mail
  * providers and anti-phishing groups. A look-alike of these is reported even when the message names no other.
  */
@@ -162,11 +171,13 @@ interface Brand {
   /** The registrable domain without its public suffix ("paypal"). */
   readonly label: string;
   readonly skeleton: string;
+  /** The domain between dots (".paypal.com."), as it stands inside a longer host name. */
+  readonly dotted: string;
 }
 
 const BRANDS: readonly Brand[] = KNOWN_BRANDS.map((domain) => {
   const label = labelOf(domain);
-  return { domain, label, skeleton: skeleton(label) };
+  return { domain, label, skeleton: skeleton(label), dotted: `.${domain}.` };
 });
 /** A brand by the skeleton of its name; the first listed (its .com) for a brand under several suffixes. */
 const BRAND_BY_SKELETON = new Map([...BRANDS].reverse().map((b) => [b.skeleton, b]));
@@ -211,6 +222,10 @@ export interface DomainParts {
 
 /** The parts of a host name (ASCII or Unicode) as the public suffix list reads them. */
 export function domainParts(host: string): DomainParts {
+  return remembered(PARTS, host, readParts);
+}
+
+function readParts(host: string): DomainParts {
   const unicode = toUnicode(host.toLowerCase());
   const parsed = parseDomain(unicode, { allowPrivateDomains: true, extractHostname: false });
   const registrable = parsed.isIp ? null : parsed.domain;
@@ -229,7 +244,18 @@ export function registrableDomain(host: string): string | null {
 }
 
 export function toAscii(domain: string): string {
-  return domainToASCII(domain) || domain;
+  return remembered(ASCII_FORMS, domain, (d) => domainToASCII(d) || d);
+}
+
+
+function remembered<T>(memory: Map<string, T>, key: string, read: (key: string) => T): T {
+  let value = memory.get(key);
+  if (value === undefined) {
+    value = read(key);
+    if (memory.size >= MAX_REMEMBERED) memory.clear();
+    memory.set(key, value);
+  }
+  return value;
 }
 
 export function toUnicode(domain: string): string {
@@ -282,6 +308,10 @@ export function isDomainName(domain: string): boolean {
 
 /** What each letter of a label reads as in ASCII: accents removed, look-alike letters and sequences replaced. */
 export function skeleton(label: string): string {
+  return remembered(SKELETONS, label, readSkeleton);
+}
+
+function readSkeleton(label: string): string {
   const plain = label.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
   let out = "";
   for (const char of plain) out += latinLookalike(char);
@@ -291,6 +321,8 @@ export function skeleton(label: string): string {
 
 /** Whether a label mixes scripts that a real name never mixes (digits and hyphens belong to every script). */
 export function isMixedScript(label: string): boolean {
+  // ASCII letters are all Latin.
+  if (isPlainAscii(label)) return false;
   const scripts = new Set<string>();
   for (const char of label) {
     const script = scriptOf(char);
@@ -418,13 +450,13 @@ export class DomainReferences {
       const disguised = disguisedBrand(parts.label, readsAs);
       if (disguised && disguised !== registrable) return this.unlessOwn({ kind: "confusable", domain, imitates: disguised });
     }
-    for (const reference of this.typoReferences(sender)) {
+    for (const reference of this.typoReferences(sender, readsAs.length)) {
       if (reference.domain !== registrable && (oneLookalikeEdit(readsAs, reference.skeleton) || droppedLetter(readsAs, reference.skeleton))) {
         return this.unlessOwn({ kind: "typo", domain, imitates: reference.domain });
       }
     }
     const suffix = suffixOf(parts);
-    for (const brand of FIVE_LETTER_BRANDS) {
+    for (const brand of readsAs.length === MIN_TYPO_LABEL - 1 ? FIVE_LETTER_BRANDS : []) {
       if (fiveLetterTypo(readsAs, brand, suffix)) return this.unlessOwn({ kind: "typo", domain, imitates: brand.domain });
     }
     // Any one-letter slip after the first letter, under the brand's own suffix or a generic one phishing registers
@@ -445,11 +477,12 @@ export class DomainReferences {
     const credential = tokens.some(isCredentialLure);
     if (parts.subdomain) {
       const words = withJoinedPairs(skeleton(parts.subdomain).split(/[.-]/));
+      const dottedSubdomain = `.${parts.subdomain}.`;
       for (const brand of BRANDS) {
         if (brand.domain === registrable) continue;
         // A brand's whole domain in front of another ("login.live.com.session-check.net"), or its name as a word
         // of the subdomain (for brands others name themselves after, only with a lure in the name).
-        const wholeDomain = `.${parts.subdomain}.`.includes(`.${brand.domain}.`);
+        const wholeDomain = dottedSubdomain.includes(brand.dotted);
         // An everyday word's brand only beside a word of signing in ("chase.account-verify-alerts.com"; not
         // "booking.lufthansa.com").
         const asWord =
@@ -544,10 +577,12 @@ export class DomainReferences {
    * The names a one-letter typo is checked against: the known brands and the sender's domain; for the sender's
    * domain itself, the message's other names too (a typo of a name the message links to).
    */
-  private *typoReferences(sender: boolean): Iterable<Reference> {
-    for (const brand of BRANDS) if (brand.label.length >= MIN_TYPO_LABEL) yield brand;
-    if (this.from && !sender && this.from.label.length >= MIN_TYPO_LABEL) yield this.from;
-    if (sender) for (const own of this.plain) if (own.label.length >= MIN_TYPO_LABEL) yield own;
+  private typoReferences(sender: boolean, length: number): readonly Reference[] {
+    // Brands whose skeleton is more than a letter longer or shorter are no one edit or dropped letter away.
+    const brands = nearLength(TYPO_BRANDS, length);
+    const own = sender ? this.plain.filter((p) => p.label.length >= MIN_TYPO_LABEL) : [];
+    if (this.from && !sender && this.from.label.length >= MIN_TYPO_LABEL) own.push(this.from);
+    return own.length === 0 ? brands : [...brands, ...own];
   }
 }
 
@@ -653,7 +688,8 @@ function brandOfToken(token: string, lure: boolean, credential: boolean, slips: 
   // stands beside a word of signing in.
   const plainWord = readsAs === token && COMMON_WORD_BRANDS.has(token) && !credential;
   if (exact && exact.label.length >= MIN_BRAND_WORD && !plainWord && (lure || BRAND_WORDS.includes(exact))) return exact;
-  for (const brand of lure ? BRANDS : BRAND_WORDS) {
+  // Every test below needs the brand's name or skeleton within a letter of the word's length.
+  for (const brand of nearLength(lure ? BRANDS : BRAND_WORDS, readsAs.length)) {
     if (brand.label.length >= MIN_TYPO_LABEL && oneLookalikeEdit(readsAs, brand.skeleton)) return brand;
     // The looser typos only beside a lure ("micosoft-support", "appie-id-verify", "paypail-secure").
     if (lure && (droppedLetter(readsAs, brand.skeleton) || fiveLetterTypo(readsAs, brand, null))) return brand;
@@ -715,6 +751,27 @@ const MAX_REFERENCES = 200;
 const MIN_TYPO_LABEL = 6;
 /** Brands of five letters, whose typos are read only under their own suffix. */
 const FIVE_LETTER_BRANDS = BRANDS.filter((b) => b.label.length === MIN_TYPO_LABEL - 1);
+/** Brands a one-letter typo of the sender's or a link's name is read against. */
+const TYPO_BRANDS = BRANDS.filter((b) => b.label.length >= MIN_TYPO_LABEL);
+
+/** Per list of brands, by a word's length, the brands whose name or skeleton is within a letter of it (in order). */
+const NEAR_LENGTH = new Map<readonly Brand[], Map<number, readonly Brand[]>>();
+/** Lengths kept per list: a name is at most 63 letters, its skeleton seldom longer. */
+const MAX_NEAR_LENGTH = 128;
+
+/**
+ * The brands of a list, in its order, that a word of this length can be one letter from (an edit, a slip or a
+ * dropped letter): the others cannot match any of those tests, and are not tried.
+ */
+function nearLength(list: readonly Brand[], length: number): readonly Brand[] {
+  const near = (b: Brand) => Math.abs(b.skeleton.length - length) <= 1 || Math.abs(b.label.length - length) <= 1;
+  if (length > MAX_NEAR_LENGTH) return list.filter(near);
+  let byLength = NEAR_LENGTH.get(list);
+  if (!byLength) NEAR_LENGTH.set(list, (byLength = new Map()));
+  let brands = byLength.get(length);
+  if (!brands) byLength.set(length, (brands = list.filter(near)));
+  return brands;
+}
 /**
  * Brands any one-letter slip of whose name is read as a typo: names of five letters or more that are not everyday
  * words, once per name, with the suffixes the brand has.
