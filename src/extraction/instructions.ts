@@ -723,16 +723,16 @@ function isWordCodePoint(code: number): boolean {
  * Words (runs of letters and digits, by code point) and the marks rules name, in folded text; look-alike letters
  * in a Latin word read as Latin ("іgnore"). One pass over the code units, ASCII ones by table.
  */
-function wordsOf(folded: string, ascii: boolean): Word[] {
+function wordsOf(folded: string, ascii: boolean, visit: (text: string, start: number, end: number) => void): void {
   // The text starts a line.
-  const words: Word[] = [{ text: "¶", start: 0, end: 0 }];
+  visit("¶", 0, 0);
   let i = 0;
   while (i < folded.length) {
     const unit = folded.charCodeAt(i);
     const code = unit < 0x80 ? unit : folded.codePointAt(i)!;
     if (!isWordCodePoint(code)) {
       const mark = unit < 0x80 ? ASCII_MARK[unit] : undefined;
-      if (mark !== undefined) words.push({ text: mark, start: i, end: i + 1 });
+      if (mark !== undefined) visit(mark, i, i + 1);
       i += code > 0xffff ? 2 : 1;
       continue;
     }
@@ -752,9 +752,8 @@ function wordsOf(folded: string, ascii: boolean): Word[] {
     let text = folded.slice(start, i);
     // Only text beyond ASCII can mix scripts.
     if (!ascii && text.length > 1 && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text)) text = [...text].map(latinLookalike).join("");
-    words.push({ text, start, end: i });
+    visit(text, start, i);
   }
-  return words;
 }
 
 /** The instruction-like passages of a text, in order (at most MAX_MATCHES). */
@@ -768,9 +767,13 @@ export function findInstructions(text: string): InstructionMatch[] {
     }
   };
   // Folding maps no index only for ASCII text.
-  const words = wordsOf(folded, origin === null);
-  const distinct = new Set(words.map((w) => w.text));
+  // The distinct words first: a text that can match no rule (most mail) is not kept word by word.
+  const distinct = new Set<string>();
+  wordsOf(folded, origin === null, (word) => distinct.add(word));
   const possible = BY_FIRST_WORD.possible(distinct);
+  const possibleExfiltration = EXFILTRATION_BY_FIRST_WORD.possible(distinct);
+  const words: Word[] = [];
+  if (!possible.none || !possibleExfiltration.none) wordsOf(folded, origin === null, (word, start, end) => words.push({ text: word, start, end }));
   for (let i = 0; i < words.length && found.length < MAX_MATCHES && !possible.none; i++) {
     const word = words[i]!.text;
     const end = firstMatch(words, i, possible.among(BY_FIRST_WORD.byWord(word))) ?? firstMatch(words, i, possible.among(BY_FIRST_WORD.byPrefix(word)));
@@ -786,7 +789,7 @@ export function findInstructions(text: string): InstructionMatch[] {
   }
   if (folded.includes(":")) findTurns(folded, add);
   findTemplateTokens(folded, add);
-  findExfiltration(words, distinct, folded, add);
+  findExfiltration(words, possibleExfiltration, folded, add);
   findToolCalls(folded, add);
   return found.sort((a, b) => a.start - b.start);
 }
@@ -944,11 +947,10 @@ const PLACE =
 
 function findExfiltration(
   words: readonly Word[],
-  distinct: ReadonlySet<string>,
+  possible: PossibleRules,
   folded: string,
   add: (kind: InstructionKind, start: number, end: number) => void,
 ): void {
-  const possible = EXFILTRATION_BY_FIRST_WORD.possible(distinct);
   for (let i = 0; i < words.length && !possible.none; i++) {
     const word = words[i]!.text;
     const rules = EXFILTRATION_BY_FIRST_WORD.byWord(word) ?? EXFILTRATION_BY_FIRST_WORD.byPrefix(word);
