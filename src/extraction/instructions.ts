@@ -494,6 +494,13 @@ class RuleIndex {
   private readonly rules: readonly Rule[];
   /** Every slot of every rule numbered in one sequence: the rule of each. */
   private readonly ruleOfSlot: Int32Array;
+  /** Per rule, its number of slots. */
+  private readonly slotCount: Uint16Array;
+  /** possible()'s work space: the call that last marked each slot and rule, and each rule's slots found in it. */
+  private generation = 0;
+  private readonly slotMarked: Uint32Array;
+  private readonly ruleMarked: Uint32Array;
+  private readonly slotsFound: Uint16Array;
   /** Slot numbers by a word that starts them, by a prefix (under its first two letters, or its one letter). */
   private readonly slotWords = new Map<string, number[]>();
   private readonly slotPrefixes = new Map<number, { prefix: string; slot: number }[]>();
@@ -504,6 +511,10 @@ class RuleIndex {
   constructor(rules: readonly Rule[]) {
     this.rules = rules;
     this.ruleOfSlot = new Int32Array(rules.reduce((n, rule) => n + rule.slots.length, 0));
+    this.slotCount = Uint16Array.from(rules, (rule) => rule.slots.length);
+    this.slotMarked = new Uint32Array(this.ruleOfSlot.length);
+    this.ruleMarked = new Uint32Array(rules.length);
+    this.slotsFound = new Uint16Array(rules.length);
     let slotNumber = 0;
     rules.forEach((rule, r) => {
       for (const slot of rule.slots) {
@@ -546,20 +557,29 @@ class RuleIndex {
 
   /** The rules each of whose slots one of a text's distinct words starts: the only ones the text can match. */
   possible(distinct: Iterable<string>): PossibleRules {
-    const found = new Uint8Array(this.ruleOfSlot.length);
-    const slotsFound = new Uint16Array(this.rules.length);
+    // Marks of this call are this generation's: nothing is allocated or cleared per text.
+    if (this.generation === 0xffffffff) {
+      this.slotMarked.fill(0);
+      this.ruleMarked.fill(0);
+      this.generation = 0;
+    }
+    const generation = ++this.generation;
     const out = new Set<Rule>();
     const mark = (slot: number) => {
-      if (found[slot] === 1) return;
-      found[slot] = 1;
+      if (this.slotMarked[slot] === generation) return;
+      this.slotMarked[slot] = generation;
       const r = this.ruleOfSlot[slot]!;
-      if (++slotsFound[r]! === this.rules[r]!.slots.length) out.add(this.rules[r]!);
+      if (this.ruleMarked[r] !== generation) {
+        this.ruleMarked[r] = generation;
+        this.slotsFound[r] = 0;
+      }
+      if (++this.slotsFound[r]! === this.slotCount[r]) out.add(this.rules[r]!);
     };
     let any = false;
     for (const text of distinct) {
       any = true;
-      for (const slot of this.slotWords.get(text) ?? []) mark(slot);
-      for (const slot of this.shortPrefixes.get(text.charCodeAt(0)) ?? []) mark(slot);
+      for (const slot of this.slotWords.get(text) ?? NO_SLOTS) mark(slot);
+      for (const slot of this.shortPrefixes.get(text.charCodeAt(0)) ?? NO_SLOTS) mark(slot);
       if (text.length < 2) continue;
       for (const { prefix, slot } of this.slotPrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) mark(slot);
     }
@@ -567,6 +587,8 @@ class RuleIndex {
     return new PossibleRules(out);
   }
 }
+
+const NO_SLOTS: readonly number[] = [];
 
 /** The rules one text can match; each list of the index narrowed to them once per text. */
 class PossibleRules {
