@@ -479,6 +479,21 @@ describe("look-alike domains", () => {
     expect(warningsOf({ ...input, authentication: authenticated }, "lookalike_domain")).toEqual([]);
     expect(details({ ...input, authentication: { ...authenticated, senderAuthenticated: false } }, "lookalike_domain")).toEqual(["brand_token"]);
   });
+
+  test("a host read in one message is read again for the next: what is remembered across messages depends on the host alone", () => {
+    // domains.ts keeps each host's parts and each label's skeleton per process; the sender and the other names
+    // of a message still decide, message by message.
+    const html = `<p>Please <a href="https://paypal-secure-login.com/x">sign in</a> to your account.</p>`;
+    const authenticated = { from: "service@paypal.com", html, authentication: { evaluated: true, senderAuthenticated: true, replyToDiverges: false } };
+    const lookalikes = (input: ExtractionInput) => warningsOf(input, "lookalike_domain").map((w) => [w.detail, w.domain, w.imitates]);
+    expect(lookalikes(authenticated)).toEqual([]);
+    expect(lookalikes({ from: "x@example.com", html })).toEqual([["brand_token", "paypal-secure-login.com", "paypal.com"]]);
+    expect(lookalikes(authenticated)).toEqual([]);
+    expect(lookalikes({ from: "x@example.com", html: `${html}<p>Our site: paypa1.com</p>` })).toEqual([
+      ["brand_token", "paypal-secure-login.com", "paypal.com"],
+      ["confusable", "paypa1.com", "paypal.com"],
+    ]);
+  });
 });
 
 describe("instruction-like text", () => {
