@@ -141,6 +141,13 @@ const RECYCLE_AFTER_BYTES = 1024 * 1024;
 /** How long a worker grown by a large message may stay idle before it is ended (see RECYCLE_AFTER_BYTES). */
 const RECYCLE_IDLE_MS = 1_000;
 
+/**
+ * The young generation of a parser thread at most. A worker now stays warm through a burst of large mail, holding
+ * what its young generation grew to: at 8 MB instead of 64, two workers parsing 9 MB messages peaked ~30 MB lower
+ * (RSS of the parsing process), at the same CPU per message and per 10 KB message (noise ±10%).
+ */
+const YOUNG_GENERATION_MB = 8;
+
 /** The name of the parser threads, as the system shows them. */
 export const PARSER_THREAD_NAME = "mail-parser";
 
@@ -266,7 +273,7 @@ class ParseWorkers {
       // The OS thread's name too (ps -L, top -H, /proc/<pid>/task/*/comm): its CPU and memory can be told apart.
       name: PARSER_THREAD_NAME,
       workerData: { maxHeaderBytes, maxMimeParts } satisfies ParseWorkerSettings,
-      resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(64, Math.ceil(memoryMb / 4)) },
+      resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GENERATION_MB, Math.ceil(memoryMb / 4)) },
     });
     worker.unref();
     // An error after a job gave up on the worker (out of memory while being terminated) must not go unheard:
