@@ -236,15 +236,16 @@ class ParseWorkers {
   }
 
   /**
-   * Ends the worker if it is still idle RECYCLE_IDLE_MS from now. It takes a free slot while it ends (there is one:
-   * an idle worker holds none, and workers never outnumber slots), so that, as for a blown budget, its heap is gone
-   * before the slot can start another.
+   * Ends the worker if it is still idle RECYCLE_IDLE_MS from now. It takes a free slot while it ends (an idle worker
+   * holds none, and workers never outnumber slots, so one is free; if not, it tries again later), so that, as for a
+   * blown budget, its heap is gone before the slot can start another.
    */
   private recycleWhenIdle(worker: Worker): void {
     const timer = setTimeout(() => {
       this.recycling.delete(worker);
       const at = this.idle.indexOf(worker);
-      if (at === -1 || this.closed || this.free === 0) return;
+      if (at === -1 || this.closed) return;
+      if (this.free === 0) return this.recycleWhenIdle(worker);
       this.idle.splice(at, 1);
       this.free -= 1;
       void worker.terminate().finally(() => this.freeSlot());
