@@ -51,8 +51,8 @@ test.runIf(process.platform === "linux")(
     expect(second.attachments[0]?.content.byteLength).toBe(1_500_000);
     expect(parserThreads()).toEqual(thread);
 
-    // Ended after a second idle; polled, at most for 10 s.
-    for (let i = 0; i < 100 && parserThreads().length > 0; i++) await sleep(100);
+    // Ended after five seconds idle; polled, at most for 20 s.
+    for (let i = 0; i < 200 && parserThreads().length > 0; i++) await sleep(100);
     expect(parserThreads()).toEqual([]);
 
     const third = await parser.parse(Buffer.from("From: a@example.org\r\nSubject: small\r\n\r\nhello\r\n"));
