@@ -25,7 +25,8 @@ test("a database of the release before holds, with mail, migrates forward and kn
     await migrator.down({ to: "Migration20261127100000_sender_trust" });
     const [before] = await app.db.sql.query<{ n: number }>("select count(*)::int as n from information_schema.tables where table_name = 'contacts'");
     expect(before!.n).toBe(0);
-    expect((await migrator.up()).map((m) => m.name)).toEqual(["Migration20261127120000_holds"]);
+    // holds first, then every migration after it.
+    expect((await migrator.up()).map((m) => m.name)[0]).toBe("Migration20261127120000_holds");
 
     const contacts = await app.db.sql.query<{ own_address: string; address: string; domain: string }>(
       "select own_address, address, domain from contacts where organization_id = $1 order by address",

@@ -4,7 +4,7 @@
 // many of a set of messages are stored. One such file at a time in a run: each load takes a core for minutes, and
 // two side by side would each measure the other's load as much as its own.
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFileDatabase } from "./file-database.js";
@@ -35,6 +35,13 @@ export interface LargeMailRole {
   /** How many messages of these Message-IDs the inbox holds, and how many distinct. */
   storedOf(messageIds: readonly string[]): Promise<{ rows: number; distinct: number }>;
   stop(): Promise<void>;
+}
+
+/** CPU time (user and system) a live process has used, in seconds; 0 when it is gone. */
+async function roleCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return fields.length > 12 ? (Number(fields[11]) + Number(fields[12])) / 100 : 0; // utime, stime in USER_HZ ticks
 }
 
 /**
@@ -89,6 +96,10 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
       await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
     },
     async stop() {
+      // What the file's load cost, for the run's log: the role's CPU and this test process's.
+      const role = await roleCpuSeconds(smtp.child.pid!);
+      const own = process.cpuUsage();
+      console.log(`large-mail load CPU: smtp role ${role.toFixed(1)} s, test process ${((own.user + own.system) / 1e6).toFixed(1)} s`);
       await smtp.kill("SIGKILL");
       await app.stop();
       await database.drop();

@@ -14,6 +14,7 @@ import { Migration20261126104755_uploads } from "./Migration20261126104755_uploa
 import { Migration20261126130000_delivery_claims } from "./Migration20261126130000_delivery_claims.js";
 import { Migration20261127100000_sender_trust } from "./Migration20261127100000_sender_trust.js";
 import { Migration20261127120000_holds } from "./Migration20261127120000_holds.js";
+import { Migration20261128090000_raw_storage } from "./Migration20261128090000_raw_storage.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -30,4 +31,5 @@ export const migrations = [
   Migration20261126130000_delivery_claims,
   Migration20261127100000_sender_trust,
   Migration20261127120000_holds,
+  Migration20261128090000_raw_storage,
 ];
