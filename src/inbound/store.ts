@@ -266,10 +266,10 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     stored.filter((m) => !m.blocked),
     now,
   );
-  const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
-  // Last: it holds the organizations' event-log turns until the commit.
-  await appendEvents(tx, events);
-  return { stored, enqueued };
+  const deliveries = events.length === 0 ? { rows: [], enqueued: [] } : await deps.outbox.plan(tx, events);
+  // Last, with the outbox rows: it holds the organizations' event-log turns until the commit.
+  await appendEvents(tx, events, deliveries.rows);
+  return { stored, enqueued: deliveries.enqueued };
 }
 
 /** What a batch's transaction reads before it writes. */

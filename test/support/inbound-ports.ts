@@ -67,13 +67,13 @@ export function recordingPorts(): RecordingPorts {
     dispatched,
     scansStarted,
     outbox: {
-      async enqueue(tx, events) {
+      async plan(tx, events) {
         // The messages were inserted before: inside a transaction it already holds a transaction id.
         const [{ assigned }] = await tx.query<{ assigned: boolean }>("select pg_current_xact_id_if_assigned() is not null as assigned");
         for (const { organizationId, inboxId, threadId, messageId } of events) {
           enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: assigned });
         }
-        return events.map((e) => `delivery-of-${e.messageId}`);
+        return { rows: [], enqueued: events.map((e) => `delivery-of-${e.messageId}`) };
       },
       dispatch(ids) {
         dispatched.push([...ids]);
