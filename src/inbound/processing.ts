@@ -28,7 +28,8 @@ export interface Submission {
   readonly received?: ReceivedMessage;
 }
 
-export type ToProcessing = ({ readonly type: "submit" } & Submission) | { readonly type: "stop" };
+/** Submissions go in groups: what was accepted during one turn of the event loop, in one thread message. */
+export type ToProcessing = { readonly type: "submit"; readonly submissions: readonly Submission[] } | { readonly type: "stop" };
 
 export interface ProcessingLoad {
   /** Submissions the thread has read, and their bytes: what was sent after them is not in the figures yet. */
@@ -81,6 +82,11 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   let sentBytes = 0;
   let stopping = false;
   let restart: NodeJS.Timeout | undefined;
+  // Submissions of this turn of the event loop, handed over together once it ends: a thread message costs both
+  // threads a wake-up and a (de)serialization whatever it carries.
+  let outgoing: Submission[] = [];
+  let transfers: ArrayBuffer[] = [];
+  let handOver: NodeJS.Immediate | undefined;
 
   /** A started thread, once it reports ready; rejects when it fails to start. */
   function spawn(): Promise<Worker> {
@@ -103,6 +109,9 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
 
   function adopt(worker: Worker): void {
     thread = worker;
+    // Anything not handed to the thread before stays pending in the database for the new thread's sweeper.
+    outgoing = [];
+    transfers = [];
     sent = 0;
     sentBytes = 0;
     load = NO_LOAD;
@@ -138,6 +147,23 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
 
   adopt(await spawn());
 
+  /** Hands this turn's submissions to the thread in one message. */
+  function flush(): void {
+    handOver = undefined;
+    const submissions = outgoing;
+    const moved = transfers;
+    outgoing = [];
+    transfers = [];
+    if (submissions.length === 0) return;
+    try {
+      if (!thread) throw new Error("no processing thread");
+      thread.postMessage({ type: "submit", submissions } satisfies ToProcessing, moved);
+    } catch (error) {
+      // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes them.
+      log.warn("handing messages to processing failed; the sweeper takes them", { messages: submissions.length, error });
+    }
+  }
+
   function backlog() {
     return { messages: load.messages + (sent - load.taken), bytes: load.bytes + (sentBytes - load.takenBytes) };
   }
@@ -145,20 +171,17 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   return {
     submit(rawId, size, received) {
       if (!thread) return;
-      try {
-        if (received) {
-          // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
-          const raw = new Uint8Array(received.raw);
-          thread.postMessage({ type: "submit", rawId, size, received: { ...received, raw: raw as Buffer } } satisfies ToProcessing, [raw.buffer]);
-        } else {
-          thread.postMessage({ type: "submit", rawId, size } satisfies ToProcessing);
-        }
-        sent++;
-        sentBytes += size;
-      } catch (error) {
-        // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes it.
-        log.warn("handing a message to processing failed; the sweeper takes it", { rawId, error });
+      if (received) {
+        // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
+        const raw = new Uint8Array(received.raw);
+        outgoing.push({ rawId, size, received: { ...received, raw: raw as Buffer } });
+        transfers.push(raw.buffer);
+      } else {
+        outgoing.push({ rawId, size });
       }
+      sent++;
+      sentBytes += size;
+      handOver ??= setImmediate(flush);
     },
     backlog,
     overloaded() {
@@ -168,6 +191,8 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
     async stop() {
       stopping = true;
       clearTimeout(restart);
+      clearImmediate(handOver);
+      flush();
       const worker = thread;
       if (!worker) return;
       const stopped = new Promise<void>((resolve) => {
