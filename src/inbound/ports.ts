@@ -1,23 +1,21 @@
 // What inbound processing needs from other parts of the service, as ports: the webhook outbox and the attachment
 // scanner are wired in by the composition root.
-import type { SqlTx } from "../db/database.js";
 import type { InsertPart } from "../db/tables/columns.js";
+import type { ActiveEndpoint } from "../db/tables/webhook-endpoints.js";
 import type { MessageReceivedEvent, ReceivedEvent } from "../events/message-received.js";
 
 export type { MessageReceivedEvent, ReceivedEvent };
 
 /**
- * The webhook outbox. plan runs inside the caller's transaction and answers the delivery rows as statement parts
- * the caller runs in the same transaction (with the events: one round trip), so the deliveries commit with their
- * messages or not at all; dispatch runs after the commit and must never throw (failures are retried durably). What
- * plan returns as enqueued is opaque to the caller: it hands it to dispatch unchanged.
+ * The webhook outbox. The caller reads the active endpoints of its events' organizations in its transaction
+ * (activeEndpointsSelect, locked) and writes the delivery rows plan answers as statement parts in the same
+ * transaction (with the events: one round trip), so the deliveries commit with their messages or not at all;
+ * dispatch runs after the commit and must never throw (failures are retried durably). What plan answers as
+ * enqueued is opaque to the caller: it hands it to dispatch unchanged.
  */
 export interface MessageReceivedOutbox<Enqueued = unknown> {
-  /**
-   * One delivery per active endpoint of each event's organization (the events of one store transaction), each with
-   * the event's id and body; the endpoints are read (and locked) in `tx`, the rows are left to the caller to write.
-   */
-  plan(tx: SqlTx, events: readonly ReceivedEvent[]): Promise<PlannedDeliveries<Enqueued>>;
+  /** One delivery per event and endpoint of its organization that receives its type, each with the event's id and body. */
+  plan(events: readonly ReceivedEvent[], endpoints: readonly ActiveEndpoint[]): PlannedDeliveries<Enqueued>;
   /** Makes the prompt first attempts of what was enqueued; retries are durable (Temporal). */
   dispatch(enqueued: readonly Enqueued[]): void;
 }

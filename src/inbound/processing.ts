@@ -82,11 +82,10 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   let sentBytes = 0;
   let stopping = false;
   let restart: NodeJS.Timeout | undefined;
-  // Submissions of this turn of the event loop, handed over together once it ends: a thread message costs both
-  // threads a wake-up and a (de)serialization whatever it carries.
-  let outgoing: Submission[] = [];
-  let transfers: ArrayBuffer[] = [];
-  let handOver: NodeJS.Immediate | undefined;
+  const handOver = new HandOver((message, transfers) => {
+    if (!thread) throw new Error("no processing thread");
+    thread.postMessage(message, transfers);
+  }, log);
 
   /** A started thread, once it reports ready; rejects when it fails to start. */
   function spawn(): Promise<Worker> {
@@ -110,8 +109,7 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   function adopt(worker: Worker): void {
     thread = worker;
     // Anything not handed to the thread before stays pending in the database for the new thread's sweeper.
-    outgoing = [];
-    transfers = [];
+    handOver.drop();
     sent = 0;
     sentBytes = 0;
     load = NO_LOAD;
@@ -147,23 +145,6 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
 
   adopt(await spawn());
 
-  /** Hands this turn's submissions to the thread in one message. */
-  function flush(): void {
-    handOver = undefined;
-    const submissions = outgoing;
-    const moved = transfers;
-    outgoing = [];
-    transfers = [];
-    if (submissions.length === 0) return;
-    try {
-      if (!thread) throw new Error("no processing thread");
-      thread.postMessage({ type: "submit", submissions } satisfies ToProcessing, moved);
-    } catch (error) {
-      // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes them.
-      log.warn("handing messages to processing failed; the sweeper takes them", { messages: submissions.length, error });
-    }
-  }
-
   function backlog() {
     return { messages: load.messages + (sent - load.taken), bytes: load.bytes + (sentBytes - load.takenBytes) };
   }
@@ -171,17 +152,9 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   return {
     submit(rawId, size, received) {
       if (!thread) return;
-      if (received) {
-        // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
-        const raw = new Uint8Array(received.raw);
-        outgoing.push({ rawId, size, received: { ...received, raw: raw as Buffer } });
-        transfers.push(raw.buffer);
-      } else {
-        outgoing.push({ rawId, size });
-      }
+      handOver.add(rawId, size, received);
       sent++;
       sentBytes += size;
-      handOver ??= setImmediate(flush);
     },
     backlog,
     overloaded() {
@@ -191,8 +164,7 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
     async stop() {
       stopping = true;
       clearTimeout(restart);
-      clearImmediate(handOver);
-      flush();
+      handOver.flush();
       const worker = thread;
       if (!worker) return;
       const stopped = new Promise<void>((resolve) => {
@@ -204,4 +176,52 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
       await worker.terminate();
     },
   };
+}
+
+/**
+ * The submissions of one turn of the event loop, handed to the thread together once it ends: a thread message costs
+ * both threads a wake-up and a (de)serialization whatever it carries.
+ */
+class HandOver {
+  private submissions: Submission[] = [];
+  private transfers: ArrayBuffer[] = [];
+  private scheduled: NodeJS.Immediate | undefined;
+
+  constructor(
+    private readonly post: (message: ToProcessing, transfers: ArrayBuffer[]) => void,
+    private readonly log: Logger,
+  ) {}
+
+  add(rawId: string, size: number, received: ReceivedMessage | undefined): void {
+    if (received) {
+      // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
+      const raw = new Uint8Array(received.raw);
+      this.submissions.push({ rawId, size, received: { ...received, raw: raw as Buffer } });
+      this.transfers.push(raw.buffer);
+    } else {
+      this.submissions.push({ rawId, size });
+    }
+    this.scheduled ??= setImmediate(() => this.flush());
+  }
+
+  /** Hands what was added over now, in one message. */
+  flush(): void {
+    clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    const { submissions, transfers } = this;
+    this.drop();
+    if (submissions.length === 0) return;
+    try {
+      this.post({ type: "submit", submissions }, transfers);
+    } catch (error) {
+      // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes them.
+      this.log.warn("handing messages to processing failed; the sweeper takes them", { messages: submissions.length, error });
+    }
+  }
+
+  /** Forgets what was added (it stays pending in the database for the sweeper). */
+  drop(): void {
+    this.submissions = [];
+    this.transfers = [];
+  }
 }

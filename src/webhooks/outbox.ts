@@ -8,6 +8,7 @@ import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
 import { runPart } from "../db/tables/columns.js";
 import { webhookDeliveriesInsert } from "../db/tables/webhook-deliveries.js";
+import { activeEndpointsSelect, type ActiveEndpoint } from "../db/tables/webhook-endpoints.js";
 import { newUuid } from "../ids.js";
 import type { NewEvent } from "../events/event.js";
 import type { MessageReceivedOutbox, PlannedDeliveries } from "../inbound/ports.js";
@@ -110,15 +111,6 @@ class PromptSlots {
   }
 }
 
-interface ActiveEndpoint {
-  readonly id: string;
-  readonly organization_id: string;
-  readonly url: string;
-  readonly signing_secret: string;
-  /** The event types it receives. */
-  readonly events: string[];
-}
-
 /**
  * One delivery per event and active endpoint of its organization that receives the event's type, claimed for a
  * prompt attempt while slots allow, each with its event's type and body.
@@ -143,18 +135,10 @@ function deliveriesOf(events: readonly NewEvent[], endpoints: readonly ActiveEnd
 }
 
 /**
- * The outbox rows of a transaction's events, as a statement part the caller runs in it; answers them too, each
- * claimed or left pending.
+ * The outbox rows of events, for endpoints read (and locked) in the caller's transaction, as a statement part the
+ * caller runs in it; answers them too, each claimed or left pending.
  */
-async function planIn(tx: SqlTx, events: readonly NewEvent[], slots: PromptSlots): Promise<PlannedDeliveries<EnqueuedDelivery>> {
-  if (events.length === 0) return { rows: [], enqueued: [] };
-  // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
-  // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
-  const endpoints = await tx.query<ActiveEndpoint>(
-    `select id, organization_id, url, signing_secret, events from webhook_endpoints
-      where organization_id = any($1::uuid[]) and status = 'active' order by id for share`,
-    [[...new Set(events.map((e) => e.organizationId))]],
-  );
+function planFor(events: readonly NewEvent[], endpoints: readonly ActiveEndpoint[], slots: PromptSlots): PlannedDeliveries<EnqueuedDelivery> {
   const enqueued = deliveriesOf(events, endpoints, slots);
   const now = new Date();
   const rows = webhookDeliveriesInsert(
@@ -204,11 +188,13 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   const dispatching = new Set<Promise<void>>();
   return {
     async enqueue(tx, events) {
-      const { rows, enqueued } = await planIn(tx, events, slots);
+      if (events.length === 0) return [];
+      const endpoints = await tx.query<ActiveEndpoint>(activeEndpointsSelect("= any($1::uuid[])"), [[...new Set(events.map((e) => e.organizationId))]]);
+      const { rows, enqueued } = planFor(events, endpoints, slots);
       for (const part of rows) await runPart(tx, part);
       return enqueued;
     },
-    plan: (tx, events) => planIn(tx, events, slots),
+    plan: (events, endpoints) => planFor(events, endpoints, slots),
 
     dispatch(enqueued) {
       if (enqueued.length === 0) return;
