@@ -85,7 +85,7 @@ async function run(url: string, postmasterPid: number): Promise<void> {
     db,
     parser,
     // Written in the transaction as always; the prompt attempts are not this benchmark's.
-    outbox: { enqueue: (tx, events) => outbox.enqueue(tx, events), dispatch: () => undefined },
+    outbox: { plan: (events, endpoints) => outbox.plan(events, endpoints), dispatch: () => undefined },
     scans: { start: async () => undefined },
     log,
     hostname: "mx.bench.localhost",

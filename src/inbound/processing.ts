@@ -28,7 +28,8 @@ export interface Submission {
   readonly received?: ReceivedMessage;
 }
 
-export type ToProcessing = ({ readonly type: "submit" } & Submission) | { readonly type: "stop" };
+/** Submissions go in groups: what was accepted during one turn of the event loop, in one thread message. */
+export type ToProcessing = { readonly type: "submit"; readonly submissions: readonly Submission[] } | { readonly type: "stop" };
 
 export interface ProcessingLoad {
   /** Submissions the thread has read, and their bytes: what was sent after them is not in the figures yet. */
@@ -81,6 +82,10 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   let sentBytes = 0;
   let stopping = false;
   let restart: NodeJS.Timeout | undefined;
+  const handOver = new HandOver((message, transfers) => {
+    if (!thread) throw new Error("no processing thread");
+    thread.postMessage(message, transfers);
+  }, log);
 
   /** A started thread, once it reports ready; rejects when it fails to start. */
   function spawn(): Promise<Worker> {
@@ -103,6 +108,8 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
 
   function adopt(worker: Worker): void {
     thread = worker;
+    // Anything not handed to the thread before stays pending in the database for the new thread's sweeper.
+    handOver.drop();
     sent = 0;
     sentBytes = 0;
     load = NO_LOAD;
@@ -145,20 +152,9 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   return {
     submit(rawId, size, received) {
       if (!thread) return;
-      try {
-        if (received) {
-          // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
-          const raw = new Uint8Array(received.raw);
-          thread.postMessage({ type: "submit", rawId, size, received: { ...received, raw: raw as Buffer } } satisfies ToProcessing, [raw.buffer]);
-        } else {
-          thread.postMessage({ type: "submit", rawId, size } satisfies ToProcessing);
-        }
-        sent++;
-        sentBytes += size;
-      } catch (error) {
-        // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes it.
-        log.warn("handing a message to processing failed; the sweeper takes it", { rawId, error });
-      }
+      handOver.add(rawId, size, received);
+      sent++;
+      sentBytes += size;
     },
     backlog,
     overloaded() {
@@ -168,6 +164,7 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
     async stop() {
       stopping = true;
       clearTimeout(restart);
+      handOver.flush();
       const worker = thread;
       if (!worker) return;
       const stopped = new Promise<void>((resolve) => {
@@ -179,4 +176,52 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
       await worker.terminate();
     },
   };
+}
+
+/**
+ * The submissions of one turn of the event loop, handed to the thread together once it ends: a thread message costs
+ * both threads a wake-up and a (de)serialization whatever it carries.
+ */
+class HandOver {
+  private submissions: Submission[] = [];
+  private transfers: ArrayBuffer[] = [];
+  private scheduled: NodeJS.Immediate | undefined;
+
+  constructor(
+    private readonly post: (message: ToProcessing, transfers: ArrayBuffer[]) => void,
+    private readonly log: Logger,
+  ) {}
+
+  add(rawId: string, size: number, received: ReceivedMessage | undefined): void {
+    if (received) {
+      // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
+      const raw = new Uint8Array(received.raw);
+      this.submissions.push({ rawId, size, received: { ...received, raw: raw as Buffer } });
+      this.transfers.push(raw.buffer);
+    } else {
+      this.submissions.push({ rawId, size });
+    }
+    this.scheduled ??= setImmediate(() => this.flush());
+  }
+
+  /** Hands what was added over now, in one message. */
+  flush(): void {
+    clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    const { submissions, transfers } = this;
+    this.drop();
+    if (submissions.length === 0) return;
+    try {
+      this.post({ type: "submit", submissions }, transfers);
+    } catch (error) {
+      // Never an error after the commit (the sender would be told to retry what is stored): the sweeper takes them.
+      this.log.warn("handing messages to processing failed; the sweeper takes them", { messages: submissions.length, error });
+    }
+  }
+
+  /** Forgets what was added (it stays pending in the database for the sweeper). */
+  drop(): void {
+    this.submissions = [];
+    this.transfers = [];
+  }
 }

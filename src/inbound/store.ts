@@ -8,11 +8,12 @@
 //
 // The transaction claims the rows with FOR UPDATE SKIP LOCKED and stores only what is still pending, so a message is
 // stored once even when the sweeper of another process parses it too; a crash rolls back and leaves it pending. Its
-// statements are the same eight whatever the batch's size (one read; the thread lookup when a message answers one;
-// one write of threads, messages, contacts and raw rows; the attachments when there are any; the webhook outbox's
-// two; the event log's two), in plain SQL on the driver's pool, not the ORM: this is the hot path of inbound mail,
-// and a batch of one 10 KB message cost PostgreSQL ~3 ms of CPU and this thread ~2 ms, most of it per statement and
-// per commit, not per row (bench:inbound-store).
+// statements are the same five whatever the batch's size (BEGIN; one read of raw rows, inboxes, sender rules and
+// webhook endpoints; the thread lookup when a message answers one; one write of threads, messages, contacts and raw
+// rows; the attachments when there are any; the event log's append with the webhook outbox's rows; COMMIT), in plain
+// SQL on the driver's pool, not the ORM: this is the hot path of inbound mail, and a batch of one 10 KB message costs
+// PostgreSQL ~3 ms of CPU and this thread ~1.5 ms, most of it per statement and per commit, not per row
+// (bench:inbound-store).
 import type { MessageSource } from "../authentication/message-source.js";
 import type { SenderAuthentication, SenderAuthenticator } from "../authentication/sender-authentication.js";
 import type { Database, SqlTx } from "../db/database.js";
@@ -38,6 +39,7 @@ import {
 } from "../db/tables/threads.js";
 import { appendEvents } from "../events/log.js";
 import { messageReceivedEvents } from "../events/message-received.js";
+import { ACTIVE_ENDPOINT_COLUMNS, activeEndpointsSelect, type ActiveEndpoint } from "../db/tables/webhook-endpoints.js";
 import { newId } from "../ids.js";
 import { contactsOf } from "../mailbox/contacts.js";
 import type { Logger } from "../logger.js";
@@ -235,7 +237,7 @@ export async function storeBatch(deps: InboundStoreDeps, batch: readonly ParsedR
 
 /** Stores the batch's messages that are still pending; the others are done or in another process's hands. */
 async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly ParsedRaw[]): Promise<{ stored: StoredInboundMessage[]; enqueued: unknown[] }> {
-  const { claimed, inboxes, rules } = await claimBatch(tx, batch);
+  const { claimed, inboxes, rules, endpoints } = await claimBatch(tx, batch);
   if (claimed.length === 0) return { stored: [], enqueued: [] };
   const now = new Date();
   for (const message of claimed) {
@@ -266,10 +268,10 @@ async function storeIn(deps: InboundStoreDeps, tx: SqlTx, batch: readonly Parsed
     stored.filter((m) => !m.blocked),
     now,
   );
-  const enqueued = events.length === 0 ? [] : await deps.outbox.enqueue(tx, events);
-  // Last: it holds the organizations' event-log turns until the commit.
-  await appendEvents(tx, events);
-  return { stored, enqueued };
+  const deliveries = deps.outbox.plan(events, endpoints);
+  // Last, with the outbox rows: it holds the organizations' event-log turns until the commit.
+  await appendEvents(tx, events, deliveries.rows);
+  return { stored, enqueued: deliveries.enqueued };
 }
 
 /** What a batch's transaction reads before it writes. */
@@ -280,29 +282,41 @@ interface Claim {
   readonly inboxes: InboxRef[];
   /** The sender rules that apply to them, as committed now. */
   readonly rules: Map<string, StoredSenderRules>;
+  /** The active webhook endpoints of their organizations, locked FOR SHARE (the outbox's rows are made for them). */
+  readonly endpoints: ActiveEndpoint[];
 }
 
 /**
- * Claims the batch's raw rows, locks its inboxes and reads their sender rules, in one statement (a round trip each
- * cost more than the reading itself). FOR SHARE on the inboxes: an inbox delete (status → deleting, then the purge)
- * waits for this commit, so the purge cannot miss a message stored here, and a message never lands in an inbox
- * already being purged. The locks are taken in this order, the raw rows first and the inboxes in id order.
+ * Claims the batch's raw rows, locks its inboxes, reads their sender rules and their organizations' webhook
+ * endpoints, in one statement (a round trip each cost more than the reading itself). FOR SHARE on the inboxes: an
+ * inbox delete (status → deleting, then the purge) waits for this commit, so the purge cannot miss a message stored
+ * here, and a message never lands in an inbox already being purged. The locks are taken in this order, the raw rows
+ * first, the inboxes in id order, then the endpoints in id order (webhook-endpoints.ts says why they are locked).
  */
 async function claimBatch(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<Claim> {
   const inboxIds = [...new Set(batch.filter((m) => m.email !== null).flatMap((m) => m.raw.inbox_ids))];
   const rules = inboxRulesSelect("active");
   const ruleColumns = rules.columns.filter(([name]) => name !== "organization_id");
-  const rows = await tx.query<{ kind: "raw" | "inbox" | "rule"; raw_id: string | null; id: string | null; address: string | null } & InboxRulesRow>(
+  // One row shape for the three kinds: each kind's own columns, nulls of the right types for the others'.
+  const nulls = (columns: readonly (readonly [string, string])[]) => columns.map(([name, type]) => `null::${type} as ${name}`).join(", ");
+  const names = (columns: readonly (readonly [string, string])[]) => columns.map(([name]) => name).join(", ");
+  const rows = await tx.query<
+    { kind: "raw" | "inbox" | "rule" | "endpoint"; raw_id: string | null; id: string | null; address: string | null } & InboxRulesRow &
+      Omit<ActiveEndpoint, "id" | "organization_id">
+  >(
     `with claimed as (select id from inbound_raw_messages where id = any($1::uuid[]) and status = 'pending' for update skip locked),
           active as (select id, organization_id, address from inboxes where id = any($2::text[]) and status = 'active' order by id for share),
-          rules as (${rules.select})
+          rules as (${rules.select}),
+          endpoints as (${activeEndpointsSelect("in (select organization_id from active)")})
      select 'raw' as kind, id as raw_id, null::text as id, null::uuid as organization_id, null::text as address,
-            ${ruleColumns.map(([name, type]) => `null::${type} as ${name}`).join(", ")}
+            ${nulls(ruleColumns)}, ${nulls(ACTIVE_ENDPOINT_COLUMNS)}
        from claimed
      union all
-     select 'inbox', null, id, organization_id, address, ${ruleColumns.map(([, type]) => `null::${type}`).join(", ")} from active
+     select 'inbox', null, id, organization_id, address, ${nulls(ruleColumns)}, ${nulls(ACTIVE_ENDPOINT_COLUMNS)} from active
      union all
-     select 'rule', null, null, organization_id, null, ${ruleColumns.map(([name]) => name).join(", ")} from rules`,
+     select 'rule', null, null, organization_id, null, ${names(ruleColumns)}, ${nulls(ACTIVE_ENDPOINT_COLUMNS)} from rules
+     union all
+     select 'endpoint', null, id, organization_id, null, ${nulls(ruleColumns)}, ${names(ACTIVE_ENDPOINT_COLUMNS)} from endpoints`,
     [batch.map((m) => m.rawId), inboxIds],
   );
   const claimedIds = new Set(rows.filter((r) => r.kind === "raw").map((r) => r.raw_id!));
@@ -314,6 +328,9 @@ async function claimBatch(tx: SqlTx, batch: readonly ParsedRaw[]): Promise<Claim
       inboxes,
       rows.filter((r) => r.kind === "rule"),
     ),
+    endpoints: rows
+      .filter((r) => r.kind === "endpoint")
+      .map((r) => ({ id: r.id!, organization_id: r.organization_id, url: r.url, signing_secret: r.signing_secret, events: r.events })),
   };
 }
 

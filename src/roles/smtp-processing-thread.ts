@@ -85,12 +85,13 @@ port.on("message", (message: ToProcessing) => {
     void stop();
     return;
   }
-  taken++;
-  takenBytes += message.size;
-  const { received } = message;
-  // The bytes arrive as a plain Uint8Array (structured clone drops the Buffer prototype).
-  const raw = received && Buffer.from(received.raw.buffer, received.raw.byteOffset, received.raw.byteLength);
-  processor.submit(message.rawId, message.size, received && raw && { ...received, raw });
+  for (const { rawId, size, received } of message.submissions) {
+    taken++;
+    takenBytes += size;
+    // The bytes arrive as a plain Uint8Array (structured clone drops the Buffer prototype).
+    const raw = received && Buffer.from(received.raw.buffer, received.raw.byteOffset, received.raw.byteLength);
+    processor.submit(rawId, size, received && raw && { ...received, raw });
+  }
 });
 
 async function stop(): Promise<void> {

@@ -3,14 +3,13 @@
 //
 // An attempt claims the row first (status delivering, attempts + 1), so two processes never send the same attempt,
 // and a claim is a lease: a row left delivering by a crashed process can be claimed again once the lease ends.
-import { LockMode } from "@mikro-orm/core";
 import type { Config } from "../config.js";
 import type { Database } from "../db/database.js";
 import { groupCommit } from "../db/group-commit.js";
 import { systemStore } from "../db/system-store.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
 import type { Reconciler } from "../jobs/periodic-jobs.js";
-import { WebhookDelivery, WebhookEndpoint } from "../db/entities/index.js";
+import { WebhookDelivery } from "../db/entities/index.js";
 import type { WebhookDeliveryRow } from "../db/entities/webhook-delivery.js";
 import { inboxIdOf } from "../events/event.js";
 import { createWebhookSender } from "./sender.js";
@@ -95,34 +94,40 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings, 
   const send = createWebhookSender(settings);
   const leaseMs = deliveryLeaseMs(settings);
 
+  // Plain SQL on the driver's pool, not the ORM: every prompt attempt that waited for a slot and every retry claims
+  // here, and the ORM's entity loading and flush cost the processing thread more than the attempt's request.
   async function claim(deliveryId: string): Promise<Claim> {
-    const row = await systemStore(db).findOne(WebhookDelivery, deliveryId, { fields: ["endpointId"] });
-    if (!row) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
-    return systemStore(db).transactional(async (tx): Promise<Claim> => {
+    return db.sql.transaction(async (tx): Promise<Claim> => {
       // The endpoint is locked before the delivery, in the order deletion locks them, so the two cannot deadlock;
       // a delete that commits first leaves no active endpoint here, one that comes second sees this claim.
-      const endpoint = await tx.findOne(WebhookEndpoint, { id: row.endpointId, status: "active" }, { lockMode: LockMode.PESSIMISTIC_READ });
-      const delivery = await tx.findOne(WebhookDelivery, deliveryId, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const [endpoint] = await tx.query<{ url: string; signing_secret: string }>(
+        `select e.url, e.signing_secret from webhook_endpoints e
+          where e.id = (select endpoint_id from webhook_deliveries where id = $1) and e.status = 'active'
+            for share of e`,
+        [deliveryId],
+      );
+      const [delivery] = await tx.query<{ status: string; attempts: number; last_attempt_at: Date | null; event_id: string; payload: string }>(
+        `select status, attempts, last_attempt_at, event_id, payload from webhook_deliveries where id = $1 for update`,
+        [deliveryId],
+      );
       const now = new Date();
       if (!delivery) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
-      const status: string = delivery.status;
+      const { status } = delivery;
       if (status === "delivered" || status === "failed") return { claimed: false, result: { outcome: status, attempts: delivery.attempts } };
       if (!endpoint) {
-        Object.assign(delivery, { status: "failed", lastError: ENDPOINT_DELETED, updatedAt: now });
+        await tx.query(`update webhook_deliveries set status = 'failed', last_error = $2, updated_at = $3 where id = $1`, [deliveryId, ENDPOINT_DELETED, now]);
         return { claimed: false, result: { outcome: "failed", attempts: delivery.attempts } };
       }
-      if (status === "delivering" && delivery.lastAttemptAt!.getTime() > now.getTime() - leaseMs) {
+      if (status === "delivering" && delivery.last_attempt_at!.getTime() > now.getTime() - leaseMs) {
         return { claimed: false, result: { outcome: "busy", attempts: delivery.attempts } };
       }
-      Object.assign(delivery, { status: "delivering", attempts: delivery.attempts + 1, lastAttemptAt: now, updatedAt: now });
-      return {
-        claimed: true,
-        url: endpoint.url,
-        secret: endpoint.signingSecret,
-        eventId: delivery.eventId,
-        body: delivery.payload,
-        attempts: delivery.attempts,
-      };
+      const attempts = delivery.attempts + 1;
+      await tx.query(`update webhook_deliveries set status = 'delivering', attempts = $2, last_attempt_at = $3, updated_at = $3 where id = $1`, [
+        deliveryId,
+        attempts,
+        now,
+      ]);
+      return { claimed: true, url: endpoint.url, secret: endpoint.signing_secret, eventId: delivery.event_id, body: delivery.payload, attempts };
     });
   }
 

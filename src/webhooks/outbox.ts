@@ -6,10 +6,12 @@
 // row never attempted a minute after its commit, and a claimed row left delivering once its lease ends.
 import type { Config } from "../config.js";
 import type { Database, SqlTx } from "../db/database.js";
-import { insertWebhookDeliveries } from "../db/tables/webhook-deliveries.js";
+import { runPart } from "../db/tables/columns.js";
+import { webhookDeliveriesInsert } from "../db/tables/webhook-deliveries.js";
+import { activeEndpointsSelect, type ActiveEndpoint } from "../db/tables/webhook-endpoints.js";
 import { newUuid } from "../ids.js";
 import type { NewEvent } from "../events/event.js";
-import type { MessageReceivedOutbox } from "../inbound/ports.js";
+import type { MessageReceivedOutbox, PlannedDeliveries } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
 import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
@@ -31,7 +33,7 @@ export interface EnqueuedDelivery {
 }
 
 export interface WebhookOutbox extends MessageReceivedOutbox<EnqueuedDelivery> {
-  /** Any event, message.received or submission.held: each goes to the endpoints that asked for its type. */
+  /** Any event, message.received or submission.held: each goes to the endpoints that asked for its type; written now. */
   enqueue(tx: SqlTx, events: readonly NewEvent[]): Promise<EnqueuedDelivery[]>;
   /** Waits for the dispatches under way (before the database closes at shutdown). */
   drain(): Promise<void>;
@@ -109,15 +111,6 @@ class PromptSlots {
   }
 }
 
-interface ActiveEndpoint {
-  readonly id: string;
-  readonly organization_id: string;
-  readonly url: string;
-  readonly signing_secret: string;
-  /** The event types it receives. */
-  readonly events: string[];
-}
-
 /**
  * One delivery per event and active endpoint of its organization that receives the event's type, claimed for a
  * prompt attempt while slots allow, each with its event's type and body.
@@ -141,20 +134,14 @@ function deliveriesOf(events: readonly NewEvent[], endpoints: readonly ActiveEnd
   return enqueued;
 }
 
-/** Inserts the outbox rows of the store transaction's events; answers them, each claimed or left pending. */
-async function enqueueIn(tx: SqlTx, events: readonly NewEvent[], slots: PromptSlots): Promise<EnqueuedDelivery[]> {
-  if (events.length === 0) return [];
-  // FOR SHARE, in the order an endpoint delete locks (endpoint, then its deliveries): a delete that commits
-  // first leaves nothing active here, one that comes second sees the claims made here and answers 409.
-  const endpoints = await tx.query<ActiveEndpoint>(
-    `select id, organization_id, url, signing_secret, events from webhook_endpoints
-      where organization_id = any($1::uuid[]) and status = 'active' order by id for share`,
-    [[...new Set(events.map((e) => e.organizationId))]],
-  );
+/**
+ * The outbox rows of events, for endpoints read (and locked) in the caller's transaction, as a statement part the
+ * caller runs in it; answers them too, each claimed or left pending.
+ */
+function planFor(events: readonly NewEvent[], endpoints: readonly ActiveEndpoint[], slots: PromptSlots): PlannedDeliveries<EnqueuedDelivery> {
   const enqueued = deliveriesOf(events, endpoints, slots);
   const now = new Date();
-  await insertWebhookDeliveries(
-    tx,
+  const rows = webhookDeliveriesInsert(
     enqueued.map(({ ref, claim, body, type }) => ({
       id: ref.deliveryId,
       organizationId: ref.organizationId,
@@ -170,7 +157,7 @@ async function enqueueIn(tx: SqlTx, events: readonly NewEvent[], slots: PromptSl
       updatedAt: now,
     })),
   );
-  return enqueued.map(({ ref, claim }) => ({ ref, claim }));
+  return { rows, enqueued: enqueued.map(({ ref, claim }) => ({ ref, claim })) };
 }
 
 /** The prompt attempt of one enqueued delivery, then its workflow if it needs retries (or found no slot in time). */
@@ -200,7 +187,14 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   const slots = new PromptSlots(deps.promptAttempts ?? PROMPT_ATTEMPTS);
   const dispatching = new Set<Promise<void>>();
   return {
-    enqueue: (tx, events) => enqueueIn(tx, events, slots),
+    async enqueue(tx, events) {
+      if (events.length === 0) return [];
+      const endpoints = await tx.query<ActiveEndpoint>(activeEndpointsSelect("= any($1::uuid[])"), [[...new Set(events.map((e) => e.organizationId))]]);
+      const { rows, enqueued } = planFor(events, endpoints, slots);
+      for (const part of rows) await runPart(tx, part);
+      return enqueued;
+    },
+    plan: (events, endpoints) => planFor(events, endpoints, slots),
 
     dispatch(enqueued) {
       if (enqueued.length === 0) return;

@@ -51,8 +51,8 @@ export async function scanStarted(app: TestApp, messageId: string): Promise<unkn
 export interface RecordingPorts {
   readonly outbox: MessageReceivedOutbox<string>;
   readonly scans: AttachmentScanStarter;
-  /** Each enqueued event, with whether it ran inside the caller's transaction (rolled-back ones included). */
-  readonly enqueued: (MessageReceivedEvent & { readonly inTransaction: boolean })[];
+  /** Each event the store planned deliveries for (rolled-back batches' included). */
+  readonly enqueued: MessageReceivedEvent[];
   readonly dispatched: string[][];
   readonly scansStarted: { messageId: string; organizationId: string; inboxId: string }[];
 }
@@ -67,13 +67,9 @@ export function recordingPorts(): RecordingPorts {
     dispatched,
     scansStarted,
     outbox: {
-      async enqueue(tx, events) {
-        // The messages were inserted before: inside a transaction it already holds a transaction id.
-        const [{ assigned }] = await tx.query<{ assigned: boolean }>("select pg_current_xact_id_if_assigned() is not null as assigned");
-        for (const { organizationId, inboxId, threadId, messageId } of events) {
-          enqueued.push({ organizationId, inboxId, threadId, messageId, inTransaction: assigned });
-        }
-        return events.map((e) => `delivery-of-${e.messageId}`);
+      plan(events) {
+        for (const { organizationId, inboxId, threadId, messageId } of events) enqueued.push({ organizationId, inboxId, threadId, messageId });
+        return { rows: [], enqueued: events.map((e) => `delivery-of-${e.messageId}`) };
       },
       dispatch(ids) {
         dispatched.push([...ids]);

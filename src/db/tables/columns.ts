@@ -47,14 +47,15 @@ export function insertFromPart<T>(table: string, columns: Columns<T>, row: T, fr
 /**
  * The INSERT of these rows as one array per column, inserted in the order given: one statement and the same number
  * of parameters whatever the number of rows. Not for bytea columns (inside an array a Buffer travels as hex text)
- * nor array columns (unnest would flatten them).
+ * nor array columns (unnest would flatten them). `after`: a relation of one row (a WITH query's name) joined to
+ * the rows, so none is inserted before it was read whole.
  */
-export function unnestInsert<T>(table: string, columns: TypedColumns<T>, rows: readonly T[]): InsertPart {
+export function unnestInsert<T>(table: string, columns: TypedColumns<T>, rows: readonly T[], after?: string): InsertPart {
   return (bind) => {
     const arrays = columns.map(([, type, value]) => `${bind(rows.map(value))}::${type}[]`).join(", ");
     return `insert into ${table} (${names(columns)})
             select ${columns.map(([c]) => `v."${c}"`).join(", ")}
-              from unnest(${arrays}) with ordinality as v(${names(columns)}, n)
+              from unnest(${arrays}) with ordinality as v(${names(columns)}, n)${after ? `, ${after}` : ""}
              order by v.n`;
   };
 }

@@ -28,7 +28,10 @@ const COLUMNS: TypedColumns<EventInsert> = [
   ["created_at", "timestamptz", (e) => e.createdAt],
 ];
 
-/** The events' INSERT as a part of a statement, in the order given (so are their positions). */
-export function eventsInsert(events: readonly EventInsert[]): InsertPart {
-  return unnestInsert("events", COLUMNS, events);
+/**
+ * The events' INSERT as a part of a statement, in the order given (so are their positions); none of them gets its
+ * position before the one-row relation `after` (the event log's locks) was read, when named.
+ */
+export function eventsInsert(events: readonly EventInsert[], after?: string): InsertPart {
+  return unnestInsert("events", COLUMNS, events, after);
 }

@@ -1,8 +1,7 @@
 // The `webhook_deliveries` table's columns (the webhook outbox's rows), for every path that writes them: the outbox
 // inserts one per event and endpoint in the transaction that stores the messages (src/webhooks/outbox.ts). Attempts
 // change only their state columns (src/webhooks/deliveries.ts).
-import type { SqlTx } from "../database.js";
-import { runPart, unnestInsert, type TypedColumns } from "./columns.js";
+import { unnestInsert, type InsertPart, type TypedColumns } from "./columns.js";
 
 /** A delivery as inserted: every column. */
 export interface WebhookDeliveryInsert {
@@ -37,8 +36,8 @@ const COLUMNS: TypedColumns<WebhookDeliveryInsert> = [
   ["updated_at", "timestamptz", (d) => d.updatedAt],
 ];
 
-/** Inserts the deliveries in one statement, one array per column whatever their number. */
-export async function insertWebhookDeliveries(tx: SqlTx, deliveries: readonly WebhookDeliveryInsert[]): Promise<void> {
-  if (deliveries.length === 0) return;
-  await runPart(tx, unnestInsert("webhook_deliveries", COLUMNS, deliveries));
+/** The deliveries' INSERT as a part of a statement (none for none), one array per column whatever their number. */
+export function webhookDeliveriesInsert(deliveries: readonly WebhookDeliveryInsert[]): InsertPart[] {
+  return deliveries.length === 0 ? [] : [unnestInsert("webhook_deliveries", COLUMNS, deliveries)];
 }
+
