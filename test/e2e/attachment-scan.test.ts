@@ -107,9 +107,9 @@ describe("scanning with clamd", () => {
 
     const started = Date.now();
     expect(await scan(app, tenant, inboxId, messageId)).toEqual({ scanned: 1, state: "error" });
-    // At least the configured waits, and far from the default's 26 s.
+    // At least the configured waits (1.3 s), and less than the default's alone (26 s) however loaded the machine.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1300);
-    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(Date.now() - started).toBeLessThan(26_000);
     const states = await scanStates(app, messageId);
     expect(states.message).toBe("error");
     expect(states.attachments[0]).toMatchObject({ state: "error", scanned: true });
