@@ -145,6 +145,8 @@ export interface Config {
     readonly timeoutMs: number;
     /** Larger attachments are not scanned: an error verdict (keep it within clamd's StreamMaxLength). */
     readonly maxBytes: number;
+    /** Wait before the first retry of a scanner error verdict; each next wait is three times the last. */
+    readonly errorRetryInitialMs: number;
   };
   /** Webhook delivery: the request timeout, the retry schedule, and how long a create's secret may be replayed. */
   readonly webhooks: {
@@ -510,6 +512,7 @@ function parseScanning(r: EnvReader): Pick<Config, "scanning"> {
       clamdAddress: r.optional("CLAMD_ADDRESS", /^(unix:\/.+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5})$/, "host:port or unix:/path"),
       timeoutMs: r.int("SCAN_TIMEOUT_MS", 60_000, 100, 600_000),
       maxBytes: r.int("SCAN_MAX_BYTES", 25 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+      errorRetryInitialMs: r.int("SCAN_ERROR_RETRY_INITIAL_MS", 2000, 10, 60_000),
     },
   };
 }

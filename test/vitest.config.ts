@@ -8,7 +8,8 @@ const root = new URL("..", import.meta.url).pathname;
  * of its own.
  */
 const OWN_PROCESS = ["test/runtime/**/*.test.ts", "test/deploy/**/*.test.ts", "test/e2e/start.test.ts", "test/e2e/faults.test.ts", "test/e2e/node-version.test.ts"];
-const timeouts = { testTimeout: 60_000, hookTimeout: 180_000 };
+// Both projects: the timeouts, and the setup file that measures each file's CPU-seconds for the reporter.
+const common = { testTimeout: 60_000, hookTimeout: 180_000, setupFiles: ["test/support/file-cpu.ts"] };
 
 // One PostgreSQL and one Temporal server per test run (the root's global setup; what it provides reaches both
 // projects); tests isolate themselves by tenant, or by a database of their own (test/support/file-database.ts).
@@ -26,9 +27,9 @@ export default defineConfig({
       {
         // The service's modules are loaded once per worker process instead of once per file: twenty end-to-end
         // files took a third less CPU time so. Every file starts and stops its own app, so none shares state.
-        test: { name: "shared-process", root, pool: "forks", isolate: false, include: ["test/**/*.test.ts"], exclude: OWN_PROCESS, ...timeouts },
+        test: { name: "shared-process", root, pool: "forks", isolate: false, include: ["test/**/*.test.ts"], exclude: OWN_PROCESS, ...common },
       },
-      { test: { name: "own-process", root, pool: "forks", include: OWN_PROCESS, ...timeouts } },
+      { test: { name: "own-process", root, pool: "forks", include: OWN_PROCESS, ...common } },
     ],
   },
 });

@@ -4,12 +4,13 @@ import { ActivityFailure, isCancellation, proxyActivities } from "@temporalio/wo
 import type { AttachmentScanActivities } from "../src/temporal/activities/attachment-scan.js";
 import type { AttachmentScanArgs, AttachmentScanResult } from "./types.js";
 
-/** Attempts a scanner error verdict gets before `error` is stored: about 26 s of patience (2 s, 6 s, 18 s apart). */
-const SCAN_ERROR_ATTEMPTS = 4;
 /**
- * Every scan attempt, scanner errors and lost workers or database outages alike; once spent, `error` is stored.
- * The interval and coefficient also space the SCAN_ERROR_ATTEMPTS.
+ * Attempts a scanner error verdict gets before `error` is stored. The activity spaces them itself, by the worker's
+ * SCAN_ERROR_RETRY_INITIAL_MS (by default 2 s, 6 s, 18 s apart: about 26 s of patience), so the setting never
+ * changes this workflow's code or its history.
  */
+const SCAN_ERROR_ATTEMPTS = 4;
+/** Every scan attempt, scanner errors and lost workers or database outages alike; once spent, `error` is stored. */
 const SCAN_RETRY = { initialInterval: "2s", backoffCoefficient: 3, maximumInterval: "1m", maximumAttempts: 10 } as const;
 /** Database work is idempotent and retried until it succeeds; the backoff rides out a database restart. */
 const RECORD_RETRY = { initialInterval: "1s", backoffCoefficient: 2, maximumInterval: "1m" } as const;

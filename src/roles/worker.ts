@@ -183,6 +183,7 @@ export async function createConfiguredWorker(
     taskQueue: config.temporalTaskQueue,
     db,
     scanner: createScanner(config.scanning),
+    scanErrorRetryInitialMs: config.scanning.errorRetryInitialMs,
     webhooks: config.webhooks,
     domainVerification: {
       db,

@@ -23,6 +23,7 @@ const BUILT_WORKFLOW_BUNDLE = runsFromBuild(import.meta.url) ? fileURLToPath(new
 export function createActivities(deps: {
   db: Database;
   scanner: Scanner;
+  scanErrorRetryInitialMs?: number;
   webhooks: WebhookSettings;
   domainVerification: DomainVerificationActivityDeps;
   delivery: DeliveryOperations;
@@ -50,6 +51,8 @@ export interface WorkerOptions {
   readonly db: Database;
   /** The attachment scanner of the scan activities (createScanner(config.scanning)). */
   readonly scanner: Scanner;
+  /** The first wait before a scanner error verdict is retried (config.scanning.errorRetryInitialMs); 2 s when absent. */
+  readonly scanErrorRetryInitialMs?: number;
   /** Request timeout, attempts and address policy of the webhook delivery activities (config.webhooks). */
   readonly webhooks: WebhookSettings;
   /** The verifier and refresh age of the domain re-check activity (createConfiguredVerifier, config.customerDomains). */

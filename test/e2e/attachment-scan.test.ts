@@ -96,19 +96,28 @@ describe("scanning with clamd", () => {
     expect(description.typedSearchAttributes.get(inboxKey)).toBe(inboxId);
   });
 
-  test("stores error, never clean, when clamd cannot be reached, after retrying the scan", { timeout: 120_000 }, async () => {
-    const { app, tenant, inboxId } = await scanningApp({ CLAMD_ADDRESS: `127.0.0.1:${await findFreePort()}`, SCAN_TIMEOUT_MS: "2000" });
+  test("stores error, never clean, when clamd cannot be reached, after retrying the scan as often and as far apart as configured", { timeout: 120_000 }, async () => {
+    // Retries 0.1 s, 0.3 s and 0.9 s apart instead of the default 2 s, 6 s and 18 s.
+    const { app, tenant, inboxId } = await scanningApp({
+      CLAMD_ADDRESS: `127.0.0.1:${await findFreePort()}`,
+      SCAN_TIMEOUT_MS: "2000",
+      SCAN_ERROR_RETRY_INITIAL_MS: "100",
+    });
     const { messageId, attachmentIds } = await storeWithAttachments(app, tenant, inboxId, [{ filename: "notes.txt", content: "harmless" }]);
 
+    const started = Date.now();
     expect(await scan(app, tenant, inboxId, messageId)).toEqual({ scanned: 1, state: "error" });
+    // At least the configured waits (1.3 s), and less than the default's alone (26 s) however loaded the machine.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1300);
+    expect(Date.now() - started).toBeLessThan(26_000);
     const states = await scanStates(app, messageId);
     expect(states.message).toBe("error");
     expect(states.attachments[0]).toMatchObject({ state: "error", scanned: true });
     expect(states.attachments[0]!.detail).toMatch(/^clamd at 127\.0\.0\.1:\d+: connect ECONNREFUSED/);
-    // The error verdict was retried before it was stored: the scan activity's last start was a later attempt.
+    // The error verdict was retried before it was stored: the scan activity's last start was its fourth attempt.
     const history = await app.temporal.workflow.getHandle(attachmentScanWorkflowId(messageId)).fetchHistory();
     const attempts = (history.events ?? []).flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
-    expect(Math.max(...attempts.map(Number))).toBeGreaterThan(1);
+    expect(Math.max(...attempts.map(Number))).toBe(4);
     expect((await tenant.request("GET", `/v1/messages/${messageId}/attachments/${attachmentIds[0]}`)).status).toBe(403);
   });
 });

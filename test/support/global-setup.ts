@@ -15,6 +15,7 @@ import { startTemporalDevServer } from "../../src/runtime/temporal-dev-server.js
 import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
 import { startClamd, type ProvidedClamd } from "./clamd.js";
 import { dropFileDatabaseTemplate, prepareFileDatabaseTemplate } from "./file-database.js";
+import { recordServerPid } from "./slowest-files.js";
 import { prefetchTools } from "./tools.js";
 
 declare module "vitest" {
@@ -53,6 +54,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     // A clamd that cannot start fails the scan tests with its reason, not every test of the run.
     startClamd(join(dataDir, "clamd")).catch((e: unknown) => (e instanceof Error ? e.message : String(e))),
   ]);
+  // The postmaster may not stay below vitest's process; the reporter reads its CPU by pid.
+  if (pg) recordServerPid("postgres", pg.pid);
   const databaseUrl = process.env.DATABASE_URL ?? pg!.url;
   const [fileDatabaseTemplate] = await Promise.all([
     prepareFileDatabaseTemplate(databaseUrl),

@@ -3,25 +3,78 @@
 // file for last and wait on it alone.
 import { relative } from "node:path";
 import { BaseSequencer, type Reporter, type TestModule, type TestSpecification } from "vitest/node";
+import { liveDescendants, treeCpuSeconds } from "./cpu-usage.js";
 
 const SHOWN = 10;
 
-/** Prints the slowest test files of the run: wall time from the file's start to its end, and its share in tests. */
+/**
+ * Where the global setup records the pid of a server it started whose process may not stay below vitest's (the
+ * embedded PostgreSQL's postmaster), by name; the reporter adds its CPU to the run's.
+ */
+const SERVER_PIDS = Symbol.for("mailbox.test.serverPids");
+export function recordServerPid(name: string, pid: number): void {
+  const registry = globalThis as { [SERVER_PIDS]?: Map<string, number> };
+  (registry[SERVER_PIDS] ??= new Map()).set(name, pid);
+}
+
+/**
+ * Prints the slowest test files of the run (wall time from the file's start to its end, its share in tests) and the
+ * files that cost most CPU (test/support/file-cpu.ts measures them in the worker), then the CPU of the run's
+ * servers and of vitest's own process, read from /proc. CPU-seconds compare across runs on a loaded machine; wall
+ * time does not.
+ */
 export default class SlowestFilesReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
-    const rows = testModules
-      .map((m) => {
-        const d = m.diagnostic();
-        return { file: m.relativeModuleId, total: d.collectDuration + d.duration, import: d.collectDuration, tests: d.duration };
-      })
-      .sort((a, b) => b.total - a.total)
-      .slice(0, SHOWN);
+    const rows = testModules.map((m) => {
+      const d = m.diagnostic();
+      return { file: m.relativeModuleId, wall: d.collectDuration + d.duration, import: d.collectDuration, tests: d.duration, cpu: m.meta().cpuSeconds };
+    });
     if (rows.length === 0) return;
-    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`.padStart(8);
+    const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    const cpu = (seconds: number | undefined) => (seconds === undefined ? "?" : `${seconds.toFixed(1)} CPU-s`);
     const width = Math.max(...rows.map((r) => r.file.length));
-    const lines = rows.map((r) => `  ${r.file.padEnd(width)} ${s(r.total)}  (import ${s(r.import).trim()}, tests and hooks ${s(r.tests).trim()})`);
-    process.stdout.write(`\n Slowest ${rows.length} test files\n${lines.join("\n")}\n`);
+    const slowest = [...rows].sort((a, b) => b.wall - a.wall).slice(0, SHOWN);
+    const costliest = [...rows].sort((a, b) => (b.cpu ?? 0) - (a.cpu ?? 0)).slice(0, SHOWN);
+    const out = [
+      `\n Slowest ${slowest.length} test files`,
+      ...slowest.map(
+        (r) => `  ${r.file.padEnd(width)} ${s(r.wall).padStart(8)}  (import ${s(r.import)}, tests and hooks ${s(r.tests)}; ${cpu(r.cpu)})`,
+      ),
+      `\n Costliest ${costliest.length} test files in CPU (the worker and the processes it started)`,
+      ...costliest.map((r) => `  ${r.file.padEnd(width)} ${cpu(r.cpu).padStart(13)}  (${s(r.wall)})`),
+      `\n ${runCpu(rows.reduce((sum, r) => sum + (r.cpu ?? 0), 0))}`,
+    ];
+    process.stdout.write(`${out.join("\n")}\n`);
   }
+}
+
+/** One line: the CPU-seconds of the test files, of each server the run started and of vitest's own process. */
+function runCpu(filesSeconds: number): string {
+  const below = liveDescendants(process.pid);
+  const byPid = new Map(below.map((p) => [p.pid, p]));
+  // Each live process counts toward the child of vitest's process it descends from (the server it belongs to).
+  const groups = new Map<string, number>();
+  const topOf = (pid: number): number => {
+    let at = byPid.get(pid)!;
+    for (let hops = 0; at.ppid !== process.pid && byPid.has(at.ppid) && hops < 64; hops++) at = byPid.get(at.ppid)!;
+    return at.pid;
+  };
+  const add = (name: string, seconds: number) => groups.set(name, (groups.get(name) ?? 0) + seconds);
+  for (const p of below) {
+    const top = byPid.get(topOf(p.pid))!;
+    // vitest's workers (Node names its main thread, and so the process, MainThread) run the test files, each
+    // counted per file already.
+    if (top.command !== "node" && top.command !== "MainThread") add(top.command, p.ownSeconds + p.reapedChildrenSeconds);
+  }
+  for (const [name, pid] of (globalThis as { [SERVER_PIDS]?: Map<string, number> })[SERVER_PIDS] ?? []) {
+    if (!byPid.has(pid)) add(name, treeCpuSeconds(pid));
+  }
+  const { user, system } = process.cpuUsage();
+  const own = (user + system) / 1e6;
+  const servers = [...groups].filter(([, seconds]) => seconds >= 0.05).sort((a, b) => b[1] - a[1]);
+  const total = filesSeconds + own + servers.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const parts = servers.map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`).join(", ");
+  return `CPU-seconds of the run: ${total.toFixed(1)} = test files ${filesSeconds.toFixed(1)} + vitest's own process ${own.toFixed(1)} (global setup, transforms, reporters) + live processes below it: ${parts || "none"}`;
 }
 
 /**

@@ -62,6 +62,12 @@ describe("configuration", () => {
     }
   });
 
+  test("SCAN_ERROR_RETRY_INITIAL_MS spaces the retries of a scanner error from 2 s by default, within 10 ms and 1 min", () => {
+    expect(loadConfig({}).scanning.errorRetryInitialMs).toBe(2000);
+    expect(loadConfig({ SCAN_ERROR_RETRY_INITIAL_MS: "100" }).scanning.errorRetryInitialMs).toBe(100);
+    for (const bad of ["5", "60001", "soon"]) expect(() => loadConfig({ SCAN_ERROR_RETRY_INITIAL_MS: bad }), bad).toThrow(/SCAN_ERROR_RETRY_INITIAL_MS/);
+  });
+
   test("API_MAX_CONNECTIONS_PER_PEER is 100 by default", () => {
     expect(loadConfig({}).api.maxConnectionsPerPeer).toBe(100);
     expect(loadConfig({ API_MAX_CONNECTIONS_PER_PEER: "5" }).api.maxConnectionsPerPeer).toBe(5);

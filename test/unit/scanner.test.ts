@@ -234,9 +234,9 @@ describe("a message's attachments scan state", () => {
 });
 
 describe("scanning configuration", () => {
-  test("uses the built-in scanner with a 60 s timeout and a 25 MiB limit when nothing is set", async () => {
+  test("uses the built-in scanner with a 60 s timeout and a 25 MiB limit when nothing is set, an error retried from 2 s on", async () => {
     const { scanning } = loadConfig({});
-    expect(scanning).toEqual({ clamdAddress: undefined, timeoutMs: 60_000, maxBytes: 25 * 1024 * 1024 });
+    expect(scanning).toEqual({ clamdAddress: undefined, timeoutMs: 60_000, maxBytes: 25 * 1024 * 1024, errorRetryInitialMs: 2000 });
     expect(await createScanner(scanning).scan(EICAR, { filename: "a.txt", contentType: "text/plain" })).toEqual({
       state: "infected",
       finding: "EICAR-Test-File",

@@ -12,8 +12,12 @@ const SCAN_ERROR_FAILURE = "AttachmentScanError";
 
 /** How often a running scan tells Temporal its worker is alive (the workflow's heartbeat timeout is longer). */
 const HEARTBEAT_MS = 10_000;
+/** SCAN_ERROR_RETRY_INITIAL_MS's default: with the coefficient, about 26 s of patience over 4 attempts (2, 6, 18 s). */
+export const SCAN_ERROR_RETRY_INITIAL_MS = 2000;
+const SCAN_ERROR_RETRY_COEFFICIENT = 3;
 
-export function createAttachmentScanActivities(deps: { db: Database; scanner: Scanner }) {
+export function createAttachmentScanActivities(deps: { db: Database; scanner: Scanner; scanErrorRetryInitialMs?: number }) {
+  const retryInitialMs = deps.scanErrorRetryInitialMs ?? SCAN_ERROR_RETRY_INITIAL_MS;
   return {
     /** The message's attachments still waiting for a verdict, in order. */
     async listUnscannedAttachments(organizationId: string, messageId: string): Promise<string[]> {
@@ -43,7 +47,14 @@ export function createAttachmentScanActivities(deps: { db: Database; scanner: Sc
       }
       if (verdict.state === "error" && context.info.attempt < errorAttempts) {
         // Benign: an expected retry, logged at debug by the worker; the stored verdict and the UI tell the rest.
-        throw ApplicationFailure.create({ message: verdict.reason, type: SCAN_ERROR_FAILURE, category: ApplicationFailureCategory.BENIGN });
+        // The wait is this worker's setting, not the workflow's retry policy: a workflow's code and history stay
+        // the same whatever a deployment configures (the policy still spaces retries of lost workers and outages).
+        throw ApplicationFailure.create({
+          message: verdict.reason,
+          type: SCAN_ERROR_FAILURE,
+          category: ApplicationFailureCategory.BENIGN,
+          nextRetryDelay: retryInitialMs * SCAN_ERROR_RETRY_COEFFICIENT ** (context.info.attempt - 1),
+        });
       }
       return storeVerdict(em, organizationId, attachmentId, verdict);
     },
