@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { getPriority } from "node:os";
 import { Worker } from "node:worker_threads";
 import { describe, expect, test } from "vitest";
-import { createEmailParser } from "../../src/mail/parse.js";
+import { createEmailParser, PARSER_THREAD_NAME } from "../../src/mail/parse.js";
 import { BACKGROUND_NICE, currentThreadId, lowerThreadPriority, threadNice } from "../../src/runtime/thread-priority.js";
 
 const MODULE = new URL("../../src/runtime/thread-priority.ts", import.meta.url).href;
@@ -35,12 +35,12 @@ child.once("message", (report) => {
 });
 `;
 
-/** The WorkerThread tasks of this process. */
-function workerThreads(): Set<number> {
+/** The parser's threads in this process (named so, as `ps -L` shows them). */
+function parserThreads(): Set<number> {
   const tids = new Set<number>();
   for (const tid of readdirSync("/proc/self/task")) {
     const comm = readFileSync(`/proc/self/task/${tid}/comm`, "latin1").trim();
-    if (comm === "WorkerThread") tids.add(Number(tid));
+    if (comm === PARSER_THREAD_NAME) tids.add(Number(tid));
   }
   return tids;
 }
@@ -69,12 +69,12 @@ describe.runIf(process.platform === "linux")("a thread's priority", () => {
   });
 
   test("of the parser's threads is lowered as they start", async () => {
-    const before = workerThreads();
+    const before = parserThreads();
     const parser = createEmailParser({ timeoutMs: 10_000, memoryMb: 64, workers: 2, maxHeaderBytes: 65_536, maxMimeParts: 100 });
     try {
       const raw = Buffer.from("From: a@example.org\r\nTo: b@example.org\r\nSubject: hi\r\n\r\nhello\r\n");
       await Promise.all([parser.parse(raw), parser.parse(raw)]);
-      const started = [...workerThreads()].filter((tid) => !before.has(tid));
+      const started = [...parserThreads()].filter((tid) => !before.has(tid));
       expect(started.length).toBeGreaterThanOrEqual(2);
       expect(started.map(threadNice)).toEqual(started.map(() => expected));
     } finally {
