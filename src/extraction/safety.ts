@@ -152,7 +152,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   const shownKinds = new Set<InstructionKind>();
   if (html) {
     const shown = joinLines(html);
-    for (const k of instructions(shown, html.lineOffsets, "html", false, warnings, undefined, quotedIn(html, shown.starts))) shownKinds.add(k);
+    for (const k of instructions(shown, html.lineOffsets, "html", false, warnings, undefined, quotedIn(html, shown))) shownKinds.add(k);
     for (const run of html.hidden) instructions({ text: run.text, starts: [0] }, [run.offset], "html", true, warnings);
     // Text spelled in tag characters: invisible to a person, plain ASCII to a model.
     if (html.tagText) instructions(html.tagText, [0], "html", true, warnings);
@@ -490,11 +490,16 @@ function instructions(
 
 /**
  * Whether a passage of the shown HTML's joined lines (`starts`: where each line starts) is quotation or code: every
- * line it touches is, or it lies inside one quoted part of a line (an inline `<code>`).
+ * line it touches is, or it lies inside one quoted part of a line (an inline `<code>`). The white space at a
+ * passage's ends touches no line: a match that begins at the line break before a `<blockquote>` is quoted too.
  */
-function quotedIn(html: HtmlDoc, starts: readonly number[]): (start: number, end: number) => boolean {
+function quotedIn(html: HtmlDoc, { text, starts }: { text: string; starts: readonly number[] }): (start: number, end: number) => boolean {
   const spans = html.quotationSpans.map((q) => ({ start: starts[q.line]! + q.start, end: starts[q.line]! + q.end }));
-  return (start, end) => {
+  return (from, to) => {
+    let start = from;
+    let end = to;
+    while (start < end && /\s/.test(text[start]!)) start++;
+    while (end > start && /\s/.test(text[end - 1]!)) end--;
     const first = pieceAt(starts, start);
     const last = pieceAt(starts, Math.max(start, end - 1));
     let whole = true;
