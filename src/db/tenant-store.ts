@@ -2,6 +2,7 @@
 // read and write through it carries the caller's organization. The EntityManager stays private, so no caller can
 // step around the organization filter.
 import {
+  IsolationLevel,
   LockMode,
   type EntityData,
   type EntityName,
@@ -101,6 +102,17 @@ export class TenantStore {
   /** Runs fn in one transaction, with a store bound to the same organization. */
   transactional<R>(fn: (store: TenantStore) => Promise<R>): Promise<R> {
     return this.em.transactional((em) => fn(new TenantStore(() => em, this.organizationId, this.sql)));
+  }
+
+  /**
+   * Runs fn's reads in one snapshot (a read-only REPEATABLE READ transaction), so rows read by separate statements
+   * agree: a submission's status and its recipients' states, written together, are never read half old, half new.
+   */
+  readSnapshot<R>(fn: (store: TenantStore) => Promise<R>): Promise<R> {
+    return this.em.transactional((em) => fn(new TenantStore(() => em, this.organizationId, this.sql)), {
+      isolationLevel: IsolationLevel.REPEATABLE_READ,
+      readOnly: true,
+    });
   }
 
   /**

@@ -16,11 +16,14 @@ export interface SubmissionView {
   readonly recipients: readonly SubmissionRecipientRow[];
 }
 
+/** A submission with its recipients, read in one snapshot (the delivery writes both in one transaction). */
 export async function readSubmission(store: TenantStore, submissionId: string): Promise<SubmissionView | null> {
-  const submission = await store.findOne(Submission, { id: submissionId });
-  if (!submission) return null;
-  const recipients = await store.find(SubmissionRecipient, { submissionId }, { orderBy: { position: "asc" } });
-  return { submission, recipients };
+  return store.readSnapshot(async (snapshot) => {
+    const submission = await snapshot.findOne(Submission, { id: submissionId });
+    if (!submission) return null;
+    const recipients = await snapshot.find(SubmissionRecipient, { submissionId }, { orderBy: { position: "asc" } });
+    return { submission, recipients };
+  });
 }
 
 /** Whether the key may see the submission: any, or for a key restricted to inboxes one of its inboxes' sends. */
@@ -47,9 +50,12 @@ export async function listSubmissions(
     ...(request.status === undefined ? {} : { status: request.status }),
     ...(principal.inboxIds === null ? {} : { inboxId: { $in: [...principal.inboxIds] } }),
   };
-  const page = await newestFirstPage(store, deps.cursors, { entity: Submission, resource: `submissions:${request.status ?? "*"}`, where }, request);
-  const ids = page.items.map((s) => s.id);
-  const recipients = ids.length === 0 ? [] : await store.find(SubmissionRecipient, { submissionId: { $in: ids } }, { orderBy: { position: "asc" } });
+  const { page, recipients } = await store.readSnapshot(async (snapshot) => {
+    const page = await newestFirstPage(snapshot, deps.cursors, { entity: Submission, resource: `submissions:${request.status ?? "*"}`, where }, request);
+    const ids = page.items.map((s) => s.id);
+    const recipients = ids.length === 0 ? [] : await snapshot.find(SubmissionRecipient, { submissionId: { $in: ids } }, { orderBy: { position: "asc" } });
+    return { page, recipients };
+  });
   const bySubmission = new Map<string, SubmissionRecipientRow[]>();
   for (const r of recipients) bySubmission.set(r.submissionId, [...(bySubmission.get(r.submissionId) ?? []), r]);
   return { items: page.items.map((submission) => ({ submission, recipients: bySubmission.get(submission.id) ?? [] })), nextCursor: page.nextCursor };

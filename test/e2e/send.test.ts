@@ -442,3 +442,42 @@ describe("tenancy", () => {
     expect(await app.db.fork().count(SubmissionRecipient, { organization: stranger.organizationId })).toBe(0);
   });
 });
+
+describe("reading a submission", () => {
+  test("its status and its recipients' states come from one snapshot, however the delivery's writes interleave", async () => {
+    const tenant = await app.createTenant({ restrictions: { requestsPerMinute: 1_000_000 } });
+    const inbox = await inboxOf(tenant);
+    const sent = await send(tenant, inbox.id, { ...basic, to: [{ email: "a@example.net" }, { email: "b@example.net" }] });
+    expect(sent.status).toBe(202);
+    const id: string = sent.body.submission.id;
+    // The delivery writes a submission's aggregate and its recipients' states in one transaction, as this writer does,
+    // flipping between two states that each agree with themselves (no worker runs in this file to write others).
+    let done = false;
+    const writer = (async () => {
+      for (let i = 0; i < 2_000 && !done; i++) {
+        const status = i % 2 === 0 ? "delivered" : "queued";
+        await app.db.sql.transaction(async (tx) => {
+          await tx.query("update submission_recipients set status = $1 where submission_id = $2", [status, id]);
+          await tx.query("update submissions set status = $1 where id = $2", [status, id]);
+        });
+      }
+    })();
+    const seen: string[] = [];
+    try {
+      for (let i = 0; i < 300; i++) {
+        const [one, list] = await Promise.all([tenant.request("GET", `/v1/submissions/${id}`), tenant.request("GET", "/v1/submissions?limit=5")]);
+        expect([one.status, list.status]).toEqual([200, 200]);
+        for (const s of [one.body, list.body.submissions.find((x: { id: string }) => x.id === id)]) {
+          const recipients = new Set(s.recipients.map((r: { status: string }) => r.status));
+          seen.push(`${s.status}:${[...recipients].join(",")}`);
+        }
+      }
+    } finally {
+      done = true;
+      await writer;
+    }
+    // Before the writer's first flip the submission is still as sent (pending, both recipients pending).
+    expect([...new Set(seen)].filter((state) => !["pending:pending", "delivered:delivered", "queued:queued"].includes(state))).toEqual([]);
+    expect(seen).toContain("delivered:delivered");
+  }, 120_000);
+});
