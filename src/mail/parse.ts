@@ -183,6 +183,8 @@ interface Feed {
 /** The worker threads: as many jobs at once as workers, each worker reused until a job blows its budget. */
 class ParseWorkers {
   private readonly idle: Worker[] = [];
+  /** Workers that parsed a large message since they started: ended once idle, whatever they parse meanwhile. */
+  private readonly grown = new Set<Worker>();
   /** The timers that end idle workers grown by a large message. */
   private readonly recycling = new Map<Worker, NodeJS.Timeout>();
   private free: number;
@@ -218,10 +220,13 @@ class ParseWorkers {
       });
       // A worker that is ended (its budget blown) is gone before its slot goes to the next job: never more parser
       // heaps at once than slots, however fast large messages come.
-      if (!ran.reusable || this.closed) await worker.terminate();
-      else {
+      if (ran.fed > RECYCLE_AFTER_BYTES) this.grown.add(worker);
+      if (!ran.reusable || this.closed) {
+        this.grown.delete(worker);
+        await worker.terminate();
+      } else {
         this.idle.push(worker);
-        if (ran.fed > RECYCLE_AFTER_BYTES) this.recycleWhenIdle(worker);
+        if (this.grown.has(worker)) this.recycleWhenIdle(worker);
       }
       return ran.outcome;
     } finally {
@@ -234,6 +239,7 @@ class ParseWorkers {
     this.closed = true;
     for (const timer of this.recycling.values()) clearTimeout(timer);
     this.recycling.clear();
+    this.grown.clear();
     for (const wake of this.queue.splice(0)) wake();
     await Promise.all(this.idle.splice(0).map((w) => w.terminate()));
   }
@@ -250,6 +256,7 @@ class ParseWorkers {
       if (at === -1 || this.closed) return;
       if (this.free === 0) return this.recycleWhenIdle(worker);
       this.idle.splice(at, 1);
+      this.grown.delete(worker);
       this.free -= 1;
       void worker.terminate().finally(() => this.freeSlot());
     }, RECYCLE_IDLE_MS);

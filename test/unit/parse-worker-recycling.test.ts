@@ -58,5 +58,14 @@ test.runIf(process.platform === "linux")(
     const third = await parser.parse(Buffer.from("From: a@example.org\r\nSubject: small\r\n\r\nhello\r\n"));
     expect(third.text).toBe("hello\n");
     expect(parserThreads()).toHaveLength(1);
+
+    // A grown worker that takes a small message next is still ended once idle: what it grew is still held.
+    await parser.parse(streamed(LARGE));
+    const grown = parserThreads();
+    expect((await parser.parse(Buffer.from("From: a@example.org\r\nSubject: small\r\n\r\nagain\r\n"))).text).toBe("again\n");
+    expect(parserThreads()).toEqual(grown);
+    for (let i = 0; i < 200 && parserThreads().length > 0; i++) await sleep(100);
+    expect(parserThreads()).toEqual([]);
   },
+  60_000,
 );
