@@ -7,10 +7,8 @@ import type { Config } from "./config.js";
 import { migrateDatabase, openDatabase, type Database } from "./db/database.js";
 import { createLogger } from "./logger.js";
 import { startStatusServer } from "./metrics/status.js";
-import { startApi } from "./roles/api.js";
 import { createSharedDeps, type SharedDeps } from "./roles/shared.js";
-import { startSmtpRole, type SmtpRole } from "./roles/smtp.js";
-import { startWorkerRole } from "./roles/worker.js";
+import type { SmtpRole } from "./roles/smtp.js";
 import { drainGraceMs } from "./runtime/drain.js";
 import { startInfrastructure, type Infrastructure } from "./runtime/infrastructure.js";
 import { RUNTIME_FILE } from "./runtime/operator-database.js";
@@ -65,13 +63,17 @@ export async function startService(config: Config, roles: readonly Role[], optio
       },
     });
 
+    // Each role's modules are loaded only when it starts: an api process never compiles the Temporal worker, nor a
+    // worker the API server.
     let api: ApiServer | undefined;
     if (roles.includes("api")) {
+      const { startApi } = await import("./roles/api.js");
       api = await startApi(config, db, temporal, log, shared);
       drains.push(() => api!.close(drainGraceMs(config.shutdownTimeoutMs)));
       log.info("API listening", { url: `http://${config.bindHost}:${api.port}`, openapi: `/openapi.json` });
     }
     if (roles.includes("worker")) {
+      const { startWorkerRole } = await import("./roles/worker.js");
       drains.push((await startWorkerRole(config, db, temporal, infra.temporalAddress, shared)).stop);
       log.info("worker polling", { taskQueue: config.temporalTaskQueue, temporal: infra.temporalAddress });
     }
@@ -92,6 +94,7 @@ export async function startService(config: Config, roles: readonly Role[], optio
 
 /** The smtp role, ready once its listener accepts connections. */
 async function startSmtp(config: Config, db: Database, infra: Infrastructure, shared: SharedDeps): Promise<SmtpRole> {
+  const { startSmtpRole } = await import("./roles/smtp.js");
   const role = await startSmtpRole({
     config,
     db,

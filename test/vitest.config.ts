@@ -1,3 +1,5 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { defineConfig } from "vitest/config";
 import SlowestFilesReporter, { SlowFirstSequencer } from "./support/slowest-files.js";
 
@@ -10,6 +12,12 @@ const root = new URL("..", import.meta.url).pathname;
 const OWN_PROCESS = ["test/runtime/**/*.test.ts", "test/deploy/**/*.test.ts", "test/e2e/start.test.ts", "test/e2e/faults.test.ts", "test/e2e/node-version.test.ts"];
 // Both projects: the timeouts, and the setup file that measures each file's CPU-seconds for the reporter.
 const common = { testTimeout: 60_000, hookTimeout: 180_000, setupFiles: ["test/support/file-cpu.ts"] };
+
+// Node's compile cache for the worker processes, which inherit this environment: each of them loads vitest and the
+// same node_modules (the service's own sources go through vitest's transform, which the cache does not see), and
+// the role processes the tests start load dist/. The directory src/cli/mailbox.js uses by default, so the tests and
+// the service's commands share one; NODE_DISABLE_COMPILE_CACHE=1 still turns it off.
+process.env.NODE_COMPILE_CACHE ||= join(tmpdir(), "node-compile-cache");
 
 // One PostgreSQL and one Temporal server per test run (the root's global setup; what it provides reaches both
 // projects); tests isolate themselves by tenant, or by a database of their own (test/support/file-database.ts).

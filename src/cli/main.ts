@@ -1,4 +1,5 @@
 // The `mailbox` command. Operator commands print JSON on stdout; logs go to stderr.
+import { flushCompileCache } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { Config } from "../config.js";
@@ -118,6 +119,9 @@ async function serveUntilSignal(config: Config, roles: Role[], embedded: boolean
     database: service.databaseUrl.replace(/\/\/[^@]*@/, "//"),
   };
   console.log(JSON.stringify(summary));
+  // Node writes its compile cache (src/cli/mailbox.js) at exit, which a process killed with SIGKILL never reaches:
+  // written now, every module the boot loaded is cached for the next one.
+  flushCompileCache();
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);

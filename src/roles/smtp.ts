@@ -16,7 +16,10 @@ import { createRawMessageStore } from "../inbound/receive.js";
 import { DEFAULT_SWEEPER_OPTIONS, type SweeperOptions } from "../inbound/sweeper.js";
 import { drainGraceMs } from "../runtime/drain.js";
 
-/** The processing thread's entry: it registers tsx in the thread (loader hooks are per thread), then loads its body. */
+/**
+ * The processing thread's entry: from the build, its body; from the sources, the build's body when dist/ is fresh,
+ * else the sources through tsx (src/roles/smtp-processing-thread.js).
+ */
 const PROCESSING_THREAD = new URL("./smtp-processing-thread.js", import.meta.url);
 
 export interface SmtpRoleDeps {
