@@ -16,6 +16,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
 import { loadConfig } from "../src/config.js";
 import { runInboundClient } from "./inbound-client.js";
 import { startOurStack } from "./inbound-ours.js";
@@ -32,6 +33,18 @@ const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
 const DRAIN_MAX_S = 120;
 const TICK_MS = 10;
+/** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
+const STATS_FLUSH_MS = 1500;
+
+/** Rows inserted, updated and deleted per table, and the database's commits (as "commits": [n, 0, 0]). */
+async function tableCounters(client: pg.Client): Promise<Map<string, number[]>> {
+  await client.query("select pg_stat_clear_snapshot()");
+  const { rows } = await client.query<{ name: string; ins: string; upd: string; del: string }>(
+    `select relname as name, n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_del::text as del from pg_stat_user_tables
+     union all select 'commits', xact_commit::text, '0', '0' from pg_stat_database where datname = current_database()`,
+  );
+  return new Map(rows.map((r) => [r.name, [Number(r.ins), Number(r.upd), Number(r.del)]]));
+}
 
 /** utime + stime ticks of each thread of `pid`, by thread name (several threads of one name summed). */
 function threadTicks(pid: number): Map<string, number> {
@@ -91,6 +104,9 @@ try {
     teardown,
   );
   const recipients = WEBHOOK ? stack.withWebhook : stack.withoutWebhook;
+  const client = new pg.Client({ connectionString: stack.infra.databaseUrl });
+  await client.connect();
+  teardown.add(() => client.end());
   const postmaster = stack.infra.postmasterPid!;
   const drain = async () => {
     for (let i = 0; i < DRAIN_MAX_S * 5; i++) {
@@ -109,6 +125,7 @@ try {
     const others = { receiver: [stack.receiver.pid], "api+worker": [stack.api.pid, stack.worker.pid] };
     const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const storedBefore = await stack.stats.storedMessages();
+    const tablesBefore = await tableCounters(client);
     const started = performance.now();
     const result = await runInboundClient({
       mode: "open",
@@ -128,6 +145,8 @@ try {
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
     const othersAfter = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const stored = (await stack.stats.storedMessages()) - storedBefore;
+    await sleep(STATS_FLUSH_MS);
+    const tablesAfter = await tableCounters(client);
     if (!measured) {
       log(`warm-up: ${result.accepted} accepted, ${stored} stored`);
       continue;
@@ -147,6 +166,12 @@ try {
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
     for (const k of Object.keys(others)) log(`  ${k.padEnd(25)} ${ms(othersAfter[k]! - othersBefore[k]!)}`);
+    log(`PostgreSQL per stored message (rows inserted/updated/deleted; commits include other processes' background):`);
+    for (const [name, after] of tablesAfter) {
+      const before = tablesBefore.get(name) ?? [0, 0, 0];
+      const per = after.map((n, i) => ((n - before[i]!) / Math.max(1, stored)).toFixed(2));
+      if (after.some((n, i) => n !== before[i])) log(`  ${name.padEnd(25)} ${per.join(" / ")}`);
+    }
   }
 } finally {
   await teardown.run();
