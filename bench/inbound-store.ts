@@ -33,6 +33,8 @@ const MESSAGES = envNumber(process.env, "BENCH_STORE_MESSAGES", 2048, 1, 100_000
 const BATCH = envNumber(process.env, "BENCH_STORE_BATCH", 64, 1, 64);
 const ROUNDS = envNumber(process.env, "BENCH_STORE_ROUNDS", 2, 1, 10);
 const INBOXES = 100;
+/** The tables a store writes. */
+const WRITTEN_TABLES = ["messages", "threads", "contacts", "events", "webhook_deliveries", "inbound_raw_messages"];
 /** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
 const STATS_FLUSH_MS = 1500;
 const MESSAGE_BYTES = 10_240;
@@ -122,6 +124,7 @@ async function run(url: string, postmasterPid: number): Promise<void> {
         parsed.push(...group);
       }
       await stats.query(`select pg_stat_statements_reset()`);
+      await stats.query(`select pg_stat_reset()`);
       statements.reset();
       const backends = withChildren(postmasterPid);
       const meter = startCpuMeter({ postgres: () => backends });
@@ -147,28 +150,28 @@ async function run(url: string, postmasterPid: number): Promise<void> {
       console.log(`  PostgreSQL ${((share.groups["postgres"]! * seconds * 1000) / parsed.length).toFixed(3)} ms CPU/message; planning + execution ${(totalMs / parsed.length).toFixed(3)} ms/message (planning ${(planMs / parsed.length).toFixed(3)})`);
       console.log(`  messages in the table: ${stored}`);
       console.log(`  statements by share of PostgreSQL time (planning + execution):`);
-      // The written tables' indexes: each is maintained per row written; idx_scan says whether the store reads it.
-      await sleep(STATS_FLUSH_MS);
-      const indexes = await stats.query<{ relname: string; indexrelname: string; idx_scan: string; def: string }>(
-        `select s.relname, s.indexrelname, s.idx_scan::text, pg_get_indexdef(s.indexrelid) as def
-           from pg_stat_user_indexes s where s.relname = any($1) order by s.relname, s.indexrelname`,
-        [["messages", "threads", "contacts", "events", "webhook_deliveries", "inbound_raw_messages"]],
-      );
-      console.log(`  indexes of the written tables (scans during the run):`);
-      for (const i of indexes.rows) console.log(`  ${i.idx_scan.padStart(7)}  ${i.def.replace(/^CREATE /, "").slice(0, 140)}`);
-      const foreignKeys = await stats.query<{ def: string }>(
-        `select conrelid::regclass || ': ' || pg_get_constraintdef(oid) as def from pg_constraint
-          where contype = 'f' and conrelid::regclass::text = any($1) order by 1`,
-        [["messages", "threads", "contacts", "events", "webhook_deliveries", "inbound_raw_messages"]],
-      );
-      console.log(`  foreign keys of the written tables (each checked per row written):`);
-      for (const f of foreignKeys.rows) console.log(`  ${f.def.slice(0, 150)}`);
       for (const r of top.rows.filter((r) => Number(r.ms) > 0)) {
         const text = r.query.replace(/\s+/g, " ").slice(0, 150);
         const share = ((100 * Number(r.ms)) / totalMs).toFixed(1).padStart(5);
         const planning = ((100 * Number(r.plan_ms)) / totalMs).toFixed(1).padStart(5);
         console.log(`  ${share}% (planning ${planning}%, ${r.plans.padStart(5)} plans)  ${r.calls.padStart(5)} calls  ${text}`);
       }
+      // The written tables' indexes: each is maintained per row written; idx_scan says whether the store reads it.
+      await sleep(STATS_FLUSH_MS);
+      const indexes = await stats.query<{ relname: string; indexrelname: string; idx_scan: string; def: string }>(
+        `select s.relname, s.indexrelname, s.idx_scan::text, pg_get_indexdef(s.indexrelid) as def
+           from pg_stat_user_indexes s where s.relname = any($1) order by s.relname, s.indexrelname`,
+        [WRITTEN_TABLES],
+      );
+      console.log(`  indexes of the written tables (scans during the run):`);
+      for (const i of indexes.rows) console.log(`  ${i.idx_scan.padStart(7)}  ${i.def.replace(/^CREATE /, "").slice(0, 140)}`);
+      const foreignKeys = await stats.query<{ def: string }>(
+        `select conrelid::regclass || ': ' || pg_get_constraintdef(oid) as def from pg_constraint
+          where contype = 'f' and conrelid::regclass::text = any($1) order by 1`,
+        [WRITTEN_TABLES],
+      );
+      console.log(`  foreign keys of the written tables (each checked per row written):`);
+      for (const f of foreignKeys.rows) console.log(`  ${f.def.slice(0, 150)}`);
     }
   } finally {
     await parser.close();
