@@ -12,7 +12,7 @@
 // webhook endpoints; the thread lookup when a message answers one; one write of threads, messages, contacts and raw
 // rows; the attachments when there are any; the event log's append with the webhook outbox's rows; COMMIT), in plain
 // SQL on the driver's pool, not the ORM: this is the hot path of inbound mail, and a batch of one 10 KB message costs
-// PostgreSQL ~3 ms of CPU and this thread ~1.5 ms, most of it per statement and per commit, not per row
+// PostgreSQL ~2 ms of CPU and this thread ~1.5 ms, most of it per statement and per commit, not per row
 // (bench:inbound-store).
 import type { MessageSource } from "../authentication/message-source.js";
 import type { SenderAuthentication, SenderAuthenticator } from "../authentication/sender-authentication.js";
