@@ -127,6 +127,7 @@ try {
     const storedBefore = await stack.stats.storedMessages();
     const tablesBefore = await tableCounters(client);
     const started = performance.now();
+    const startedAt = Date.now();
     const result = await runInboundClient({
       mode: "open",
       host: "127.0.0.1",
@@ -166,7 +167,17 @@ try {
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
     for (const k of Object.keys(others)) log(`  ${k.padEnd(25)} ${ms(othersAfter[k]! - othersBefore[k]!)}`);
-    log(`PostgreSQL per stored message (rows inserted/updated/deleted; commits include other processes' background):`);
+    // A delivery claimed in its store transaction keeps last_attempt_at = created_at; one that found no prompt slot
+    // free then was claimed by a transaction of its own later (deliveries.ts), at a later time.
+    const [paths] = (
+      await client.query<{ claimed: string; later: string }>(
+        `select count(*) filter (where last_attempt_at = created_at)::text as claimed, count(*) filter (where last_attempt_at > created_at)::text as later
+           from webhook_deliveries where created_at >= $1`,
+        [new Date(startedAt)],
+      )
+    ).rows;
+    log(`webhook deliveries: ${paths!.claimed} claimed in their store transaction, ${paths!.later} claimed later by a transaction of their own`);
+    log(`PostgreSQL per stored message (rows inserted/updated/deleted, commits; statistics flushed late under load: rough):`);
     for (const [name, after] of tablesAfter) {
       const before = tablesBefore.get(name) ?? [0, 0, 0];
       const per = after.map((n, i) => ((n - before[i]!) / Math.max(1, stored)).toFixed(2));
