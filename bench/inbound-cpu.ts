@@ -1,4 +1,4 @@
-// `npm run bench:inbound-cpu`: CPU per stored 10 KB message, by process and by thread, on the embedded stack of
+// `node --import tsx bench/inbound-cpu.ts` (project Node: node_modules/.bin/node): CPU per stored 10 KB message, by process and by thread, on the embedded stack of
 // bench:inbound (smtp, api and worker roles in their own processes, one webhook endpoint at the bench's HTTPS
 // receiver). Open loop at BENCH_CPU_RATE for BENCH_CPU_MESSAGES messages (to the organization with the webhook
 // endpoint), drained (stored and every webhook delivered), metered from the first message to the drain's end:
