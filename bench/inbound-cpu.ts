@@ -1,6 +1,6 @@
-// `node --import tsx bench/inbound-cpu.ts` (project Node: node_modules/.bin/node): CPU per stored 10 KB message, by process and by thread, on the embedded stack of
-// bench:inbound (smtp, api and worker roles in their own processes, one webhook endpoint at the bench's HTTPS
-// receiver). Open loop at BENCH_CPU_RATE for BENCH_CPU_MESSAGES messages (to the organization with the webhook
+// `node_modules/.bin/node --import tsx bench/inbound-cpu.ts`: CPU per stored 10 KB message, by process and by
+// thread, on the embedded stack of bench:inbound (smtp, api and worker roles in their own processes, one webhook
+// endpoint at the bench's HTTPS receiver). Open loop at BENCH_CPU_RATE for BENCH_CPU_MESSAGES messages (to the organization with the webhook
 // endpoint), drained (stored and every webhook delivered), metered from the first message to the drain's end:
 // the smtp process's threads by name (/proc/<pid>/task/*/stat: the listener's event loop, the processing thread,
 // the parser threads, libuv and V8's helpers), PostgreSQL (postmaster, its backends and what it reaped), the webhook
