@@ -1,7 +1,7 @@
 // `node_modules/.bin/node --import tsx bench/inbound-cpu.ts`: CPU per stored 10 KB message, by process and by
 // thread, on the embedded stack of bench:inbound (smtp, api and worker roles in their own processes, one webhook
-// endpoint at the bench's HTTPS receiver). Open loop at BENCH_CPU_RATE for BENCH_CPU_MESSAGES messages (to the organization with the webhook
-// endpoint), drained (stored and every webhook delivered), metered from the first message to the drain's end:
+// endpoint at the bench's HTTPS receiver). Open loop at BENCH_CPU_RATE for BENCH_CPU_MESSAGES messages (to the
+// organization with the webhook endpoint), drained (stored and every webhook delivered), metered from the first message to the drain's end:
 // the smtp process's threads by name (/proc/<pid>/task/*/stat: the listener's event loop, the processing thread,
 // the parser threads, libuv and V8's helpers), PostgreSQL (postmaster, its backends and what it reaped), the webhook
 // receiver, the api and worker roles. Rounds alternate nothing: to compare two revisions, run this script from each
@@ -171,7 +171,8 @@ try {
     // free then was claimed by a transaction of its own later (deliveries.ts), at a later time.
     const [paths] = (
       await client.query<{ claimed: string; later: string }>(
-        `select count(*) filter (where last_attempt_at = created_at)::text as claimed, count(*) filter (where last_attempt_at > created_at)::text as later
+        `select count(*) filter (where last_attempt_at = created_at)::text as claimed,
+                count(*) filter (where last_attempt_at > created_at)::text as later
            from webhook_deliveries where created_at >= $1`,
         [new Date(startedAt)],
       )
