@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { loadConfig } from "../src/config.js";
 import { openDatabase, type SqlPool } from "../src/db/database.js";
@@ -32,6 +33,10 @@ const MESSAGES = envNumber(process.env, "BENCH_STORE_MESSAGES", 2048, 1, 100_000
 const BATCH = envNumber(process.env, "BENCH_STORE_BATCH", 64, 1, 64);
 const ROUNDS = envNumber(process.env, "BENCH_STORE_ROUNDS", 2, 1, 10);
 const INBOXES = 100;
+/** The tables a store writes. */
+const WRITTEN_TABLES = ["messages", "threads", "contacts", "events", "webhook_deliveries", "inbound_raw_messages"];
+/** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
+const STATS_FLUSH_MS = 1500;
 const MESSAGE_BYTES = 10_240;
 
 const dataDir = await mkdtemp(join(tmpdir(), "bench-store-"));
@@ -41,6 +46,8 @@ try {
   const setup = new pg.Client({ connectionString: postgres.url });
   await setup.connect();
   await setup.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+  // Planning counted too: a statement sent as text is parsed and planned at every call.
+  await setup.query(`alter system set pg_stat_statements.track_planning = on`);
   await setup.end();
   const port = Number(new URL(postgres.url).port);
   await postgres.stop();
@@ -117,6 +124,7 @@ async function run(url: string, postmasterPid: number): Promise<void> {
         parsed.push(...group);
       }
       await stats.query(`select pg_stat_statements_reset()`);
+      await stats.query(`select pg_stat_reset()`);
       statements.reset();
       const backends = withChildren(postmasterPid);
       const meter = startCpuMeter({ postgres: () => backends });
@@ -128,22 +136,42 @@ async function run(url: string, postmasterPid: number): Promise<void> {
       const share = meter.stop();
       if (!measured) continue;
       const stored = Number((await stats.query<{ n: string }>(`select count(*)::text as n from messages`)).rows[0]!.n);
-      const top = await stats.query<{ query: string; calls: string; ms: string; rows: string }>(
-        `select query, calls::text, round(total_exec_time::numeric + total_plan_time::numeric, 1)::text as ms, rows::text
+      const top = await stats.query<{ query: string; calls: string; ms: string; plan_ms: string; plans: string; rows: string }>(
+        `select query, calls::text, round(total_exec_time::numeric + total_plan_time::numeric, 1)::text as ms,
+                round(total_plan_time::numeric, 1)::text as plan_ms, plans::text, rows::text
            from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
           order by total_exec_time + total_plan_time desc`,
       );
       const totalMs = top.rows.reduce((a, r) => a + Number(r.ms), 0);
+      const planMs = top.rows.reduce((a, r) => a + Number(r.plan_ms), 0);
       console.log(`store: ${parsed.length} messages of ${MESSAGE_BYTES} bytes in batches of ${BATCH}, ${seconds.toFixed(1)} s, load ${loadAverage()[0].toFixed(2)}`);
       console.log(`  statements per batch ${(statements.count / Math.ceil(parsed.length / BATCH)).toFixed(1)}, per message ${(statements.count / parsed.length).toFixed(2)} (transaction control included)`);
       console.log(`  this process ${((cpu.user + cpu.system) / 1000 / parsed.length).toFixed(3)} ms CPU/message (user ${(cpu.user / 1000 / parsed.length).toFixed(3)})`);
-      console.log(`  PostgreSQL ${((share.groups["postgres"]! * seconds * 1000) / parsed.length).toFixed(3)} ms CPU/message; execution ${(totalMs / parsed.length).toFixed(3)} ms/message`);
+      console.log(`  PostgreSQL ${((share.groups["postgres"]! * seconds * 1000) / parsed.length).toFixed(3)} ms CPU/message; planning + execution ${(totalMs / parsed.length).toFixed(3)} ms/message (planning ${(planMs / parsed.length).toFixed(3)})`);
       console.log(`  messages in the table: ${stored}`);
       console.log(`  statements by share of PostgreSQL time (planning + execution):`);
       for (const r of top.rows.filter((r) => Number(r.ms) > 0)) {
         const text = r.query.replace(/\s+/g, " ").slice(0, 150);
-        console.log(`  ${((100 * Number(r.ms)) / totalMs).toFixed(1).padStart(5)}%  ${r.calls.padStart(5)} calls  ${text}`);
+        const share = ((100 * Number(r.ms)) / totalMs).toFixed(1).padStart(5);
+        const planning = ((100 * Number(r.plan_ms)) / totalMs).toFixed(1).padStart(5);
+        console.log(`  ${share}% (planning ${planning}%, ${r.plans.padStart(5)} plans)  ${r.calls.padStart(5)} calls  ${text}`);
       }
+      // The written tables' indexes: each is maintained per row written; idx_scan says whether the store reads it.
+      await sleep(STATS_FLUSH_MS);
+      const indexes = await stats.query<{ relname: string; indexrelname: string; idx_scan: string; def: string }>(
+        `select s.relname, s.indexrelname, s.idx_scan::text, pg_get_indexdef(s.indexrelid) as def
+           from pg_stat_user_indexes s where s.relname = any($1) order by s.relname, s.indexrelname`,
+        [WRITTEN_TABLES],
+      );
+      console.log(`  indexes of the written tables (scans during the run):`);
+      for (const i of indexes.rows) console.log(`  ${i.idx_scan.padStart(7)}  ${i.def.replace(/^CREATE /, "").slice(0, 140)}`);
+      const foreignKeys = await stats.query<{ def: string }>(
+        `select conrelid::regclass || ': ' || pg_get_constraintdef(oid) as def from pg_constraint
+          where contype = 'f' and conrelid::regclass::text = any($1) order by 1`,
+        [WRITTEN_TABLES],
+      );
+      console.log(`  foreign keys of the written tables (each checked per row written):`);
+      for (const f of foreignKeys.rows) console.log(`  ${f.def.slice(0, 150)}`);
     }
   } finally {
     await parser.close();
@@ -162,19 +190,19 @@ function countStatements(sql: SqlPool): { count: number; reset(): void } {
   };
   const query = sql.query.bind(sql);
   const transaction = sql.transaction.bind(sql);
-  sql.query = (text, values) => {
+  sql.query = (text, values, options) => {
     counter.count++;
-    return query(text, values);
+    return query(text, values, options);
   };
-  sql.transaction = (fn) =>
+  sql.transaction = (fn, options) =>
     transaction((tx) => {
       counter.count += 2;
       return fn({
-        query: (text, values) => {
+        query: (text, values, queryOptions) => {
           counter.count++;
-          return tx.query(text, values);
+          return tx.query(text, values, queryOptions);
         },
       });
-    });
+    }, options);
   return counter;
 }

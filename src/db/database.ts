@@ -2,6 +2,7 @@
 import { Migrator } from "@mikro-orm/migrations";
 import { pgConnectionOf, type DatabaseTls, type PgConnection } from "./tls.js";
 import { MikroORM, type EntityManager } from "@mikro-orm/postgresql";
+import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { entities } from "./entities/index.js";
@@ -35,12 +36,36 @@ const useOf = (pool: pg.Pool): PoolUse => ({ open: pool.totalCount, idle: pool.i
 
 /** One connection inside a transaction of SqlPool.transaction. */
 export interface SqlTx {
-  query<T>(text: string, values?: readonly unknown[]): Promise<T[]>;
+  query<T>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<T[]>;
+}
+
+export interface QueryOptions {
+  /**
+   * Sent as a named prepared statement, kept by each connection for its life: PostgreSQL parses it once per
+   * connection and may plan it once. Only for a statement whose text is one of a few (a hot path's fixed text, its
+   * values bound as arrays): every distinct text stays prepared on every connection that ran it.
+   */
+  readonly prepared?: boolean;
+}
+
+export interface TransactionOptions {
+  /**
+   * Prepared statements run with their generic plan, planned once per connection (plan_cache_mode
+   * force_generic_plan, set in the BEGIN's round trip). Without it PostgreSQL plans a statement whose array values
+   * are short afresh at every call, as such a custom plan looks cheaper than the generic one. For transactions whose
+   * statements find their rows by key whatever their values.
+   */
+  readonly genericPlans?: boolean;
+}
+
+/** A prepared statement's name: its text's digest, so one name never stands for two texts on a connection. */
+function statementName(text: string): string {
+  return `p${createHash("sha1").update(text).digest("base64url")}`;
 }
 
 export interface SqlPool extends SqlTx {
   /** Runs fn in one transaction on one connection (BEGIN … COMMIT, ROLLBACK on a throw). */
-  transaction<R>(fn: (tx: SqlTx) => Promise<R>): Promise<R>;
+  transaction<R>(fn: (tx: SqlTx) => Promise<R>, options?: TransactionOptions): Promise<R>;
   /** LISTENs on a channel on a connection of its own, reconnecting after a loss until closed. */
   listen(channel: string, handlers: ListenHandlers): Listener;
 }
@@ -67,18 +92,18 @@ function createSqlPool({ url, ssl }: PgConnection, max: number): SqlPool & { use
   const pool = new pg.Pool({ connectionString: url, ssl, max });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
-  const run = async <T>(client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = []) =>
-    (await client.query({ text, values: [...values] })).rows as T[];
+  const run = async <T>(client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = [], options?: QueryOptions) =>
+    (await client.query({ text, values: [...values], ...(options?.prepared ? { name: statementName(text) } : {}) })).rows as T[];
   return {
-    query: (text, values) => run(pool, text, values),
-    async transaction(fn) {
+    query: (text, values, options) => run(pool, text, values, options),
+    async transaction(fn, options) {
       const client = await pool.connect();
       // A checked-out client has no listener of the pool's: a connection cut meanwhile (PostgreSQL restarted) would
       // emit an unhandled 'error' and end the process. The transaction's next statement fails instead.
       client.on("error", ignoreError);
       try {
-        await client.query("begin");
-        const result = await fn({ query: (text, values) => run(client, text, values) });
+        await client.query(options?.genericPlans ? "begin; set local plan_cache_mode = force_generic_plan" : "begin");
+        const result = await fn({ query: (text, values, options) => run(client, text, values, options) });
         await client.query("commit");
         return result;
       } catch (e) {

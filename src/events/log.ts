@@ -75,6 +75,8 @@ export async function appendEvents(tx: SqlTx, events: readonly NewEvent[], with_
        from appended a join unnest(${bind(events.map((e) => e.eventId))}::text[], ${bind(events.map((e) => e.messageId))}::text[]) as n(id, message_id)
          on n.id = a.id`,
     params,
+    // One text per kind of `with_` part (the rows go as arrays): parsed and planned once per connection.
+    { prepared: true },
   );
 }
 

@@ -48,7 +48,7 @@ const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 const MAX_STORING = 2;
 /**
  * How long a ready message may wait, when no store runs, for the messages still being prepared to join its batch. A
- * batch costs a commit and five round trips whatever its size (bench:inbound-store, 10 KB messages: PostgreSQL ~3 ms
+ * batch costs a commit and five round trips whatever its size (bench:inbound-store, 10 KB messages: PostgreSQL ~2 ms
  * and this thread ~1.5 ms of CPU for a batch of one, ~0.5 and ~0.2 ms per message in a batch of 64), and at a few
  * hundred messages a second a store ends before the next message is parsed, so without the wait every batch is one.
  */

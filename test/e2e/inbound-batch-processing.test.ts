@@ -80,6 +80,8 @@ function startProcessor(options: { ports?: RecordingPorts; logs?: string[]; pars
 interface Mail {
   readonly messageId: string;
   readonly inReplyTo?: string;
+  /** The References header of a reply (else In-Reply-To's). */
+  readonly references?: readonly string[];
   /** The From header; null leaves it out. */
   readonly from?: string | null;
   readonly subject?: string;
@@ -97,7 +99,7 @@ async function receive(inboxes: readonly Inbox[], mail: Mail): Promise<Received>
     `To: ${inboxes.map((i) => i.address).join(", ")}`,
     `Subject: ${mail.subject ?? "batch"}`,
     `Message-ID: ${mail.messageId}`,
-    ...(mail.inReplyTo ? [`In-Reply-To: ${mail.inReplyTo}`, `References: ${mail.inReplyTo}`] : []),
+    ...(mail.inReplyTo ? [`In-Reply-To: ${mail.inReplyTo}`, `References: ${(mail.references ?? [mail.inReplyTo]).join(" ")}`] : []),
   ];
   const received: ReceivedMessage = {
     mailFrom: "sender@example.org",
@@ -179,6 +181,7 @@ interface StoredRow {
   readonly raw_id: string;
   readonly thread_id: string;
   readonly internet_message_id: string;
+  readonly references: string[];
   readonly created_at: Date;
   /** The transaction that inserted the row: rows of one store transaction share it. */
   readonly xmin: string;
@@ -186,7 +189,7 @@ interface StoredRow {
 
 async function storedIn(inbox: Inbox): Promise<StoredRow[]> {
   return app.db.sql.query<StoredRow>(
-    `select id, raw_id, thread_id, internet_message_id, created_at, xmin::text as xmin from messages
+    `select id, raw_id, thread_id, internet_message_id, "references", created_at, xmin::text as xmin from messages
       where inbox_id = $1 order by created_at, id`,
     [inbox.id],
   );
@@ -309,6 +312,8 @@ test("a reply and its parent in the same batch share one thread, and later repli
   const stored = await storedIn(inbox);
   expect(new Set(stored.map((m) => m.xmin)).size).toBe(1);
   expect(stored.map((m) => m.raw_id)).toEqual([batch[0]!.rawId, batch[1]!.rawId, batch[3]!.rawId]);
+  // Each row its own References, of lengths 0, 1 and 1 in one statement (array columns go as one flat array).
+  expect(stored.map((m) => m.references)).toEqual([[], [parentId], [replyId]]);
   expect(new Set(stored.map((m) => m.thread_id)).size).toBe(1);
   expect(await thread(stored[0]!.thread_id)).toEqual({
     subject: "Plans",
@@ -323,7 +328,7 @@ test("a reply and its parent in the same batch share one thread, and later repli
   // Two replies to the stored thread in one batch: found in the database, locked, and the summary folded over both.
   const later = [
     await receive([inbox], { messageId: messageId(), inReplyTo: parentId, from: "dave@example.org" }),
-    await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "erin@example.org" }),
+    await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "erin@example.org", references: [parentId, replyId] }),
   ];
   const hold2 = await submitWhileStoringHeld(started, later);
   await hold2.release();
@@ -333,6 +338,7 @@ test("a reply and its parent in the same batch share one thread, and later repli
   expect(all).toHaveLength(5);
   expect(new Set(all.map((m) => m.thread_id)).size).toBe(1);
   expect(new Set(all.slice(3).map((m) => m.xmin)).size).toBe(1);
+  expect(all.slice(3).map((m) => m.references)).toEqual([[parentId], [parentId, replyId]]);
   expect(await thread(all[0]!.thread_id)).toMatchObject({
     subject: "Plans",
     participants: ["alice@example.org", inbox.address, "bob@example.org", "carol@example.org", "dave@example.org", "erin@example.org"],

@@ -19,6 +19,18 @@ describe("webhook signatures", () => {
     });
   });
 
+  test("sign with each secret's own key, the same when its decoded key is remembered", () => {
+    const vector = ["msg_p5jXN8AQM9LWM0D4loKWxJek", '{"test": 2432232314}', new Date(1614265330_000)] as const;
+    const reference = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+    const other = newSigningSecret();
+    const first = signWebhook(other, ...vector)["webhook-signature"];
+    expect(first).not.toBe(reference);
+    // The reference secret after another's key was remembered, and both again: each with its own key, every time.
+    expect(signWebhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ...vector)["webhook-signature"]).toBe(reference);
+    expect(signWebhook(other, ...vector)["webhook-signature"]).toBe(first);
+    expect(signWebhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ...vector)["webhook-signature"]).toBe(reference);
+  });
+
   test("use secrets of whsec_ and 32 random bytes in base64, different every time", () => {
     const a = newSigningSecret();
     expect(a).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);

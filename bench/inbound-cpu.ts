@@ -1,0 +1,190 @@
+// `node_modules/.bin/node --import tsx bench/inbound-cpu.ts`: CPU per stored 10 KB message, by process and by
+// thread, on the embedded stack of bench:inbound (smtp, api and worker roles in their own processes, one webhook
+// endpoint at the bench's HTTPS receiver). Open loop at BENCH_CPU_RATE for BENCH_CPU_MESSAGES messages (to the
+// organization with the webhook endpoint), drained (stored and every webhook delivered), metered from the first message to the drain's end:
+// the smtp process's threads by name (/proc/<pid>/task/*/stat: the listener's event loop, the processing thread,
+// the parser threads, libuv and V8's helpers), PostgreSQL (postmaster, its backends and what it reaped), the webhook
+// receiver, the api and worker roles. Rounds alternate nothing: to compare two revisions, run this script from each
+// tree in turn, several times, and note the load average it prints beside every figure.
+//
+// Settings (env): BENCH_CPU_RATE=200  BENCH_CPU_MESSAGES=2000  BENCH_CPU_ROUNDS=2 (the first warms up, unmeasured)
+//   BENCH_CPU_WEBHOOK=1 (0: to the organization without a webhook endpoint)  BENCH_INBOXES=100
+//   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
+//   summarize them with bench/cpu-profile.ts)
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { loadConfig } from "../src/config.js";
+import { runInboundClient } from "./inbound-client.js";
+import { startOurStack } from "./inbound-ours.js";
+import { loadAverage } from "./machine.js";
+import { processTree, reapedTicks } from "./processes.js";
+import { envNumber } from "./settings.js";
+import { Teardown } from "./stack.js";
+
+const RATE = envNumber(process.env, "BENCH_CPU_RATE", 200, 1, 5000);
+const MESSAGES = envNumber(process.env, "BENCH_CPU_MESSAGES", 2000, 1, 100_000);
+const ROUNDS = envNumber(process.env, "BENCH_CPU_ROUNDS", 2, 1, 10);
+const WEBHOOK = process.env["BENCH_CPU_WEBHOOK"] !== "0";
+const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
+const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
+const DRAIN_MAX_S = 120;
+const TICK_MS = 10;
+/** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
+const STATS_FLUSH_MS = 1500;
+
+/** Rows inserted, updated and deleted per table, and the database's commits (as "commits": [n, 0, 0]). */
+async function tableCounters(client: pg.Client): Promise<Map<string, number[]>> {
+  await client.query("select pg_stat_clear_snapshot()");
+  const { rows } = await client.query<{ name: string; ins: string; upd: string; del: string }>(
+    `select relname as name, n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_del::text as del from pg_stat_user_tables
+     union all select 'commits', xact_commit::text, '0', '0' from pg_stat_database where datname = current_database()`,
+  );
+  return new Map(rows.map((r) => [r.name, [Number(r.ins), Number(r.upd), Number(r.del)]]));
+}
+
+/** utime + stime ticks of each thread of `pid`, by thread name (several threads of one name summed). */
+function threadTicks(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tasks) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const name = text.slice(text.indexOf("(") + 1, text.lastIndexOf(")"));
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      // The main thread's task id is the process id.
+      const key = tid === String(pid) ? "main (listener)" : name;
+      byName.set(key, (byName.get(key) ?? 0) + Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return byName;
+}
+
+/** Ticks of live processes, plus what `reaper` reaped (its exited children). */
+function groupTicks(pids: readonly number[], reaper?: number): number {
+  let sum = reaper === undefined ? 0 : reapedTicks(reaper);
+  for (const pid of pids) {
+    try {
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      sum += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone
+    }
+  }
+  return sum;
+}
+
+const teardown = new Teardown();
+const workDir = await mkdtemp(join(tmpdir(), "bench-cpu-"));
+teardown.add(() => rm(workDir, { recursive: true, force: true }));
+try {
+  const config = loadConfig(process.env);
+  const log = (line: string) => console.log(line);
+  const stack = await startOurStack(
+    {
+      workDir,
+      config,
+      inboxes: INBOXES,
+      maxConnections: 300,
+      webhookRetryInitialMs: 1000,
+      log,
+      smtpNodeArgs: PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+    },
+    teardown,
+  );
+  const recipients = WEBHOOK ? stack.withWebhook : stack.withoutWebhook;
+  const client = new pg.Client({ connectionString: stack.infra.databaseUrl });
+  await client.connect();
+  teardown.add(() => client.end());
+  const postmaster = stack.infra.postmasterPid!;
+  const drain = async () => {
+    for (let i = 0; i < DRAIN_MAX_S * 5; i++) {
+      const b = await stack.stats.backlog();
+      if (b.raw + b.deliveries === 0) return true;
+      await sleep(200);
+    }
+    return false;
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    const measured = round === ROUNDS - 1;
+    await drain();
+    const load = loadAverage()[0];
+    const smtpBefore = threadTicks(stack.smtp.pid);
+    const pgBefore = groupTicks(processTree(postmaster), postmaster);
+    const others = { receiver: [stack.receiver.pid], "api+worker": [stack.api.pid, stack.worker.pid] };
+    const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
+    const storedBefore = await stack.stats.storedMessages();
+    const tablesBefore = await tableCounters(client);
+    const started = performance.now();
+    const startedAt = Date.now();
+    const result = await runInboundClient({
+      mode: "open",
+      host: "127.0.0.1",
+      port: stack.smtpPort,
+      sessions: 20,
+      rate: RATE,
+      count: MESSAGES,
+      durationS: Math.ceil(MESSAGES / RATE) + 10,
+      from: "bench-sender@load.localhost",
+      recipients,
+      messageBytes: 10_240,
+    });
+    const drained = await drain();
+    const seconds = (performance.now() - started) / 1000;
+    const smtpAfter = threadTicks(stack.smtp.pid);
+    const pgAfter = groupTicks(processTree(postmaster), postmaster);
+    const othersAfter = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
+    const stored = (await stack.stats.storedMessages()) - storedBefore;
+    await sleep(STATS_FLUSH_MS);
+    const tablesAfter = await tableCounters(client);
+    if (!measured) {
+      log(`warm-up: ${result.accepted} accepted, ${stored} stored`);
+      continue;
+    }
+    const ms = (ticks: number) => ((ticks * TICK_MS) / Math.max(1, stored)).toFixed(2);
+    log(
+      `${RATE} msg/s offered, ${result.accepted} accepted (${result.failed} failed), ${stored} stored${drained ? "" : " (NOT drained)"}, ` +
+        `${seconds.toFixed(1)} s, load ${load.toFixed(2)} → ${loadAverage()[0].toFixed(2)}, webhook ${WEBHOOK ? "yes" : "no"}`,
+    );
+    log(`CPU ms per stored message:`);
+    let smtpSum = 0;
+    const rows = [...smtpAfter].map(([name, t]) => [name, t - (smtpBefore.get(name) ?? 0)] as const).sort((a, b) => b[1] - a[1]);
+    for (const [name, t] of rows) {
+      smtpSum += t;
+      if (t > 0) log(`  smtp ${name.padEnd(20)} ${ms(t)}`);
+    }
+    log(`  smtp (all threads)        ${ms(smtpSum)}`);
+    log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
+    for (const k of Object.keys(others)) log(`  ${k.padEnd(25)} ${ms(othersAfter[k]! - othersBefore[k]!)}`);
+    // A delivery claimed in its store transaction keeps last_attempt_at = created_at; one that found no prompt slot
+    // free then was claimed by a transaction of its own later (deliveries.ts), at a later time.
+    const [paths] = (
+      await client.query<{ claimed: string; later: string }>(
+        `select count(*) filter (where last_attempt_at = created_at)::text as claimed,
+                count(*) filter (where last_attempt_at > created_at)::text as later
+           from webhook_deliveries where created_at >= $1`,
+        [new Date(startedAt)],
+      )
+    ).rows;
+    log(`webhook deliveries: ${paths!.claimed} claimed in their store transaction, ${paths!.later} claimed later by a transaction of their own`);
+    log(`PostgreSQL per stored message (rows inserted/updated/deleted, commits; statistics flushed late under load: rough):`);
+    for (const [name, after] of tablesAfter) {
+      const before = tablesBefore.get(name) ?? [0, 0, 0];
+      const per = after.map((n, i) => ((n - before[i]!) / Math.max(1, stored)).toFixed(2));
+      if (after.some((n, i) => n !== before[i])) log(`  ${name.padEnd(25)} ${per.join(" / ")}`);
+    }
+  }
+} finally {
+  await teardown.run();
+}
