@@ -92,7 +92,10 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
   const tenant = await app.createTenant();
   const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "Large" } })).body;
-  const smtp = await serveSmtp(app, dataDir, env);
+  // LARGE_MAIL_CPU_PROFILE=<dir>: the role writes a V8 CPU profile per thread there (read with bench/cpu-profile.ts),
+  // and is stopped with SIGTERM so that it can.
+  const profileDir = process.env.LARGE_MAIL_CPU_PROFILE;
+  const smtp = await serveSmtp(app, dataDir, profileDir ? { ...env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : env);
   const header = (messageId: string) =>
     Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
   const storedOf = async (messageIds: readonly string[]) => {
@@ -139,7 +142,7 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
         const ended = role - atWarm.total - since(threads, atWarm.role);
         console.log(`large-mail load CPU after warm-up: smtp role ${(role - atWarm.total).toFixed(1)} s; by thread ${byThread}, ended threads ${ended.toFixed(1)}; PostgreSQL backends ${since(backends, atWarm.backends).toFixed(1)} s`);
       }
-      await smtp.kill("SIGKILL");
+      await smtp.kill(profileDir ? "SIGTERM" : "SIGKILL");
       await app.stop();
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });

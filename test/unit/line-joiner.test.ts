@@ -56,6 +56,10 @@ function base64Body(r: Random, eol: string, boundary: string): string {
       () => `-${line}`,
       () => `--${line}`,
       () => `--${boundary}x`, // looks like the boundary, is not
+      () => `\r--${boundary}`, // is none: after a CR the splitter looks two bytes further
+      () => `\rx--${boundary}`, // is one
+      () => `${line.slice(0, 2)}-${line.slice(2)}`,
+      () => `${line.slice(0, 1)}-${line.slice(1)}`,
       () => `${line}\u00e4`,
       () => `${line}\r`,
       () => `\u0000${line}`,
@@ -65,8 +69,8 @@ function base64Body(r: Random, eol: string, boundary: string): string {
   return lines.join(eol);
 }
 
-/** A random part: its header lines and body, possibly multipart itself. */
-function part(r: Random, eol: string, depth: number): string {
+/** A random part: its header lines and body, possibly multipart itself; `enclosing`: the boundary around it. */
+function part(r: Random, eol: string, depth: number, enclosing: string): string {
   const kind = depth < 2 ? r.int(11) : r.int(9);
   const cte = r.pick(["base64", "base64", "Base64", " BASE64 ", "base64"]);
   const boundary = r.pick(["QUJD", "AAAA", "b64", "=_part", "large", "a+b/c", "----x"]) + String(depth);
@@ -74,7 +78,7 @@ function part(r: Random, eol: string, depth: number): string {
     case 0:
       return `Content-Type: text/plain; charset=utf-8${eol}Content-Transfer-Encoding: ${cte}${eol}${eol}${Buffer.from(`h\u00e9llo ${"w ".repeat(r.int(200))}`).toString("base64").replace(/.{76}/g, `$&${eol}`)}`;
     case 1:
-      return `Content-Type: text/html; charset=utf-8${eol}Content-Transfer-Encoding: ${cte}${eol}${eol}${base64Body(r, eol, boundary)}`;
+      return `Content-Type: text/html; charset=utf-8${eol}Content-Transfer-Encoding: ${cte}${eol}${eol}${base64Body(r, eol, enclosing)}`;
     case 2:
       return `Content-Type: text/plain; format=flowed${eol}Content-Transfer-Encoding: base64${eol}${eol}${Buffer.from(`a flowed line ${eol}continues${eol}`.repeat(1 + r.int(40))).toString("base64").replace(/.{64}/g, `$&${eol}`)}`;
     case 3:
@@ -84,14 +88,14 @@ function part(r: Random, eol: string, depth: number): string {
     case 5:
       return `Content-Type: message/rfc822${eol}Content-Transfer-Encoding: base64${eol}${eol}${Buffer.from(`Subject: inner${eol}${eol}inner body${eol}`).toString("base64")}${eol}`;
     case 6:
-      return `Content-Type: image/png${eol}Content-ID: <i${r.int(9)}@x>${eol}Content-Transfer-Encoding: base64${eol}${eol}${base64Body(r, eol, boundary)}`;
+      return `Content-Type: image/png${eol}Content-ID: <i${r.int(9)}@x>${eol}Content-Transfer-Encoding: base64${eol}${eol}${base64Body(r, eol, enclosing)}`;
     case 7:
-      return `Content-Type: application/octet-stream; name="f${r.int(99)}.bin"${eol}Content-Disposition: attachment${eol}Content-Transfer-Encoding: ${cte}${eol}${eol}${base64Body(r, eol, boundary)}`;
+      return `Content-Type: application/octet-stream; name="f${r.int(99)}.bin"${eol}Content-Disposition: attachment${eol}Content-Transfer-Encoding: ${cte}${eol}${eol}${base64Body(r, eol, enclosing)}`;
     case 8:
       // Header lines of base64 letters: a line after a boundary is a header, whatever it looks like.
       return `QUJD${eol}QUJD${eol}${eol}QUJD${eol}QUJD${eol}`;
     default: {
-      const children = Array.from({ length: 1 + r.int(4) }, () => part(r, eol, depth + 1));
+      const children = Array.from({ length: 1 + r.int(4) }, () => part(r, eol, depth + 1, boundary));
       const closing = r.chance(0.85) ? `--${boundary}--${eol}` : "";
       return `Content-Type: multipart/${r.pick(["mixed", "alternative", "related"])}; boundary="${boundary}"${eol}${eol}${children.map((c) => `--${boundary}${eol}${c}${eol}`).join("")}${closing}`;
     }
@@ -101,7 +105,7 @@ function part(r: Random, eol: string, depth: number): string {
 function message(seed: number): Buffer {
   const r = random(seed);
   const eol = r.chance(0.7) ? "\r\n" : "\n";
-  const root = r.chance(0.7) ? part(r, eol, 0) : `Content-Type: application/pdf${eol}Content-Transfer-Encoding: base64${eol}${eol}${base64Body(r, eol, "none")}`;
+  const root = r.chance(0.7) ? part(r, eol, 0, "none") : `Content-Type: application/pdf${eol}Content-Transfer-Encoding: base64${eol}${eol}${base64Body(r, eol, "none")}`;
   return Buffer.from(`From: a@example.org${eol}Subject: seed ${seed}${eol}MIME-Version: 1.0${eol}${root}`, "latin1");
 }
 
@@ -182,7 +186,36 @@ function chunkings(raw: Buffer, seed: number): number[][] {
   return [[], pieces(16), pieces(300), pieces(5000), nearBreaks];
 }
 
+const B64 = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=";
+/** Boundaries where only a close reading of the splitter finds them, among base64 lines. */
+const EDGE_MESSAGES = [
+  // After a CR, the splitter looks for the dashes two bytes further: "\rx--b" is a boundary, "\r--b" is not.
+  `Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Transfer-Encoding: base64\r\n\r\n${B64}\r\n${B64}\r\n\rx--b\r\nContent-Type: text/plain\r\n\r\nafter\r\n--b--\r\n`,
+  `Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Transfer-Encoding: base64\r\n\r\n${B64}\r\n${B64}\r\n\r--b\r\n${B64}\r\n--b--\r\n`,
+  `Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Transfer-Encoding: base64\n\n${B64}\n${B64}\n\n--b\nContent-Transfer-Encoding: base64\n\n${B64}\n--b--\n`,
+  `Content-Type: multipart/mixed; boundary=QUJD\r\n\r\n--QUJD\r\nContent-Transfer-Encoding: base64\r\n\r\n${B64}\r\n--QUJDx\r\n${B64}\r\n--QUJD--\r\n${B64}\r\n`,
+].map((m) => Buffer.from(`Subject: edge\r\n${m}`, "latin1"));
+
+/** Cuts at every line's start, and one and two bytes into it. */
+const everyLine = (raw: Buffer, shift: number) => {
+  const cuts: number[] = [];
+  for (let lf = raw.indexOf(0x0a); lf >= 0; lf = raw.indexOf(0x0a, lf + 1)) cuts.push(lf + 1 + shift);
+  return cuts;
+};
+
 describe("joinBase64Lines", () => {
+  test("mailparser with it emits exactly what it emits without it: boundaries found only by a close reading, chunks cut at every line", async () => {
+    for (const [i, raw] of EDGE_MESSAGES.entries()) {
+      for (const cuts of [everyLine(raw, -1), everyLine(raw, 0), everyLine(raw, 1), everyLine(raw, 2)]) {
+        // Every second or third cut only: a chunk must hold lines to join.
+        for (const [every, at] of [[2, 0], [2, 1], [3, 0], [3, 1], [3, 2]] as const) {
+          const some = cuts.filter((_, k) => k % every === at);
+          expect((await parseAll(raw, some, true)).events, `edge message ${i}`).toEqual((await parseAll(raw, some, false)).events);
+        }
+      }
+    }
+  });
+
   test("mailparser with it emits exactly what it emits without it: 150 generated messages, 5 chunkings each", async () => {
     let joinedSomewhere = 0;
     for (let seed = 1; seed <= 150; seed++) {
@@ -214,11 +247,14 @@ describe("joinBase64Lines", () => {
     expect(joined.lines).toBeLessThan(262_144 / 78 + 5 * cuts.length);
   });
 
-  test("joinedLines: lines after the first, up to the first that is not all base64, lose their breaks but the last", () => {
+  test("joinedLines: lines after the first, up to the first that may be a boundary, lose their breaks but the last", () => {
     const join = (chunk: string, carried: string | false = false) => joinedLines(Buffer.from(chunk, "latin1"), carried === false ? false : Buffer.from(carried)).toString("latin1");
     expect(join("AB\r\nQUJD\r\nQUJD\r\nQUJD\r\nQU")).toBe("AB\r\nQUJDQUJDQUJD\r\nQU");
     expect(join("AB\nQUJD\nQU==\nQUJD\n--b\nQUJD\nQUJD\n")).toBe("AB\nQUJDQU==QUJD\n--b\nQUJD\nQUJD\n");
-    expect(join("AB\r\nQUJD\r\nQU*D\r\nQUJD\r\nQUJD\r\n")).toBe("AB\r\nQUJD\r\nQU*D\r\nQUJD\r\nQUJD\r\n");
+    expect(join("AB\nQUJD\r\nQUJD\n\r--b\n")).toBe("AB\nQUJDQUJD\n\r--b\n");
+    expect(join("AB\r\nQUJD\r\nQU*D\r\n\r\n \nQUJD\r\n")).toBe("AB\r\nQUJDQU*D QUJD\r\n");
+    expect(join("AB\r\nQUJD\r\nQ-JD\r\nQU-D\r\nQUJD\r\n")).toBe("AB\r\nQUJD\r\nQ-JD\r\nQU-D\r\nQUJD\r\n");
+    expect(join("AB\r\nQUJD\r\nQUJ-\r\n\r\r--b\r\nQUJD\r\n")).toBe("AB\r\nQUJDQUJ-\r\n\r\r--b\r\nQUJD\r\n");
     // A first line that may be a boundary (what was carried counts): nothing is touched, the part may change there.
     expect(join("-b\r\nQUJD\r\nQUJD\r\n")).toBe("-b\r\nQUJD\r\nQUJD\r\n");
     expect(join("b\r\nQUJD\r\nQUJD\r\n", "\r\n-")).toBe("b\r\nQUJD\r\nQUJD\r\n");
