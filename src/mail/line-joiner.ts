@@ -61,8 +61,10 @@ function isSplitter(value: Partial<Splitter> | undefined): value is Splitter {
 export function joinedLines(chunk: Buffer, carried: Buffer | false): Buffer {
   const firstBreak = chunk.indexOf(LF);
   if (firstBreak < 0 || mayBeBoundary(carried || EMPTY, chunk, 0)) return chunk;
-  // Compacted in a copy, line by line: native searches and moves, no strings (this runs over every byte of a body).
-  const out = Buffer.from(chunk);
+  // Compacted in place, line by line: native searches and moves, no strings and no copy (this runs over every byte
+  // of a body). The chunk is the splitter's own: mailparser's passthrough in front of it joins what is written into
+  // buffers of its own (test/unit/line-joiner.test.ts checks that what was written stays untouched).
+  const out = chunk;
   let to = firstBreak + 1;
   let from = firstBreak + 1;
   let lastBreak = 0;
