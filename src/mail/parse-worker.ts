@@ -84,6 +84,7 @@ registerHooks({
 });
 const { extractMessage } = await import("../extraction/index.js");
 const { hasContent, headerEnd } = await import("./header-section.js");
+const { joinBase64Lines } = await import("./line-joiner.js");
 (await import("../runtime/thread-priority.js")).lowerThreadPriority();
 
 /** The streamed message being parsed: where its next chunk goes. */
@@ -230,6 +231,7 @@ interface Collected {
 function collect(raw: Buffer | null, options: MailParserOptions, probe?: BodyProbe): Promise<Collected> {
   const collected = new Promise<Collected>((resolve, reject) => {
     const parser = new MailParser(options);
+    joinBase64Lines(parser);
     // mailparser turns each text/plain part beside an HTML one into HTML ("" with skipTextToHtml) and joins all
     // with a separator, so a text part leaves a stray "<br/>" in the sender's HTML. A marker no message can
     // contain stands in for those pieces, and is removed with its separator.

@@ -4,9 +4,10 @@
 // many of a set of messages are stored. One such file at a time in a run: each load takes a core for minutes, and
 // two side by side would each measure the other's load as much as its own.
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readProcessCpu } from "./cpu-usage.js";
 import { createFileDatabase } from "./file-database.js";
 import { eventually, startTestApp, uniqueName, type TestApp } from "./harness.js";
 import { RawSmtpClient, transaction } from "./smtp-client.js";
@@ -37,11 +38,32 @@ export interface LargeMailRole {
   stop(): Promise<void>;
 }
 
-/** CPU time (user and system) a live process has used, in seconds; 0 when it is gone. */
-async function roleCpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+/** CPU time (user and system) a live process or thread has used, in seconds; 0 when it is gone. */
+async function cpuSeconds(statPath: string): Promise<number> {
+  const stat = await readFile(statPath, "utf8").catch(() => "");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return fields.length > 12 ? (Number(fields[11]) + Number(fields[12])) / 100 : 0; // utime, stime in USER_HZ ticks
+}
+
+/**
+ * The role's CPU by thread name (mail-parser, the processing thread's WorkerThread, the main thread, libuv's pool…),
+ * live threads only: what ended threads (a recycled parser worker) used is the total minus their sum.
+ */
+async function threadCpu(pid: number): Promise<Map<string, number>> {
+  const byName = new Map<string, number>();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const name = (await readFile(`/proc/${pid}/task/${tid}/comm`, "utf8").catch(() => "?")).trim();
+    byName.set(name, (byName.get(name) ?? 0) + (await cpuSeconds(`/proc/${pid}/task/${tid}/stat`)));
+  }
+  return byName;
+}
+
+/** CPU-seconds of each PostgreSQL backend of the file's database now (but the asking one). */
+async function backendCpu(app: TestApp): Promise<Map<number, number>> {
+  const rows = await app.db.sql.query<{ pid: number }>(
+    `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+  );
+  return new Map(rows.map((r) => [r.pid, readProcessCpu(r.pid)?.ownSeconds ?? 0]));
 }
 
 /**
@@ -70,7 +92,10 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-large-mail-"));
   const tenant = await app.createTenant();
   const inbox = (await tenant.request("POST", "/v1/inboxes", { body: { localPart: uniqueName("large"), displayName: "Large" } })).body;
-  const smtp = await serveSmtp(app, dataDir, env);
+  // LARGE_MAIL_CPU_PROFILE=<dir>: the role writes a V8 CPU profile per thread there (read with bench/cpu-profile.ts),
+  // and is stopped with SIGTERM so that it can.
+  const profileDir = process.env.LARGE_MAIL_CPU_PROFILE;
+  const smtp = await serveSmtp(app, dataDir, profileDir ? { ...env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : env);
   const header = (messageId: string) =>
     Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
   const storedOf = async (messageIds: readonly string[]) => {
@@ -81,6 +106,7 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
     );
     return counts!;
   };
+  let atWarm: { total: number; role: Map<string, number>; backends: Map<number, number> } | null = null;
   return {
     app,
     smtp,
@@ -94,13 +120,29 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
       await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
       await client.quit();
       await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
+      atWarm = { total: await cpuSeconds(`/proc/${smtp.child.pid!}/stat`), role: await threadCpu(smtp.child.pid!), backends: await backendCpu(app) };
     },
     async stop() {
       // What the file's load cost, for the run's log: the role's CPU and this test process's.
-      const role = await roleCpuSeconds(smtp.child.pid!);
+      const role = await cpuSeconds(`/proc/${smtp.child.pid!}/stat`);
       const own = process.cpuUsage();
       console.log(`large-mail load CPU: smtp role ${role.toFixed(1)} s, test process ${((own.user + own.system) / 1e6).toFixed(1)} s`);
-      await smtp.kill("SIGKILL");
+      if (atWarm) {
+        // From the warm-up's end on (the load alone): by thread of the role, and the database's live backends.
+        const threads = await threadCpu(smtp.child.pid!);
+        const backends = await backendCpu(app);
+        const since = (now: Map<string | number, number>, before: Map<string | number, number>) =>
+          [...now].reduce((sum, [key, seconds]) => sum + seconds - (before.get(key) ?? 0), 0);
+        const byThread = [...threads]
+          .map(([name, seconds]) => [name, seconds - (atWarm!.role.get(name) ?? 0)] as const)
+          .filter(([, seconds]) => seconds >= 0.05)
+          .sort((a, b) => b[1] - a[1])
+          .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
+          .join(", ");
+        const ended = role - atWarm.total - since(threads, atWarm.role);
+        console.log(`large-mail load CPU after warm-up: smtp role ${(role - atWarm.total).toFixed(1)} s; by thread ${byThread}, ended threads ${ended.toFixed(1)}; PostgreSQL backends ${since(backends, atWarm.backends).toFixed(1)} s`);
+      }
+      await smtp.kill(profileDir ? "SIGTERM" : "SIGKILL");
       await app.stop();
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });
