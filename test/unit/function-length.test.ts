@@ -4,7 +4,7 @@
 // count, each with what it nests.
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import ts from "typescript";
+import ts from "typescript-ast";
 import { describe, expect, test } from "vitest";
 
 const MAX_LINES = 120;

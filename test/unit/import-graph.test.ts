@@ -14,7 +14,7 @@
 // - No import circles, type-only imports included.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import ts from "typescript";
+import ts from "typescript-ast";
 import { beforeAll, describe, expect, test } from "vitest";
 
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
