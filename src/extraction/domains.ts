@@ -24,6 +24,7 @@
 // start at a word boundary, so the work is linear in the text.
 import { domainToASCII, domainToUnicode } from "node:url";
 import { parse as parseDomain } from "tldts";
+import { BoundedMemo } from "../bounded-memo.js";
 import { latinLookalike, LOOKALIKE_PAIRS, LOOKALIKE_SEQUENCES } from "./confusables.js";
 
 export type LookalikeKind = "mixed_script" | "confusable" | "typo" | "brand_in_subdomain" | "brand_token";
@@ -41,9 +42,9 @@ export interface Lookalike {
  * memory holds at most MAX_REMEMBERED entries and is emptied when full, so hostile mail bounds it too.
  */
 const MAX_REMEMBERED = 10_000;
-const PARTS = new Map<string, DomainParts>();
-const ASCII_FORMS = new Map<string, string>();
-const SKELETONS = new Map<string, string>();
+const PARTS = new BoundedMemo<string, DomainParts>(MAX_REMEMBERED);
+const ASCII_FORMS = new BoundedMemo<string, string>(MAX_REMEMBERED);
+const SKELETONS = new BoundedMemo<string, string>(MAX_REMEMBERED);
 
 /**
  * Brands phishing mail most often imitates (registrable domains), from the phishing reports of the large mail
@@ -222,7 +223,7 @@ export interface DomainParts {
 
 /** The parts of a host name (ASCII or Unicode) as the public suffix list reads them. */
 export function domainParts(host: string): DomainParts {
-  return remembered(PARTS, host, readParts);
+  return PARTS.get(host, readParts);
 }
 
 function readParts(host: string): DomainParts {
@@ -244,19 +245,9 @@ export function registrableDomain(host: string): string | null {
 }
 
 export function toAscii(domain: string): string {
-  return remembered(ASCII_FORMS, domain, (d) => domainToASCII(d) || d);
+  return ASCII_FORMS.get(domain, (d) => domainToASCII(d) || d);
 }
 
-
-function remembered<T>(memory: Map<string, T>, key: string, read: (key: string) => T): T {
-  let value = memory.get(key);
-  if (value === undefined) {
-    value = read(key);
-    if (memory.size >= MAX_REMEMBERED) memory.clear();
-    memory.set(key, value);
-  }
-  return value;
-}
 
 export function toUnicode(domain: string): string {
   return domain.includes("xn--") ? domainToUnicode(domain) || domain : domain;
@@ -308,7 +299,7 @@ export function isDomainName(domain: string): boolean {
 
 /** What each letter of a label reads as in ASCII: accents removed, look-alike letters and sequences replaced. */
 export function skeleton(label: string): string {
-  return remembered(SKELETONS, label, readSkeleton);
+  return SKELETONS.get(label, readSkeleton);
 }
 
 function readSkeleton(label: string): string {

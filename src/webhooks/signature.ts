@@ -2,6 +2,7 @@
 // and each request carries webhook-id, webhook-timestamp and webhook-signature `v1,<base64 HMAC-SHA256 of
 // "id.timestamp.body">`, so receivers can use any Standard Webhooks library.
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from "node:crypto";
+import { BoundedMemo } from "../bounded-memo.js";
 
 const SECRET_PREFIX = "whsec_";
 
@@ -16,20 +17,12 @@ export interface SignedHeaders {
   readonly "webhook-signature": string;
 }
 
-/** Secrets decoded into HMAC keys, at most this many kept (emptied when full): one per endpoint that receives events. */
-const MAX_KEYS = 1000;
-const keys = new Map<string, KeyObject>();
-
-/** The secret's HMAC key, decoded once and not per request (decoding and importing it profiled beside the HMAC itself). */
-function keyOf(secret: string): KeyObject {
-  let key = keys.get(secret);
-  if (!key) {
-    if (keys.size >= MAX_KEYS) keys.clear();
-    key = createSecretKey(Buffer.from(secret.slice(SECRET_PREFIX.length), "base64"));
-    keys.set(secret, key);
-  }
-  return key;
-}
+/**
+ * Secrets decoded into HMAC keys once, not per request (decoding and importing profiled beside the HMAC itself); one
+ * per endpoint that receives events.
+ */
+const keys = new BoundedMemo<string, KeyObject>(1000);
+const keyOf = (secret: string): KeyObject => keys.get(secret, () => createSecretKey(Buffer.from(secret.slice(SECRET_PREFIX.length), "base64")));
 
 /** The headers of one delivery attempt; the timestamp is the attempt's, so receivers can refuse stale replays. */
 export function signWebhook(secret: string, eventId: string, body: string, at: Date): SignedHeaders {
