@@ -41,33 +41,20 @@ export interface RawMessageStore {
 }
 
 /**
- * The bytes of a message committed in chunks (its row's `raw` is empty), in order, one statement per stored chunk:
- * bytea comes back as hex text, twice its size, so a reader holds about three times a chunk while one is read,
- * however large the message. Each chunk comes in pieces of READ_PIECE_BYTES: their hex text is short enough for
- * V8's young generation, where it dies cheaply, while a whole chunk's would go straight to the old generation and
- * make its collector mark the thread's whole heap again and again. `size` is checked: a message missing bytes throws
- * rather than parse short.
+ * The chunks of a message committed in chunks (its row's `raw` is empty), in order, one statement each: bytea comes
+ * back as hex text, twice its size, so a reader holds about three times a chunk while one is read, however large
+ * the message. `size` is checked: a message missing bytes throws rather than parse short.
  */
 export async function* rawChunks(db: SqlTx, rawId: string, size: number): AsyncGenerator<Buffer> {
   let read = 0;
   for (let seq = 0; read < size; seq++) {
-    const pieces = await db.query<{ data: Buffer }>(
-      `select substring(data from at for $3) as data
-         from inbound_raw_chunks, generate_series(1, length(data), $3) as at
-        where raw_message_id = $1 and seq = $2 order by at`,
-      [rawId, seq, READ_PIECE_BYTES],
-    );
-    if (pieces.length === 0) break;
-    for (const { data } of pieces) {
-      read += data.length;
-      yield data;
-    }
+    const [row] = await db.query<{ data: Buffer }>(`select data from inbound_raw_chunks where raw_message_id = $1 and seq = $2`, [rawId, seq]);
+    if (!row) break;
+    read += row.data.length;
+    yield row.data;
   }
   if (read !== size) throw new Error(`raw message ${rawId} has ${read} of its ${size} bytes`);
 }
-
-/** Bytes per piece read back: its hex text (twice as long) stays under V8's 128 KiB for objects of the young generation. */
-const READ_PIECE_BYTES = 60 * 1024;
 
 /** The whole of a message committed in chunks, for what needs it whole (a feedback report's authentication). */
 export async function readChunks(db: SqlTx, rawId: string, size: number): Promise<Buffer> {
