@@ -177,6 +177,15 @@ try {
         [new Date(startedAt)],
       )
     ).rows;
+    // Each store transaction gives its events one time (the batch's), so the round's distinct event times count its
+    // batches (two in one millisecond count as one: rough at high rates).
+    const [batches] = (
+      await client.query<{ batches: string; events: string }>(
+        `select count(distinct created_at)::text as batches, count(*)::text as events from events where created_at >= $1`,
+        [new Date(startedAt)],
+      )
+    ).rows;
+    log(`store batches: ${batches!.batches} for ${batches!.events} messages (${(Number(batches!.events) / Math.max(1, Number(batches!.batches))).toFixed(2)} a batch)`);
     log(`webhook deliveries: ${paths!.claimed} claimed in their store transaction, ${paths!.later} claimed later by a transaction of their own`);
     log(`PostgreSQL per stored message (rows inserted/updated/deleted, commits; statistics flushed late under load: rough):`);
     for (const [name, after] of tablesAfter) {

@@ -2,10 +2,11 @@
 // bounded number at once, and hands what is ready to the store in batches. What preparing and storing do is the
 // caller's (store.ts); this file decides only when, how many and in which order.
 //
-// Batches: when no store runs, a batch starts as soon as nothing else is being prepared, or GATHER_MS after its first
-// message was ready, so a message alone never waits and under load a batch gathers what is being parsed; meanwhile
-// the next batch fills while one is stored (it starts early only when full). A batch that fails is stored again one
-// message at a time, so a bad message fails alone.
+// Batches: when no store runs, a batch starts GATHER_MS after its first message was ready at most while others are
+// being prepared, LINGER_MS at most while nothing is but the pace of submissions says the next is on its way, and
+// at once otherwise, so a message alone never waits and a steady stream at a moderate rate still shares its
+// commits; meanwhile the next batch fills while one is stored (it starts early only when full). A batch that fails is
+// stored again one message at a time, so a bad message fails alone.
 //
 // Memory is bounded in bytes (memoryBytes), half for each side: the raw bytes of messages queued with them, and
 // what the messages in hand hold — while one is prepared, what the stages reserve for it (its bytes and what the
@@ -53,6 +54,15 @@ const MAX_STORING = 2;
  * hundred messages a second a store ends before the next message is parsed, so without the wait every batch is one.
  */
 const GATHER_MS = 20;
+/**
+ * How long a ready message may wait, when no store runs and nothing else is being prepared, for a message the pace
+ * of submissions says is on its way. At moderate rates (a message every few milliseconds) each message was parsed and
+ * stored before the next was submitted, so every batch was one and paid a commit alone; this bounds what a message
+ * waits for company (it counts in the time from 250 to stored).
+ */
+const LINGER_MS = 10;
+/** Submissions whose times make the pace: the mean gap between the latest of them. */
+const PACE_SUBMISSIONS = 4;
 
 /** A message waiting to be taken: what is known of it too when it was passed and memory allowed. */
 interface Queued<Known> {
@@ -87,6 +97,10 @@ export class InboundPipeline<Known, Ready> {
   /** When the oldest ready message became ready (performance.now()), and the wait for others to join it. */
   private readySince = 0;
   private gatherTimer: NodeJS.Timeout | undefined;
+  /** When the gather timer fires (performance.now()). */
+  private gatherAt = 0;
+  /** When the latest PACE_SUBMISSIONS submissions came (performance.now()), oldest first. */
+  private readonly submittedAt: number[] = [];
   private storing = 0;
   private readonly running = new Set<Promise<void>>();
   private stopped = false;
@@ -104,6 +118,8 @@ export class InboundPipeline<Known, Ready> {
   submit(rawId: string, size: number, known?: Known): boolean {
     if (this.inHand.has(rawId) || this.queued.has(rawId)) return true;
     if (this.stopped || this.queued.size >= this.limits.maxQueued) return false;
+    this.submittedAt.push(performance.now());
+    if (this.submittedAt.length > PACE_SUBMISSIONS) this.submittedAt.shift();
     const keep = known !== undefined && this.queuedKnownBytes + size <= this.limits.memoryBytes / 2;
     this.queued.set(rawId, { seq: this.submitted++, size, known: keep ? known : undefined });
     this.queuedBytes += size;
@@ -124,8 +140,7 @@ export class InboundPipeline<Known, Ready> {
     this.queuedBytes = 0;
     this.queuedKnownBytes = 0;
     // What gathers is stored now.
-    clearTimeout(this.gatherTimer);
-    this.gatherTimer = undefined;
+    this.stopGathering();
     this.flush();
     // A store started by a preparation that ends now is waited for too.
     while (this.running.size > 0) await Promise.all(this.running);
@@ -208,6 +223,7 @@ export class InboundPipeline<Known, Ready> {
   private flush(): void {
     while (this.ready.length > 0 && (this.storing === 0 || (this.storing < MAX_STORING && this.readyIsFull()))) {
       if (this.storing === 0 && this.gathering()) return;
+      this.stopGathering();
       const batch = this.takeBatch();
       this.storing++;
       this.track(
@@ -222,18 +238,41 @@ export class InboundPipeline<Known, Ready> {
   }
 
   /**
-   * Whether the next batch waits for messages being prepared (GATHER_MS after its first was ready at most); the
-   * timer that ends the wait is set.
+   * Whether the next batch waits for messages being prepared (GATHER_MS after its first was ready at most) or, with
+   * none, for one the pace of submissions expects (LINGER_MS at most); the timer that ends the wait is set.
    */
   private gathering(): boolean {
-    if (this.stopped || this.preparing === 0 || this.readyIsFull()) return false;
-    const waited = performance.now() - this.readySince;
-    if (waited >= GATHER_MS) return false;
-    this.gatherTimer ??= setTimeout(() => {
-      this.gatherTimer = undefined;
-      this.flush();
-    }, GATHER_MS - waited);
+    if (this.stopped || this.readyIsFull()) return false;
+    const wait = this.preparing > 0 ? GATHER_MS : this.nextExpectedWithin(this.readySince + LINGER_MS) ? LINGER_MS : 0;
+    const until = this.readySince + wait;
+    const now = performance.now();
+    if (now >= until) return false;
+    if (this.gatherTimer === undefined || this.gatherAt !== until) {
+      clearTimeout(this.gatherTimer);
+      this.gatherAt = until;
+      this.gatherTimer = setTimeout(() => {
+        this.gatherTimer = undefined;
+        this.flush();
+      }, until - now);
+    }
     return true;
+  }
+
+  private stopGathering(): void {
+    clearTimeout(this.gatherTimer);
+    this.gatherTimer = undefined;
+  }
+
+  /**
+   * Whether the next submission is expected before `deadline`: the latest came the mean gap of the latest
+   * PACE_SUBMISSIONS ago or less (a first message, or one after a pause, has no pace and does not wait).
+   */
+  private nextExpectedWithin(deadline: number): boolean {
+    const times = this.submittedAt;
+    if (times.length < PACE_SUBMISSIONS) return false;
+    const last = times.at(-1)!;
+    const meanGap = (last - times[0]!) / (times.length - 1);
+    return last + meanGap < deadline;
   }
 
   private takeBatch(): ReadyItem<Ready>[] {
