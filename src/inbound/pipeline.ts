@@ -264,15 +264,16 @@ export class InboundPipeline<Known, Ready> {
   }
 
   /**
-   * Whether the next submission is expected before `deadline`: the latest came the mean gap of the latest
-   * PACE_SUBMISSIONS ago or less (a first message, or one after a pause, has no pace and does not wait).
+   * Whether the next submission is due before `deadline` and not overdue: the latest plus the mean gap between the
+   * latest PACE_SUBMISSIONS. A first message, one after a pause (a long gap), and the last of a group submitted at
+   * once (no gap, so due already) do not wait; a steady stream does, its jitter allowed up to a second gap.
    */
   private nextExpectedWithin(deadline: number): boolean {
     const times = this.submittedAt;
     if (times.length < PACE_SUBMISSIONS) return false;
     const last = times.at(-1)!;
     const meanGap = (last - times[0]!) / (times.length - 1);
-    return last + meanGap < deadline;
+    return last + meanGap < deadline && performance.now() < last + 2 * meanGap;
   }
 
   private takeBatch(): ReadyItem<Ready>[] {

@@ -59,7 +59,7 @@ test("messages submitted every 3 ms, each prepared before the next, share store 
   await pipeline.stop();
 });
 
-test("a message after a pause is stored at once, and one alone without a pace too", async () => {
+test("a message after a pause, one alone without a pace, and the last of a group submitted at once are stored at once", async () => {
   const { pipeline, batches, waited } = recordingPipeline();
   pipeline.submit("alone", 100);
   await vi.advanceTimersByTimeAsync(0);
@@ -75,5 +75,12 @@ test("a message after a pause is stored at once, and one alone without a pace to
   expect(batches.length).toBe(before + 1);
   expect(batches.at(-1)).toEqual(["after-pause"]);
   expect(waited.at(-1)).toBe(0);
+  // Eight in one turn (a hand-over's group) are prepared at once; nothing else is on its way when they are ready.
+  await vi.advanceTimersByTimeAsync(1000);
+  const group = Array.from({ length: 8 }, (_, i) => `group${i}`);
+  for (const id of group) pipeline.submit(id, 100);
+  await vi.advanceTimersByTimeAsync(0);
+  expect(batches.slice(-1)).toEqual([group]);
+  expect(Math.max(...waited.slice(-8))).toBe(0);
   await pipeline.stop();
 });
