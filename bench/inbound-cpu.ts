@@ -4,7 +4,7 @@
 // organization with the webhook endpoint), drained (stored and every webhook delivered), metered from the first message to the drain's end:
 // the smtp process's threads by name (/proc/<pid>/task/*/stat: the listener's event loop, the processing thread,
 // the parser threads, libuv and V8's helpers), PostgreSQL (postmaster, its backends and what it reaped), the webhook
-// receiver, the api and worker roles. Rounds alternate nothing: to compare two revisions, run this script from each
+// receiver, the api and worker roles; and the store batches the round took (messages per store transaction). Rounds alternate nothing: to compare two revisions, run this script from each
 // tree in turn, several times, and note the load average it prints beside every figure.
 //
 // Settings (env): BENCH_CPU_RATE=200  BENCH_CPU_MESSAGES=2000  BENCH_CPU_ROUNDS=2 (the first warms up, unmeasured)
