@@ -1,0 +1,38 @@
+// A thread's memory reclaimed once it is idle after large work: not while its event loop stays busy, then once, with
+// what the work dropped collected.
+import { setTimeout as sleep } from "node:timers/promises";
+import { expect, test } from "vitest";
+import { RECLAIM_IDLE_MS, reclaimCount, reclaimWhenIdle } from "../../src/runtime/idle-reclaim.js";
+
+/** Keeps this thread's event loop busy for `ms`: turns of 20 ms of work, with the loop's other phases between them. */
+async function busyFor(ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const turnEnds = Date.now() + 20;
+    while (Date.now() < turnEnds) {
+      // work
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+test("after large work, a thread's garbage is collected once its event loop has been idle, not while it is busy", async () => {
+  const before = reclaimCount();
+  let dropped: { bytes: Uint8Array } | null = { bytes: new Uint8Array(32 * 1024 * 1024) };
+  const dropping = new WeakRef(dropped);
+  dropped = null;
+
+  reclaimWhenIdle();
+  reclaimWhenIdle(); // more large work: still one collection, later
+  await busyFor(3 * RECLAIM_IDLE_MS);
+  expect(reclaimCount()).toBe(before);
+
+  // Idle now: collected within a couple of periods (polled, at most 10 s however slow the machine).
+  for (let i = 0; i < 100 && reclaimCount() === before; i++) await sleep(100);
+  expect(reclaimCount()).toBe(before + 1);
+  expect(dropping.deref()).toBeUndefined();
+
+  // Nothing more without more large work.
+  await sleep(2 * RECLAIM_IDLE_MS);
+  expect(reclaimCount()).toBe(before + 1);
+}, 30_000);
