@@ -11,6 +11,7 @@ import type { Database, SqlTx } from "../db/database.js";
 import { groupCommit, type GroupCommitOptions } from "../db/group-commit.js";
 import { insertRows, type Bind } from "../db/values.js";
 import { newUuid } from "../ids.js";
+import { reclaimWhenIdle } from "../runtime/idle-reclaim.js";
 import type { AdmittedRecipient } from "./admission.js";
 
 /** What is known of the SMTP session a message came in (spec: inboundSecurity.smtp). */
@@ -140,6 +141,9 @@ export function createRawMessageStore(db: Database): RawMessageStore {
           position += bytesRead;
         }
       });
+      // A message this large passed through the listener's thread (its DATA, the spool's read-back, the driver's
+      // statements): once a burst of them is over and the listener idle, what they left is collected.
+      reclaimWhenIdle();
       return [id];
     },
     { maxGroup: 1, maxInFlight: SPOOLED_AT_ONCE },

@@ -1,8 +1,8 @@
 // A thread's memory reclaimed once it is idle after large work: not while its event loop stays busy, then once, with
-// what the work dropped collected.
+// what the work dropped collected; and not again sooner than RECLAIM_SPACING_MS after, however soon more comes.
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect, test } from "vitest";
-import { RECLAIM_IDLE_MS, reclaimCount, reclaimWhenIdle } from "../../src/runtime/idle-reclaim.js";
+import { RECLAIM_IDLE_MS, RECLAIM_SPACING_MS, reclaimCount, reclaimWhenIdle } from "../../src/runtime/idle-reclaim.js";
 
 /** Keeps this thread's event loop busy for `ms`: turns of 20 ms of work, with the loop's other phases between them. */
 async function busyFor(ms: number): Promise<void> {
@@ -16,7 +16,7 @@ async function busyFor(ms: number): Promise<void> {
   }
 }
 
-test("after large work, a thread's garbage is collected once its event loop has been idle, not while it is busy", async () => {
+test("after large work, a thread's garbage is collected once its event loop has been idle, not while it is busy, and collections are spaced", async () => {
   const before = reclaimCount();
   let dropped: { bytes: Uint8Array } | null = { bytes: new Uint8Array(32 * 1024 * 1024) };
   const dropping = new WeakRef(dropped);
@@ -27,12 +27,20 @@ test("after large work, a thread's garbage is collected once its event loop has 
   await busyFor(3 * RECLAIM_IDLE_MS);
   expect(reclaimCount()).toBe(before);
 
-  // Idle now: collected within a couple of periods (polled, at most 10 s however slow the machine).
-  for (let i = 0; i < 100 && reclaimCount() === before; i++) await sleep(100);
+  // Idle now: collected within a couple of periods (or once a collection of this thread just before is far enough
+  // behind), polled, at most 10 s beyond that however slow the machine.
+  for (let i = 0; i < (RECLAIM_SPACING_MS + 10_000) / 100 && reclaimCount() === before; i++) await sleep(100);
   expect(reclaimCount()).toBe(before + 1);
+  const firstAt = Date.now(); // within a poll of the collection
   expect(dropping.deref()).toBeUndefined();
 
   // Nothing more without more large work.
   await sleep(2 * RECLAIM_IDLE_MS);
   expect(reclaimCount()).toBe(before + 1);
-}, 30_000);
+
+  // More large work right after: collected again, but not before the spacing since the last has passed.
+  reclaimWhenIdle();
+  for (let i = 0; i < (RECLAIM_SPACING_MS + 10_000) / 100 && reclaimCount() === before + 1; i++) await sleep(100);
+  expect(reclaimCount()).toBe(before + 2);
+  expect(Date.now() - firstAt).toBeGreaterThanOrEqual(RECLAIM_SPACING_MS - 200);
+}, 60_000);
