@@ -4,9 +4,12 @@
 // seconds later (test/e2e/smtp-memory-large-mail.test.ts). Node has no call to collect on idle, so a thread that did
 // large work asks for one: `reclaimWhenIdle()` after each piece of it; once a second has passed without more and with
 // the thread's event loop all but idle (what follows the work, storing it, has ended too), the thread runs one
-// memory-reducing full collection (V8's "last resort" flavour: the heap compacted, its spare pages and its young
-// generation's grown space given back): 0.1–0.2 CPU-seconds, and as long a pause of that thread, once per burst and
-// never while it lasts; on the SMTP listener only once it has been idle for that second.
+// memory-reducing full collection (V8's "last resort" flavour: the garbage buffers go, the heap is compacted, its
+// spare pages and its young generation's grown space given back; a plain major collection, half the cost, shrank the
+// heap less). It pauses the thread (~120–230 ms of CPU for a heap of ~60 MB at load average 10), once per burst and
+// never while it lasts; on the SMTP listener only once it has been idle for that second. Only in the service's own processes: the
+// bin (src/cli/mailbox.js) sets IDLE_MEMORY_RECLAIM=1 for `start`, `serve` and `worker` unless the environment sets
+// it (0 turns it off); elsewhere (an app inside a test process, whose thread runs the tests too) nothing is done.
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
@@ -17,7 +20,7 @@ export const RECLAIM_IDLE_MS = 1_000;
 const IDLE_UTILIZATION = 0.05;
 /**
  * Collections of a thread this far apart at least: large messages that come a few seconds apart would otherwise
- * cost one each (0.1–0.2 CPU-s against ~0.5 for the message); this keeps it under 2% of a core.
+ * cost one each (~0.1–0.2 CPU-s against ~0.45 for a 9 MB message); this keeps it to about 2% of a core.
  */
 export const RECLAIM_SPACING_MS = 10_000;
 
@@ -53,6 +56,7 @@ let reclaims = 0;
 
 /** Marks large work done on this thread: its memory is reclaimed once it has been idle RECLAIM_IDLE_MS. */
 export function reclaimWhenIdle(): void {
+  if (process.env.IDLE_MEMORY_RECLAIM !== "1") return;
   armedAt = performance.eventLoopUtilization();
   if (timer) {
     timer.refresh();

@@ -1,7 +1,7 @@
 // A thread's memory reclaimed once it is idle after large work: not while its event loop stays busy, then once, with
 // what the work dropped collected; and not again sooner than RECLAIM_SPACING_MS after, however soon more comes.
 import { setTimeout as sleep } from "node:timers/promises";
-import { expect, test } from "vitest";
+import { expect, onTestFinished, test } from "vitest";
 import { RECLAIM_IDLE_MS, RECLAIM_SPACING_MS, reclaimCount, reclaimWhenIdle } from "../../src/runtime/idle-reclaim.js";
 
 /** Keeps this thread's event loop busy for `ms`: turns of 20 ms of work, with the loop's other phases between them. */
@@ -16,7 +16,19 @@ async function busyFor(ms: number): Promise<void> {
   }
 }
 
+test("off unless the service's bin turned it on", async () => {
+  const before = reclaimCount();
+  delete process.env.IDLE_MEMORY_RECLAIM;
+  reclaimWhenIdle();
+  await sleep(3 * RECLAIM_IDLE_MS);
+  expect(reclaimCount()).toBe(before);
+});
+
 test("after large work, a thread's garbage is collected once its event loop has been idle, not while it is busy, and collections are spaced", async () => {
+  process.env.IDLE_MEMORY_RECLAIM = "1"; // as src/cli/mailbox.js sets it for the service's commands
+  onTestFinished(() => {
+    delete process.env.IDLE_MEMORY_RECLAIM;
+  });
   const before = reclaimCount();
   let dropped: { bytes: Uint8Array } | null = { bytes: new Uint8Array(32 * 1024 * 1024) };
   const dropping = new WeakRef(dropped);
