@@ -25,6 +25,9 @@ if (major < needMajor || (major === needMajor && minor < needMinor)) {
 // (test/e2e/smtp-memory-large-mail.test.ts). glibc reads the variable once, at start, so the command starts itself
 // again with it (the same process id); a value the environment gives is kept, and other systems ignore it.
 const SERVICE_COMMANDS = ["start", "serve", "worker"];
+// The service's threads collect their garbage once idle after large mail (src/runtime/idle-reclaim.ts): on for the
+// service's commands unless the environment says otherwise, off for anything else that loads the modules (tests).
+if (SERVICE_COMMANDS.includes(process.argv[2]) && process.env.IDLE_MEMORY_RECLAIM === undefined) process.env.IDLE_MEMORY_RECLAIM = "1";
 if (process.platform === "linux" && process.env.MALLOC_MMAP_THRESHOLD_ === undefined && SERVICE_COMMANDS.includes(process.argv[2])) {
   process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
     ...process.env,

@@ -9,6 +9,7 @@
 // between threads once each way.
 import { Worker } from "node:worker_threads";
 import type { Extracted, SenderAuthentication } from "../extraction/index.js";
+import { reclaimWhenIdle } from "../runtime/idle-reclaim.js";
 import { siblingModule } from "../runtime/sibling-module.js";
 import { headerEnd } from "./header-section.js";
 
@@ -220,7 +221,11 @@ class ParseWorkers {
       });
       // A worker that is ended (its budget blown) is gone before its slot goes to the next job: never more parser
       // heaps at once than slots, however fast large messages come.
-      if (ran.fed > RECYCLE_AFTER_BYTES) this.grown.add(worker);
+      if (ran.fed > RECYCLE_AFTER_BYTES) {
+        this.grown.add(worker);
+        // The message's bytes and parts passed through this thread too: its garbage goes once the burst is over.
+        reclaimWhenIdle();
+      }
       if (!ran.reusable || this.closed) {
         this.grown.delete(worker);
         await worker.terminate();
