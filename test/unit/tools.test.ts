@@ -1,4 +1,4 @@
-// The install lock of test/support/tools.ts: one install per tool however many processes ask at once, a lock left
+// The install lock of src/runtime/tool-install.ts: one install per tool however many processes ask at once, a lock left
 // by a dead process taken over, and a failed install leaving nothing behind for the next caller.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, expect, test } from "vitest";
-import { ensureTool } from "../support/tools.js";
+import { ensureTool } from "../../src/runtime/tool-install.js";
 
 let toolsDir: string;
 beforeEach(async () => {
@@ -29,7 +29,7 @@ function fakeInstall(runs: { count: number }, pauseMs = 200) {
 
 test("installs once when asked concurrently, and every caller gets the installed path", async () => {
   const runs = { count: 0 };
-  const paths = await Promise.all(Array.from({ length: 5 }, () => ensureTool("fake-1", "bin", fakeInstall(runs), toolsDir)));
+  const paths = await Promise.all(Array.from({ length: 5 }, () => ensureTool(toolsDir, "fake-1", "bin", fakeInstall(runs))));
   expect(runs.count).toBe(1);
   expect(new Set(paths)).toEqual(new Set([join(toolsDir, "fake-1", "bin")]));
   expect((await readdir(toolsDir)).sort()).toEqual(["fake-1"]);
@@ -40,24 +40,24 @@ test("takes over a lock whose process has ended", async () => {
   await once(child, "exit");
   await writeFile(join(toolsDir, ".fake-1.lock"), String(child.pid));
   const runs = { count: 0 };
-  expect(await ensureTool("fake-1", "bin", fakeInstall(runs, 0), toolsDir)).toBe(join(toolsDir, "fake-1", "bin"));
+  expect(await ensureTool(toolsDir, "fake-1", "bin", fakeInstall(runs, 0))).toBe(join(toolsDir, "fake-1", "bin"));
   expect(runs.count).toBe(1);
 });
 
 test("a failed install leaves no lock and no tool, and the next caller installs it", async () => {
   await expect(
     ensureTool(
+      toolsDir,
       "fake-1",
       "bin",
       async () => {
         throw new Error("the registry said no");
       },
-      toolsDir,
     ),
   ).rejects.toThrow("the registry said no");
   expect(await readdir(toolsDir)).toEqual([]);
   const runs = { count: 0 };
-  const path = await ensureTool("fake-1", "bin", fakeInstall(runs, 0), toolsDir);
+  const path = await ensureTool(toolsDir, "fake-1", "bin", fakeInstall(runs, 0));
   await access(path);
   expect(runs.count).toBe(1);
 });
