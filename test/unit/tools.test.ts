@@ -1,13 +1,16 @@
-// The install lock of src/runtime/tool-install.ts: one install per tool however many processes ask at once, a lock left
-// by a dead process taken over, and a failed install leaving nothing behind for the next caller.
+// The installer of src/runtime/tool-install.ts: one install per tool however many processes ask at once, a lock left
+// by a dead process taken over, and a failed install leaving nothing behind for the next caller; and where the tools
+// directory is (src/runtime/tools-dir.ts).
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { access, chmod, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { homedir, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, expect, test } from "vitest";
+import { loadConfig } from "../../src/config.js";
 import { ensureTool } from "../../src/runtime/tool-install.js";
+import { defaultToolsDir, toolsDir as toolsDirOf } from "../../src/runtime/tools-dir.js";
 
 let toolsDir: string;
 beforeEach(async () => {
@@ -60,4 +63,18 @@ test("a failed install leaves no lock and no tool, and the next caller installs 
   const path = await ensureTool(toolsDir, "fake-1", "bin", fakeInstall(runs, 0));
   await access(path);
   expect(runs.count).toBe(1);
+});
+
+test("the tools directory is TOOLS_DIR when set, else a cache of the user's that every checkout shares", () => {
+  const home = homedir();
+  expect(defaultToolsDir({})).toBe(join(home, ".cache", "agent-mailbox", "tools"));
+  expect(defaultToolsDir({ XDG_CACHE_HOME: "/var/cache/me" })).toBe("/var/cache/me/agent-mailbox/tools");
+  // The XDG base directory specification: a relative path is invalid and ignored.
+  expect(defaultToolsDir({ XDG_CACHE_HOME: "cache" })).toBe(join(home, ".cache", "agent-mailbox", "tools"));
+  expect(toolsDirOf({ XDG_CACHE_HOME: "/var/cache/me" })).toBe("/var/cache/me/agent-mailbox/tools");
+  expect(toolsDirOf({ TOOLS_DIR: "./.tools", XDG_CACHE_HOME: "/var/cache/me" })).toBe(resolve(".tools"));
+  expect(toolsDirOf({ TOOLS_DIR: "", XDG_CACHE_HOME: "/var/cache/me" })).toBe("/var/cache/me/agent-mailbox/tools");
+  // The service's configuration follows the same default, and a checkout's own ./.tools still works when named.
+  expect(loadConfig({}).toolsDir).toBe(defaultToolsDir());
+  expect(loadConfig({ TOOLS_DIR: "./.tools" }).toolsDir).toBe(resolve(".tools"));
 });
