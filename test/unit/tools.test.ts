@@ -5,7 +5,9 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { access, chmod, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { loadConfig } from "../../src/config.js";
@@ -77,4 +79,22 @@ test("the tools directory is TOOLS_DIR when set, else a cache of the user's that
   // The service's configuration follows the same default, and a checkout's own ./.tools still works when named.
   expect(loadConfig({}).toolsDir).toBe(defaultToolsDir());
   expect(loadConfig({ TOOLS_DIR: "./.tools" }).toolsDir).toBe(resolve(".tools"));
+});
+
+test("no code names a checkout's .tools itself: every tools directory comes from src/runtime/tools-dir.ts", () => {
+  // A hard-coded ./.tools made a fresh clone install the Temporal CLI a second time (bench/stack.ts, which
+  // test/e2e/faults.test.ts starts). Exceptions: this file, which asserts TOOLS_DIR=./.tools still works, and the
+  // inbound benchmark's Haraka peer (bench only, moved by BENCH_HARAKA_DIR).
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  const exceptions = new Set(["test/unit/tools.test.ts", "bench/inbound-peers.ts"]);
+  const literal = /["'`](?:\.\/)?\.tools(?:\/|["'`])/;
+  const offenders = ["src", "test", "bench", "workflows"]
+    .flatMap((dir) => readdirSync(join(root, dir), { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile() && /\.(ts|js|mjs)$/.test(entry.name))
+    .map((entry) => relative(root, join(entry.parentPath, entry.name)))
+    .filter((file) => !exceptions.has(file) && literal.test(readFileSync(join(root, file), "utf8")));
+  expect(offenders).toEqual([]);
+  // The pattern finds what it is for.
+  expect(literal.test('ensureTemporalCli({ toolsDir: resolve(".tools") })')).toBe(true);
+  expect(literal.test("`.tools/haraka-${version}`")).toBe(true);
 });
