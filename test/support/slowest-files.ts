@@ -80,20 +80,23 @@ function runCpu(filesSeconds: number): string {
 /**
  * The files that took longest in recent runs (the reporter above lists them), most costly first. Timings vitest
  * has cached from an earlier run order the rest, as its own sequencer does. The two memory files take turns
- * (test/support/large-mail-role.ts): the second comes once the first of the others has ended, so that it waits little.
+ * (test/support/large-mail-role.ts): with four files at once the second is placed where about three others have
+ * ended before it starts (~50 s into a quiet run, the first takes ~55 s), so that it waits little on the first.
  */
 export const KNOWN_SLOW = [
   "test/e2e/smtp-memory.test.ts",
-  "test/e2e/faults.test.ts",
   "test/e2e/schemathesis.test.ts",
-  "test/e2e/smtp-memory-large-mail.test.ts",
-  "test/deploy/helm-chart.test.ts",
-  "test/e2e/attachment-scan.test.ts",
-  "test/e2e/temporal-outage.test.ts",
-  "test/e2e/roles-scale-out.test.ts",
-  "test/e2e/drain.test.ts",
+  "test/e2e/faults.test.ts",
   "test/e2e/start.test.ts",
+  "test/e2e/drain.test.ts",
+  "test/e2e/roles-scale-out.test.ts",
+  "test/e2e/smtp-memory-large-mail.test.ts",
+  "test/e2e/temporal-outage.test.ts",
+  "test/e2e/holds.test.ts",
   "test/e2e/external-tls.test.ts",
+  "test/e2e/delivery-worker-kill.test.ts",
+  "test/e2e/mcp.test.ts",
+  "test/e2e/inbound-batch-processing.test.ts",
 ];
 
 export class SlowFirstSequencer extends BaseSequencer {
