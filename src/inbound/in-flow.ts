@@ -50,7 +50,9 @@ export class InFlowDelay {
     /** Accepted messages not yet finished by processing. */
     private readonly backlog: () => number,
     private readonly now: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.samples.push({ at: now(), done: 0 });
+  }
 
   /** Resolves when a new transaction may go ahead; undefined when it may at once (under the mark, or a token at hand). */
   admit(): Promise<void> | undefined {
