@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { MIN_MARK_MESSAGES } from "../../src/inbound/in-flow.js";
 import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+import { holdInbox } from "../support/hold-inbox.js";
 import { RawSmtpClient, transaction } from "../support/smtp-client.js";
 
 const METRICS_TOKEN = "inflow-metrics-token-0123456789";
@@ -41,26 +42,6 @@ async function gauge(name: string): Promise<number> {
 const storedCount = async (inboxId: string) =>
   (await app.db.sql.query<{ n: number }>(`select count(*)::int as n from messages where inbox_id = $1`, [inboxId]))[0]!.n;
 
-/** Holds the inbox row FOR UPDATE until released: processing cannot store mail for it meanwhile, it waits in hand. */
-async function holdInbox(inboxId: string): Promise<{ release(): Promise<void> }> {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const holding = app.db.sql.transaction(async (tx) => {
-    await tx.query(`select 1 from inboxes where id = $1 for update`, [inboxId]);
-    locked();
-    await released;
-  });
-  await isLocked;
-  return {
-    async release() {
-      release();
-      await holding;
-    },
-  };
-}
-
 async function session(): Promise<RawSmtpClient> {
   const { client, greeting } = await RawSmtpClient.connect(smtp.port);
   expect(greeting?.code).toBe(220);
@@ -74,7 +55,7 @@ test("delays MAIL FROM of every session while the backlog is over its mark, unti
   const inbox = res.body as { id: string; address: string };
   const message = (n: number) => ({ from: "s@example.org", to: [inbox.address], data: `Subject: ${n}\r\n\r\nmessage ${n}\r\n` });
 
-  const hold = await holdInbox(inbox.id);
+  const hold = await holdInbox(app.db, inbox.id);
   const waiting: RawSmtpClient[] = [];
   let sent = 0;
   try {
