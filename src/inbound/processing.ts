@@ -91,10 +91,7 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   let sentBytes = 0;
   // Messages the threads have finished (stored, or left to the sweeper), over every thread this process started.
   let finished = 0;
-  const { inFlow: inFlowSettings } = options.config.inbound;
-  // A wait past half the idle timeout would risk the listener's own 421 for a silent session.
-  const maxDelayMs = Math.min(inFlowSettings.maxDelayMs, options.config.smtp.idleTimeoutMs / 2);
-  const inFlow = inFlowSettings.enabled ? new InFlowDelay({ markMs: inFlowSettings.markMs, maxDelayMs }, () => backlog().messages) : undefined;
+  const inFlow = configuredInFlowDelay(options.config, () => backlog().messages);
   let stopping = false;
   let restart: NodeJS.Timeout | undefined;
   const handOver = new HandOver((message, transfers) => {
@@ -196,6 +193,13 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
       await worker.terminate();
     },
   };
+}
+
+/** The in-flow delay as configured, or undefined when it is off. */
+function configuredInFlowDelay(config: Config, backlog: () => number): InFlowDelay | undefined {
+  const { enabled, markMs, maxDelayMs } = config.inbound.inFlow;
+  // A wait past half the idle timeout would risk the listener's own 421 for a silent session.
+  return enabled ? new InFlowDelay({ markMs, maxDelayMs: Math.min(maxDelayMs, config.smtp.idleTimeoutMs / 2) }, backlog) : undefined;
 }
 
 /**
