@@ -73,24 +73,21 @@ export class InFlowDelay {
 
   /**
    * Processing has finished `done` messages in all (stored, or left to the sweeper): each one since the last call is a
-   * token for a waiting transaction, in order of arrival. Tokens nobody waits for are kept up to one call's worth.
+   * token for a waiting transaction, in order of arrival, and so is each message the backlog is under its mark by (so
+   * a backlog that fell under it fills up to it, not by every waiting session at once). Tokens nobody waits for are
+   * kept, while over the mark, up to one call's worth of finished messages.
    */
   progressed(done: number): void {
     const more = Math.max(0, done - this.done);
     this.done = done;
-    const at = this.now();
-    this.samples.push({ at, done });
-    if (!this.over()) {
-      this.tokens = 0;
-      while (this.waiters.length > 0) this.let(this.waiters[0]!);
-      return;
-    }
-    let left = more;
+    this.samples.push({ at: this.now(), done });
+    let left = more + Math.max(0, Math.floor(this.markMessages() - this.backlog()));
     while (left > 0 && this.waiters.length > 0) {
       this.let(this.waiters[0]!);
       left--;
     }
-    this.tokens = Math.min(this.tokens + left, more);
+    // Under the mark nobody needs one.
+    this.tokens = this.over() ? Math.min(this.tokens + left, more) : 0;
   }
 
   /** Lets every waiting transaction go (the listener stops). */
@@ -113,11 +110,15 @@ export class InFlowDelay {
     return ((last.done - first.done) * 1000) / Math.max(at - first.at, RATE_WINDOW_MS);
   }
 
-  /** Whether the backlog holds more than markMs of storing (never at or under MIN_MARK_MESSAGES). */
+  /** The mark in messages: markMs of storing at the measured rate, never under MIN_MARK_MESSAGES. */
+  private markMessages(): number {
+    return Math.max(MIN_MARK_MESSAGES, (this.storingRate() * this.options.markMs) / 1000);
+  }
+
+  /** Whether the backlog holds more than markMs of storing. */
   private over(): boolean {
     const backlog = this.backlog();
-    if (backlog <= MIN_MARK_MESSAGES) return false;
-    return backlog > (this.storingRate() * this.options.markMs) / 1000;
+    return backlog > MIN_MARK_MESSAGES && backlog > this.markMessages();
   }
 
   private let(waiter: Waiter): void {

@@ -87,6 +87,18 @@ describe("InFlowDelay", () => {
     expect(flow.stats().waiting).toBe(0);
   });
 
+  test("a backlog fallen under the mark lets in as many waiting transactions as it is under by, not all at once", async () => {
+    const { flow, admitted, start, setBacklog } = setup();
+    setBacklog(MIN_MARK_MESSAGES + 50);
+    for (let n = 1; n <= 5; n++) start(n);
+    // Nothing finished (the rate, so the mark, stays at its floor), but 53 messages left the backlog otherwise.
+    setBacklog(MIN_MARK_MESSAGES - 3);
+    flow.progressed(0);
+    await settle();
+    expect(admitted).toEqual([1, 2, 3]);
+    expect(flow.stats().waiting).toBe(2);
+  });
+
   test("tokens nobody waits for are kept up to one report's worth, then taken without a wait", async () => {
     const { flow, admitted, start, setBacklog } = setup();
     setBacklog(MIN_MARK_MESSAGES + 50);
