@@ -86,10 +86,11 @@ export function inboundFigureRows(report: Report): { systems: SystemName[]; rows
     rows.push({ label: `with the in-flow delay, the ${report.settings.sustainedS} s run: durable msg/s accepted`, values: oursOnly(int(f["msgPerS"]!)) });
     rows.push({ label: "  ours: stored (commit 2) msg/s during the run", values: oursOnly(int(f["processedPerS"]!)), target: "≥ 800", verdict: ok && f["processedPerS"]! >= 800 });
     rows.push({
+      // Seconds of work: the raw messages left at the rate the run stored (the drain's time counts webhooks too).
       label: "  ours: backlog at the end, messages (s of work; s to drain)",
       values: oursOnly(`${int(f["backlogMessagesAtEnd"]!)} (${dec(f["backlogSecondsAtEnd"] ?? Number.NaN)}; ${int(f["drainS"]!)})`),
       target: "≤ 5 s",
-      verdict: ok && f["drainS"]! <= 5,
+      verdict: ok && (f["backlogSecondsAtEnd"] ?? Number.POSITIVE_INFINITY) <= 5,
     });
   }
   if (report.runs.some((r) => r.scenario === "newconn")) {
