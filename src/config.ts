@@ -447,7 +447,7 @@ function parseInbound(r: EnvReader): Pick<Config, "inbound"> {
       maxBacklogBytes: r.int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
       inFlow: {
         enabled: r.str("INBOUND_INFLOW_DELAY", "on", /^(on|off)$/, "on or off") === "on",
-        markMs: r.int("INBOUND_INFLOW_MARK_MS", 2000, 100, 600_000),
+        markMs: r.int("INBOUND_INFLOW_MARK_MS", 1000, 100, 600_000),
         // Far below RFC 5321's 5-minute MAIL FROM timeout (4.5.3.2.2); held under SMTP_IDLE_TIMEOUT_MS where it is used.
         maxDelayMs: r.int("INBOUND_INFLOW_MAX_DELAY_MS", 10_000, 10, 60_000),
       },
