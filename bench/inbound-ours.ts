@@ -19,6 +19,8 @@ export interface RoleProcess {
   /** The JSON line `mailbox serve` prints once it listens. */
   readonly summary: { readonly api: string | null; readonly smtp: string | null };
   readonly logFile: string;
+  /** Stops it (SIGTERM, then SIGKILL after a while). */
+  readonly stop: () => Promise<void>;
 }
 
 const START_TIMEOUT_MS = 90_000;
@@ -36,7 +38,8 @@ export async function startRole(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  child.stderr!.pipe(createWriteStream(logFile));
+  // Appended to: a role started again in the same directory keeps its predecessor's lines.
+  child.stderr!.pipe(createWriteStream(logFile, { flags: "a" }));
   teardown.add(() => stopChild(child));
   const summary = await new Promise<RoleProcess["summary"]>((resolveSummary, reject) => {
     const timer = setTimeout(() => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS / 1000} s (see ${logFile})`)), START_TIMEOUT_MS);
@@ -62,7 +65,7 @@ export async function startRole(
     }
     process.stderr.write(`${role} role (pid ${child.pid}) exited by itself (${signal ?? `code ${code}`}); the end of its log:\n${tail}\n`);
   });
-  return { role, pid: child.pid!, summary, logFile };
+  return { role, pid: child.pid!, summary, logFile, stop: () => stopChild(child) };
 }
 
 
@@ -102,6 +105,7 @@ export async function startReceiver(teardown: Teardown): Promise<Receiver> {
 export interface OurStack {
   readonly infra: Infrastructure;
   readonly receiver: Receiver;
+  /** The smtp role now (restartSmtp replaces it, and its port). */
   readonly smtp: RoleProcess;
   readonly api: RoleProcess;
   readonly worker: RoleProcess;
@@ -113,6 +117,8 @@ export interface OurStack {
   readonly webhookUrl: string;
   readonly stats: PgStats;
   readonly roleEnv: Readonly<Record<string, string>>;
+  /** Stops the smtp role and starts it again with `env` over the stack's (and its first start's) environment. */
+  restartSmtp(env: Readonly<Record<string, string>>): Promise<void>;
 }
 
 export interface OurStackOptions {
@@ -125,6 +131,8 @@ export interface OurStackOptions {
   readonly log: (line: string) => void;
   /** Node options of the smtp role (e.g. --cpu-prof). */
   readonly smtpNodeArgs?: readonly string[];
+  /** Environment of the smtp role only, over the roles' (e.g. INBOUND_INFLOW_DELAY). */
+  readonly smtpEnv?: Readonly<Record<string, string>>;
 }
 
 export async function startOurStack(options: OurStackOptions, teardown: Teardown): Promise<OurStack> {
@@ -150,12 +158,14 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
     WEBHOOK_RETRY_MAX_MS: String(Math.max(options.webhookRetryInitialMs, 10 * options.webhookRetryInitialMs)),
   };
   log("starting the api, worker and smtp roles …");
-  const [api, worker, smtp] = await Promise.all(
-    (["api", "worker", "smtp"] as const).map((role) =>
-      startRole(role, { ...roleEnv, DATA_DIR: join(workDir, role) }, workDir, teardown, role === "smtp" ? options.smtpNodeArgs : []),
-    ),
-  );
-  const smtpPort = Number(smtp!.summary.smtp!.split(":").pop());
+  const startSmtp = (env: Readonly<Record<string, string>>) =>
+    startRole("smtp", { ...roleEnv, ...options.smtpEnv, ...env, DATA_DIR: join(workDir, "smtp") }, workDir, teardown, options.smtpNodeArgs);
+  const [api, worker, first] = await Promise.all([
+    ...(["api", "worker"] as const).map((role) => startRole(role, { ...roleEnv, DATA_DIR: join(workDir, role) }, workDir, teardown)),
+    startSmtp({}),
+  ]);
+  let smtp = first!;
+  const portOf = (role: RoleProcess) => Number(role.summary.smtp!.split(":").pop());
 
   const client = new pg.Client({ connectionString: infra.databaseUrl });
   await client.connect();
@@ -175,16 +185,24 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
   return {
     infra,
     receiver,
-    smtp: smtp!,
+    get smtp() {
+      return smtp;
+    },
     api: api!,
     worker: worker!,
-    smtpPort,
+    get smtpPort() {
+      return portOf(smtp);
+    },
     temporalPid: pidByCommandLine(["start-dev", infra.temporalAddress.split(":").pop()!]),
     withWebhook: rows[0]!.addresses,
     withoutWebhook: rows[1]!.addresses,
     webhookUrl,
     stats: new PgStats(client),
     roleEnv,
+    async restartSmtp(env) {
+      await smtp.stop();
+      smtp = await startSmtp(env);
+    },
   };
 }
 

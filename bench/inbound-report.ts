@@ -78,6 +78,21 @@ export function inboundFigureRows(report: Report): { systems: SystemName[]; rows
       });
     }
   }
+  const inFlow = runsOf("inflow", "ours")[0];
+  if (inFlow) {
+    // Issue 19 item 1 with the in-flow delay on: acceptance held to the rate storing keeps.
+    const f = inFlow.figures;
+    const ok = inFlow.failures === 0;
+    rows.push({ label: `with the in-flow delay, the ${report.settings.sustainedS} s run: durable msg/s accepted`, values: oursOnly(int(f["msgPerS"]!)) });
+    rows.push({ label: "  ours: stored (commit 2) msg/s during the run", values: oursOnly(int(f["processedPerS"]!)), target: "≥ 800", verdict: ok && f["processedPerS"]! >= 800 });
+    rows.push({
+      // Seconds of work: the raw messages left at the rate the run stored (the drain's time counts webhooks too).
+      label: "  ours: backlog at the end, messages (s of work; s to drain)",
+      values: oursOnly(`${int(f["backlogMessagesAtEnd"]!)} (${dec(f["backlogSecondsAtEnd"] ?? Number.NaN)}; ${int(f["drainS"]!)})`),
+      target: "≤ 5 s",
+      verdict: ok && (f["backlogSecondsAtEnd"] ?? Number.POSITIVE_INFINITY) <= 5,
+    });
+  }
   if (report.runs.some((r) => r.scenario === "newconn")) {
     rows.push({
       label: `new connection per message, msg/s (${sessions} sessions)`,

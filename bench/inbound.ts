@@ -7,6 +7,9 @@
 //                250 only after the message is durable; the first run lasts BENCH_SUSTAINED_S (60 s), the others
 //                BENCH_THROUGHPUT_S
 //   newconn      the same with a new connection per message; connect→banner is measured apart
+//   inflow       ours only: the smtp role started again with the in-flow delay on (INBOUND_INFLOW_DELAY=on, every
+//                other scenario runs it off, so their rows measure what acceptance alone keeps up), then one
+//                BENCH_SUSTAINED_S run of smtp-source as above: msg/s accepted and stored, the backlog at the end
 //   latency      our own client (bench/inbound-client.ts), open loop at BENCH_LATENCY_RATE (half the 1,000 msg/s
 //                target): `.`→250 p50/p99; ours also 250→stored p50/p99 (each message's created_at beside its 250)
 //   webhook      ours only: open loop at 100 msg/s with a token in each Message-ID; arrival (final dot written) →
@@ -18,7 +21,7 @@
 // at most BENCH_DRAIN_MAX_S; what ours has left then is marked failed ("set aside") so the next run starts clean.
 // Runs alternate which system goes first. A default run takes 15–20 minutes, most of it ours draining.
 //
-// Settings (env): BENCH_SYSTEMS=ours,postfix,haraka  BENCH_SCENARIOS=idle,throughput,newconn,latency,webhook,commits
+// Settings (env): BENCH_SYSTEMS=ours,postfix,haraka  BENCH_SCENARIOS=idle,throughput,newconn,latency,webhook,commits,inflow
 //   BENCH_RUNS=3  BENCH_SUSTAINED_S=60  BENCH_THROUGHPUT_S=5  BENCH_NEWCONN_S=5  BENCH_LATENCY_S=5
 //   BENCH_LATENCY_RATE=500  BENCH_WEBHOOK_S=15  BENCH_WEBHOOK_RATE=100  BENCH_WEBHOOK_FAIL=0.1  BENCH_SESSIONS=100
 //   BENCH_MESSAGE_BYTES=10240  BENCH_IDLE_SESSIONS=1000  BENCH_COMMIT_BATCH=1000  BENCH_WARMUP_S=5  BENCH_INBOXES=100
@@ -46,7 +49,7 @@ import { percentile } from "./run-report.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
 
-const SCENARIOS = ["idle", "throughput", "newconn", "latency", "webhook", "commits"] as const;
+const SCENARIOS = ["idle", "throughput", "newconn", "latency", "webhook", "commits", "inflow"] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 const SYSTEMS: Readonly<Record<string, SystemName>> = { ours: "ours", postfix: "Postfix", haraka: "Haraka" };
 const SENDER = "bench-sender@load.localhost";
@@ -285,9 +288,11 @@ function lowestWindow(perSecond: readonly number[], window: number): number {
 // ---------------------------------------------------------------------------------------------------------------
 // Scenarios
 
-async function throughputRun(ctx: Context, system: System, run: number, reuse: boolean): Promise<void> {
-  const scenario: ScenarioName = reuse ? "throughput" : "newconn";
-  const seconds = reuse ? (run === 0 ? ctx.settings.sustainedS : ctx.settings.throughputS) : ctx.settings.newconnS;
+/** smtp-source's load: reusing connections (throughput, inflow: its first run or every run sustained) or not (newconn). */
+async function throughputRun(ctx: Context, system: System, run: number, scenario: "throughput" | "newconn" | "inflow"): Promise<void> {
+  const reuse = scenario !== "newconn";
+  const sustained = scenario === "inflow" || (scenario === "throughput" && run === 0);
+  const seconds = reuse ? (sustained ? ctx.settings.sustainedS : ctx.settings.throughputS) : ctx.settings.newconnS;
   let greeting: ClientResult | undefined;
   if (!reuse) greeting = await runInboundClient({ ...clientBase(ctx, system), mode: "greet", sessions: 1, count: 30 });
   const storedBefore = system.name === "ours" ? await ctx.ours!.stats.storedMessages() : 0;
@@ -296,6 +301,8 @@ async function throughputRun(ctx: Context, system: System, run: number, reuse: b
   const metered = meter.stop();
   const backlogAtEnd = await system.backlog();
   const storedDuring = system.name === "ours" ? (await ctx.ours!.stats.storedMessages()) - storedBefore : null;
+  // Accepted messages not stored yet, and how long storing them takes at the rate of the run.
+  const rawAtEnd = system.name === "ours" ? (await ctx.ours!.stats.backlog()).raw : null;
   const { drainS, backlogLeft } = await settle(ctx, system);
   const rate = result.accepted / result.elapsedS;
   const record: RunRecord = {
@@ -315,6 +322,9 @@ async function throughputRun(ctx: Context, system: System, run: number, reuse: b
       drainS,
       backlogLeft,
       ...(storedDuring === null ? {} : { processedPerS: storedDuring / result.elapsedS }),
+      ...(rawAtEnd === null || storedDuring === null
+        ? {}
+        : { backlogMessagesAtEnd: rawAtEnd, ...finite("backlogSecondsAtEnd", rawAtEnd / (storedDuring / result.elapsedS)) }),
       ...(greeting ? { greetingP50Ms: percentile(greeting.bannerMs!, 50), greetingP99Ms: percentile(greeting.bannerMs!, 99) } : {}),
     },
     perSecond: result.perSecond,
@@ -323,10 +333,19 @@ async function throughputRun(ctx: Context, system: System, run: number, reuse: b
   log(
     `${scenario.padEnd(10)} ${system.name.padEnd(7)} run ${run + 1}: ${Math.round(rate)} msg/s over ${result.elapsedS.toFixed(0)} s` +
       (greeting ? `, banner p50 ${percentile(greeting.bannerMs!, 50).toFixed(1)} ms` : "") +
-      (storedDuring === null ? "" : `, processed ${Math.round(storedDuring / result.elapsedS)}/s, backlog ${backlogAtEnd} (drained in ${drainS.toFixed(0)} s)`) +
+      (storedDuring === null ? "" : `, processed ${Math.round(storedDuring / result.elapsedS)}/s, backlog ${backlogAtEnd} (${rawAtEnd} messages; drained in ${drainS.toFixed(0)} s)`) +
       `, load ${metered.loadAfter[0].toFixed(2)}, other ${metered.cpu.otherCores.toFixed(2)} cores` +
       (result.error ? `, ERROR ${result.error}` : ""),
   );
+}
+
+/** Starts our smtp role again with the in-flow delay on or off, and warms the new process up. */
+async function inFlowDelay(ctx: Context, system: System, state: "on" | "off"): Promise<void> {
+  log(`ours: the smtp role again, INBOUND_INFLOW_DELAY=${state} …`);
+  await ctx.ours!.restartSmtp({ INBOUND_INFLOW_DELAY: state });
+  if (ctx.settings.warmupS === 0) return;
+  await runSmtpSource(ctx, system, ctx.settings.warmupS, true);
+  await settle(ctx, system);
 }
 
 function clientBase(ctx: Context, system: System): Omit<ClientJob, "mode"> {
@@ -638,13 +657,18 @@ async function main(): Promise<void> {
           webhookRetryInitialMs: settings.webhookRetryInitialMs,
           log,
           smtpNodeArgs: profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
+          // Acceptance alone, as every record before the in-flow delay measured it; the inflow scenario turns it on.
+          smtpEnv: { INBOUND_INFLOW_DELAY: "off" },
         },
         teardown,
       );
       const stack = ours;
       systems.push({
         name: "ours",
-        port: stack.smtpPort,
+        // The smtp role's port changes when the inflow scenario starts it again.
+        get port() {
+          return stack.smtpPort;
+        },
         recipients: stack.withWebhook,
         pids: () => [stack.smtp.pid],
         backlog: async () => {
@@ -704,14 +728,17 @@ async function main(): Promise<void> {
         warm = true;
       }
       log(`— ${scenario} —`);
+      if (scenario === "inflow" && ours) await inFlowDelay(ctx, systems[0]!, "on");
       for (let i = 0; i < settings.runs; i++) {
         for (const system of rotate(i)) {
           switch (scenario) {
             case "throughput":
-              await throughputRun(ctx, system, i, true);
-              break;
             case "newconn":
-              await throughputRun(ctx, system, i, false);
+              await throughputRun(ctx, system, i, scenario);
+              break;
+            case "inflow":
+              // One sustained run, as the throughput scenario's first.
+              if (system.name === "ours" && i === 0) await throughputRun(ctx, system, i, scenario);
               break;
             case "latency":
               await latencyRun(ctx, system, i);
@@ -735,6 +762,7 @@ async function main(): Promise<void> {
           }
         }
       }
+      if (scenario === "inflow" && ours && scenario !== settings.scenarios.at(-1)) await inFlowDelay(ctx, systems[0]!, "off");
     }
     const roleErrors = ours
       ? Object.fromEntries(

@@ -85,6 +85,12 @@ export interface Config {
     /** Accepted messages (and their bytes) waiting for processing in one process beyond which MAIL FROM gets 451 4.3.1. */
     readonly maxBacklogMessages: number;
     readonly maxBacklogBytes: number;
+    /**
+     * The in-flow delay (INBOUND_INFLOW_DELAY=on|off): while the backlog holds more than markMs of storing at the
+     * measured storing rate, MAIL FROM waits for a message to be stored (at most maxDelayMs), so acceptance keeps to
+     * the rate storing keeps.
+     */
+    readonly inFlow: { readonly enabled: boolean; readonly markMs: number; readonly maxDelayMs: number };
     /** SPF, DKIM, DMARC and ARC of every message at receipt (INBOUND_AUTHENTICATION=on|off); off stores not_evaluated. */
     readonly authentication: boolean;
     /** One message's sender authentication, DNS included; what is unfinished then is temperror. */
@@ -440,6 +446,12 @@ function parseInbound(r: EnvReader): Pick<Config, "inbound"> {
       processingMemoryBytes: r.int("INBOUND_PROCESSING_MEMORY_BYTES", 64 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
       maxBacklogMessages: r.int("INBOUND_MAX_BACKLOG", 50_000, 1, 10_000_000),
       maxBacklogBytes: r.int("INBOUND_MAX_BACKLOG_BYTES", 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+      inFlow: {
+        enabled: r.str("INBOUND_INFLOW_DELAY", "on", /^(on|off)$/, "on or off") === "on",
+        markMs: r.int("INBOUND_INFLOW_MARK_MS", 1000, 100, 600_000),
+        // Far below RFC 5321's 5-minute MAIL FROM timeout (4.5.3.2.2); held under SMTP_IDLE_TIMEOUT_MS where it is used.
+        maxDelayMs: r.int("INBOUND_INFLOW_MAX_DELAY_MS", 10_000, 10, 60_000),
+      },
       authentication: r.str("INBOUND_AUTHENTICATION", "on", /^(on|off)$/, "on or off") === "on",
       authenticationTimeoutMs: r.int("INBOUND_AUTHENTICATION_TIMEOUT_MS", 5000, 100, 60_000),
     },

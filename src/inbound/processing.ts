@@ -2,7 +2,8 @@
 // parsing, storing (commit 2), the webhook outbox and scan starts never delay a reply. The thread builds its own
 // database pool, Temporal client, outbox and scan starter from the configuration (the smtp role's thread module,
 // src/roles/smtp-processing-thread.ts); this side hands it each committed message and learns its backlog, which
-// refuses new transactions while it is over its bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES).
+// refuses new transactions while it is over its bound (INBOUND_MAX_BACKLOG, INBOUND_MAX_BACKLOG_BYTES) and, over a
+// lower mark, delays them so that acceptance keeps to the rate storing keeps (the in-flow delay, in-flow.ts).
 //
 // Nothing is lost in between: a message is committed before it is handed over, so whatever the thread did not take
 // (its queue full, the thread restarting after a crash) stays pending in PostgreSQL for the sweeper.
@@ -10,6 +11,7 @@ import { Worker } from "node:worker_threads";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { WebhookAttemptOutcome, WebhookMetrics } from "../metrics/metrics.js";
+import { InFlowDelay, type InFlowStats } from "./in-flow.js";
 import type { ReceivedMessage } from "./receive.js";
 import type { SweeperOptions } from "./sweeper.js";
 
@@ -51,6 +53,13 @@ export interface Processing {
   backlog(): { readonly messages: number; readonly bytes: number };
   /** Whether the backlog is at or over its bound. */
   overloaded(): boolean;
+  /**
+   * Resolves when a new transaction may go ahead: later while the backlog is over the in-flow delay's mark (never
+   * beyond its longest delay); undefined when it may at once.
+   */
+  admit(): Promise<void> | undefined;
+  /** What the in-flow delay has held back; undefined when it is off (INBOUND_INFLOW_DELAY=off). */
+  inFlow(): InFlowStats | undefined;
   /** Stops the thread once what it holds in hand is stored; queued ids stay pending for the sweeper. */
   stop(): Promise<void>;
 }
@@ -80,6 +89,9 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
   let load = NO_LOAD;
   let sent = 0;
   let sentBytes = 0;
+  // Messages the threads have finished (stored, or left to the sweeper), over every thread this process started.
+  let finished = 0;
+  const inFlow = configuredInFlowDelay(options.config, () => backlog().messages);
   let stopping = false;
   let restart: NodeJS.Timeout | undefined;
   const handOver = new HandOver((message, transfers) => {
@@ -119,7 +131,9 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
         const more = n - load.webhookAttempts[outcome];
         if (more > 0) options.webhookMetrics?.attempted(outcome, more);
       }
+      finished += Math.max(0, message.taken - message.messages - (load.taken - load.messages));
       load = message;
+      inFlow?.progressed(finished);
     });
     worker.on("error", (error) => log.error("the processing thread failed", { error }));
     worker.once("exit", (code) => {
@@ -161,8 +175,11 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
       const { messages, bytes } = backlog();
       return messages >= maxBacklogMessages || bytes >= maxBacklogBytes;
     },
+    admit: () => inFlow?.admit(),
+    inFlow: () => inFlow?.stats(),
     async stop() {
       stopping = true;
+      inFlow?.releaseAll();
       clearTimeout(restart);
       handOver.flush();
       const worker = thread;
@@ -176,6 +193,13 @@ export async function startProcessing(options: ProcessingOptions): Promise<Proce
       await worker.terminate();
     },
   };
+}
+
+/** The in-flow delay as configured, or undefined when it is off. */
+function configuredInFlowDelay(config: Config, backlog: () => number): InFlowDelay | undefined {
+  const { enabled, markMs, maxDelayMs } = config.inbound.inFlow;
+  // A wait past half the idle timeout would risk the listener's own 421 for a silent session.
+  return enabled ? new InFlowDelay({ markMs, maxDelayMs: Math.min(maxDelayMs, config.smtp.idleTimeoutMs / 2) }, backlog) : undefined;
 }
 
 /**

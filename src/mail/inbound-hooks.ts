@@ -1,4 +1,5 @@
-// The SMTP hooks of receiving: a transaction refused at MAIL FROM while processing is too far behind, recipient
+// The SMTP hooks of receiving: a transaction delayed at MAIL FROM while processing falls behind and refused while it
+// is too far behind, recipient
 // admission at RCPT, and at DATA the size and structure limits checked as the message streams in (its bytes kept
 // within the receive budget or spooled, see raw-body.ts), then the raw message committed before the 250. Domain
 // outcomes become SMTP replies here.
@@ -26,6 +27,8 @@ export interface InboundHooksDeps {
   readonly accepted: (rawId: string, size: number, message?: ReceivedMessage) => void;
   /** Whether accepted mail waits for processing beyond its bound: new transactions are refused until it drains. */
   readonly overloaded: () => boolean;
+  /** Resolves when a new transaction may go ahead (the in-flow delay); undefined when it may at once. */
+  readonly admitTransaction: () => Promise<void> | undefined;
   readonly limits: MessageLimits & { readonly maxMessageBytes: number; readonly maxRecipients: number };
 }
 
@@ -45,7 +48,13 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
   return {
     async mailFrom() {
       // Refused before the sender transmits anything: a 10 MB DATA is not read only to be refused.
-      if (deps.overloaded()) throw new SmtpError(451, "4.3.1", "too much mail waiting to be processed here, try again later");
+      if (deps.overloaded()) throw overloaded();
+      // Delayed before the sender transmits anything too, and only while storing falls behind; what grew past the
+      // bound meanwhile is refused all the same.
+      const wait = deps.admitTransaction();
+      if (!wait) return;
+      await wait;
+      if (deps.overloaded()) throw overloaded();
     },
 
     async rcptTo(recipient, session) {
@@ -101,6 +110,8 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
     },
   };
 }
+
+const overloaded = () => new SmtpError(451, "4.3.1", "too much mail waiting to be processed here, try again later");
 
 /** Reads the message, keeping nothing once it is over a limit (the rest is drained, as SMTP requires). */
 async function readWithinLimits(stream: SMTPServerDataStream, limits: InboundHooksDeps["limits"], bodies: RawBodies): Promise<RawBody> {

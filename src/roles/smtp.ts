@@ -10,6 +10,7 @@ import { createInboundHooks } from "../mail/inbound-hooks.js";
 import { startSmtpServer } from "../mail/smtp-server.js";
 import { loadTlsCertificate } from "../mail/tls-certificate.js";
 import { createRecipientAdmission, type InboundDomains } from "../inbound/admission.js";
+import type { InFlowStats } from "../inbound/in-flow.js";
 import { startProcessing, type Processing } from "../inbound/processing.js";
 import { createRawBodies, createReceiveMemory } from "../inbound/raw-body.js";
 import { createRawMessageStore } from "../inbound/receive.js";
@@ -71,6 +72,7 @@ export async function startSmtpRole(deps: SmtpRoleDeps): Promise<SmtpRole> {
     storeSpooled: (envelope, file, size) => rawMessages.storeSpooled(envelope, file, size),
     accepted: (rawId, size, message) => processing.submit(rawId, size, message),
     overloaded: () => processing.overloaded(),
+    admitTransaction: () => processing.admit(),
     limits: {
       maxMessageBytes: config.platformLimits.messageContentBytes,
       maxRecipients: smtp.maxRecipients,
@@ -138,6 +140,7 @@ function backlogGauges(metrics: Metrics, db: Database, processing: Processing): 
     metrics.gauge("mailbox_inbound_backlog_bytes", "Raw bytes of the accepted messages this process has not stored yet.", [], () => [
       { value: processing.backlog().bytes },
     ]),
+    ...inFlowGauges(metrics, processing),
     metrics.gauge("mailbox_inbound_pending_messages", "Accepted messages pending processing in the database, of every process.", [], async () => [
       { value: (await pending()).n },
     ]),
@@ -146,4 +149,22 @@ function backlogGauges(metrics: Metrics, db: Database, processing: Processing): 
     ]),
   ];
   return () => unregister.forEach((u) => u());
+}
+
+/** What the in-flow delay holds back: counts since the process started (use rate()), and the transactions waiting now. */
+function inFlowGauges(metrics: Metrics, processing: Processing): (() => void)[] {
+  const read = (pick: (stats: InFlowStats) => number) => () => {
+    const stats = processing.inFlow();
+    return stats ? [{ value: pick(stats) }] : [];
+  };
+  return [
+    metrics.gauge(
+      "mailbox_inbound_inflow_delayed_transactions",
+      "Transactions delayed at MAIL FROM by the in-flow delay since the process started (counted as each wait ends).",
+      [],
+      read((s) => s.delayed),
+    ),
+    metrics.gauge("mailbox_inbound_inflow_delay_seconds", "Seconds transactions waited at MAIL FROM for the in-flow delay since the process started.", [], read((s) => s.delaySeconds)),
+    metrics.gauge("mailbox_inbound_inflow_waiting_transactions", "Transactions waiting at MAIL FROM for the in-flow delay now.", [], read((s) => s.waiting)),
+  ];
 }

@@ -12,6 +12,7 @@ import { createLogger } from "../../src/logger.js";
 import { createEmailParser, type EmailParser, type ParsedEmail } from "../../src/mail/parse.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 import { recordingPorts, type RecordingPorts } from "../support/inbound-ports.js";
+import { holdInbox } from "../support/hold-inbox.js";
 
 let app: TestApp;
 let tenant: Tenant;
@@ -112,33 +113,13 @@ async function receive(inboxes: readonly Inbox[], mail: Mail): Promise<Received>
 
 const messageId = () => `<${uniqueName("m")}@example.org>`;
 
-/** Holds the inbox FOR UPDATE in a transaction of its own until released. */
-async function holdInbox(inbox: Inbox): Promise<{ release(): Promise<void> }> {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const holding = app.db.sql.transaction(async (tx) => {
-    await tx.query(`select 1 from inboxes where id = $1 for update`, [inbox.id]);
-    locked();
-    await released;
-  });
-  await isLocked;
-  return {
-    async release() {
-      release();
-      await holding;
-    },
-  };
-}
-
 /**
  * Starts a store that waits on a held inbox, so what is submitted next forms batches while it waits; resolves
  * once that store is under way. Release the hold to let it (and the batch waiting behind it) commit.
  */
 async function blockStoring(started: ReturnType<typeof startProcessor>) {
   const blocked = await createInbox();
-  const hold = await holdInbox(blocked);
+  const hold = await holdInbox(app.db, blocked.id);
   const blocker = await receive([blocked], { messageId: messageId() });
   const before = started.parsedCount();
   started.processor.submit(blocker.rawId, blocker.received.raw.length, blocker.received);

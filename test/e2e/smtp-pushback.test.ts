@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { SmtpRole } from "../../src/roles/smtp.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
+import { holdInbox } from "../support/hold-inbox.js";
 import { RawSmtpClient, sendRaw, transaction } from "../support/smtp-client.js";
 
 const REFUSAL_DELAY_MS = 300;
@@ -36,26 +37,6 @@ async function createInbox(): Promise<{ id: string; address: string }> {
 
 const storedCount = async (inboxId: string) =>
   (await app.db.sql.query<{ n: number }>(`select count(*)::int as n from messages where inbox_id = $1`, [inboxId]))[0]!.n;
-
-/** Holds the inbox row FOR UPDATE until released: processing cannot store mail for it meanwhile, it waits in hand. */
-async function holdInbox(inboxId: string): Promise<{ release(): Promise<void> }> {
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const holding = app.db.sql.transaction(async (tx) => {
-    await tx.query(`select 1 from inboxes where id = $1 for update`, [inboxId]);
-    locked();
-    await released;
-  });
-  await isLocked;
-  return {
-    async release() {
-      release();
-      await holding;
-    },
-  };
-}
 
 /** A client from its own loopback address, past EHLO. */
 async function clientFrom(address: string): Promise<{ client: RawSmtpClient; greeting: number | undefined }> {
@@ -117,7 +98,7 @@ describe("per client", () => {
 describe("backlog", () => {
   test("refuses MAIL FROM with 451 4.3.1 while accepted mail waiting for processing is at its bound, and accepts again once it drains", async () => {
     const inbox = await createInbox();
-    const hold = await holdInbox(inbox.id);
+    const hold = await holdInbox(app.db, inbox.id);
     try {
       // Nothing else waits for processing (MAIL FROM would already be refused otherwise).
       const mailFrom = async () => {
@@ -155,7 +136,7 @@ describe("large messages", () => {
       `From: big@example.org\r\nTo: ${inbox.address}\r\nSubject: large\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n` +
       `--b\r\nContent-Type: text/plain\r\n\r\nattached\r\n--b\r\nContent-Type: application/octet-stream; name=big.bin\r\n` +
       `Content-Transfer-Encoding: base64\r\n\r\n${base64}\r\n--b--\r\n`;
-    const hold = await holdInbox(inbox.id);
+    const hold = await holdInbox(app.db, inbox.id);
     let rawId: string;
     try {
       const { client } = await clientFrom("127.0.3.5");
