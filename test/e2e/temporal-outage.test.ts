@@ -17,18 +17,30 @@ import {
 import { purgeReconciler } from "../../src/inboxes/purge-reconciler.js";
 import { reconcile } from "../../src/jobs/periodic-jobs.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
+import { createFileDatabase, type FileDatabase } from "../support/file-database.js";
 import { eventually, startTestApp, uniqueName, type Tenant, type TestApp } from "../support/harness.js";
 
 const REFRESH_MS = 1000;
 
 let dns: TestDnsServer;
+let database: FileDatabase;
 let app: TestApp;
 beforeAll(async () => {
   dns = await startDnsServer();
-  app = await startTestApp({ DNS_SERVERS: dns.serverList, DNS_TIMEOUT_MS: "100", DOMAIN_VERIFY_REFRESH: `${REFRESH_MS}ms` });
+  // A database of this file's own: the inboxes it deletes and the domains it verifies wait, on purpose, for this
+  // file's reconcilers, and the worker roles other files start on the run's database would start their workflows
+  // first (their reconcilers read every deleting inbox and unchecked domain of the database they serve).
+  database = await createFileDatabase();
+  app = await startTestApp({
+    DATABASE_URL: database.url,
+    DNS_SERVERS: dns.serverList,
+    DNS_TIMEOUT_MS: "100",
+    DOMAIN_VERIFY_REFRESH: `${REFRESH_MS}ms`,
+  });
 });
 afterAll(async () => {
   await app?.stop();
+  await database?.drop();
   await dns?.stop();
 });
 
