@@ -23,8 +23,9 @@ export interface InFlowStats {
 }
 
 /**
- * A backlog no larger than this is never over the mark: the processing thread has as many in hand at once (its
- * INBOUND_CONCURRENCY × 16), and before anything was stored the rate, so the mark in messages, is unknown.
+ * A backlog no larger than this is never over the mark: before anything was stored the rate, so the mark in
+ * messages, is unknown, and a backlog this small is what the processing thread holds in hand at once
+ * (INBOUND_CONCURRENCY × 16: 32 by default, 64 or more only with four or more parser threads) or little more.
  */
 export const MIN_MARK_MESSAGES = 100;
 /** The storing rate is what was finished over this long. */

@@ -1,8 +1,7 @@
-// The SMTP hooks of receiving: a transaction delayed at MAIL FROM while processing falls behind and refused while it
-// is too far behind, recipient
-// admission at RCPT, and at DATA the size and structure limits checked as the message streams in (its bytes kept
-// within the receive budget or spooled, see raw-body.ts), then the raw message committed before the 250. Domain
-// outcomes become SMTP replies here.
+// The SMTP hooks of receiving: a transaction delayed at MAIL FROM while processing falls behind (the in-flow delay)
+// and refused while it is too far behind, recipient admission at RCPT, and at DATA the size and structure limits
+// checked as the message streams in (its bytes kept within the receive budget or spooled, see raw-body.ts), then the
+// raw message committed before the 250. Domain outcomes become SMTP replies here.
 import type { FileHandle } from "node:fs/promises";
 import type { SMTPServerDataStream, SMTPServerEnvelope, SMTPServerSession } from "smtp-server";
 import type { AdmitRecipient, AdmittedRecipient } from "../inbound/admission.js";
