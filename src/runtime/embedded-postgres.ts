@@ -29,6 +29,11 @@ const USER = "mailbox";
 const PASSWORD = "mailbox";
 const DATABASE = "mailbox";
 const LOG_TAIL_LINES = 50;
+/**
+ * Starts tried on a port of our own choosing: a port found free can be taken by another process before postgres
+ * binds it (many start at once in a test run), and postgres then exits with "Address already in use".
+ */
+const PORT_ATTEMPTS = 3;
 /** Fast shutdown (open transactions rolled back, a checkpoint written), then immediate shutdown, then SIGKILL. */
 const STOP_STEPS: readonly StopStep[] = [
   { signal: "SIGINT", waitMs: 30_000 },
@@ -38,7 +43,7 @@ const STOP_STEPS: readonly StopStep[] = [
 
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const databaseDir = join(opts.dataDir, "postgres");
-  const port = opts.port ?? (await findFreePort());
+  let port = opts.port ?? (await findFreePort());
   const isRoot = process.getuid?.() === 0;
   const tail: string[] = [];
   const onLog = (chunk: unknown): void => {
@@ -51,7 +56,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   };
 
   const EmbeddedPostgresClass = await loadEmbeddedPostgres();
-  const pg: EmbeddedPostgres = new EmbeddedPostgresClass({
+  const create = (): EmbeddedPostgres => new EmbeddedPostgresClass({
     databaseDir,
     port,
     user: USER,
@@ -71,6 +76,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     onLog,
     onError: onLog,
   });
+  let pg = create();
 
   // Its programs live under node_modules: a checkout in a directory only root may enter would otherwise fail with
   // a bare EACCES from spawn.
@@ -92,9 +98,20 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       });
     }
     // The library rejects without a reason when postgres exits early; the log tail has it.
-    await pg.start().catch((err: unknown) => {
-      throw new Error(`PostgreSQL failed to start in ${databaseDir} on port ${port}:\n${tail.join("\n")}`, { cause: err });
-    });
+    for (let attempt = 1; ; attempt++) {
+      const started = await pg.start().then(
+        () => undefined,
+        (err: unknown) => err ?? new Error("postgres exited"),
+      );
+      if (started === undefined) break;
+      if (opts.port === undefined && attempt < PORT_ATTEMPTS && tail.some((line) => line.includes("Address already in use"))) {
+        tail.length = 0;
+        port = await findFreePort();
+        pg = create();
+        continue;
+      }
+      throw new Error(`PostgreSQL failed to start in ${databaseDir} on port ${port}:\n${tail.join("\n")}`, { cause: started });
+    }
     running = true;
     pid = (await postmasterPidOf(databaseDir))!;
     await claim.started(pid);
