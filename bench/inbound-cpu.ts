@@ -11,6 +11,10 @@
 //   BENCH_CPU_WEBHOOK=1 (0: to the organization without a webhook endpoint)  BENCH_INBOXES=100
 //   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
 //   summarize them with bench/cpu-profile.ts)
+//   BENCH_CPU_STATEMENTS=1 (a PostgreSQL of its own with pg_stat_statements, in place of the stack's; the measured round
+//   prints every statement's calls per stored message and per webhook delivery, commits beside them: what each
+//   message and each delivery costs in round trips. The extension costs PostgreSQL CPU: compare CPU figures of runs
+//   without it)
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,6 +22,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { loadConfig } from "../src/config.js";
+import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
 import { runInboundClient } from "./inbound-client.js";
 import { startOurStack } from "./inbound-ours.js";
 import { loadAverage } from "./machine.js";
@@ -31,6 +36,7 @@ const ROUNDS = envNumber(process.env, "BENCH_CPU_ROUNDS", 2, 1, 10);
 const WEBHOOK = process.env["BENCH_CPU_WEBHOOK"] !== "0";
 const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
+const STATEMENTS = process.env["BENCH_CPU_STATEMENTS"] === "1";
 const DRAIN_MAX_S = 120;
 const TICK_MS = 10;
 /** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
@@ -44,6 +50,52 @@ async function tableCounters(client: pg.Client): Promise<Map<string, number[]>> 
      union all select 'commits', xact_commit::text, '0', '0' from pg_stat_database where datname = current_database()`,
   );
   return new Map(rows.map((r) => [r.name, [Number(r.ins), Number(r.upd), Number(r.del)]]));
+}
+
+/**
+ * A PostgreSQL of this run's own with pg_stat_statements loaded (it needs the library at start: set, then started
+ * again on the same data directory), given to the stack as DATABASE_URL; answers its postmaster's pid.
+ */
+async function postgresWithStatementStatistics(workDir: string, teardown: Teardown): Promise<number> {
+  const dataDir = join(workDir, "statements");
+  let postgres = await startEmbeddedPostgres({ dataDir });
+  const setup = new pg.Client({ connectionString: postgres.url });
+  await setup.connect();
+  await setup.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+  await setup.end();
+  await postgres.stop();
+  postgres = await startEmbeddedPostgres({ dataDir, port: Number(new URL(postgres.url).port) });
+  const running = postgres;
+  teardown.add(() => running.stop());
+  const again = new pg.Client({ connectionString: postgres.url });
+  await again.connect();
+  await again.query(`create extension if not exists pg_stat_statements`);
+  await again.end();
+  process.env["DATABASE_URL"] = postgres.url;
+  return postgres.pid;
+}
+
+/** Every statement of the mailbox database since `since`, by calls per stored message and per webhook delivery. */
+async function printStatements(url: string, stored: number, deliveries: number, commits: number, log: (line: string) => void): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ query: string; calls: string; ms: string }>(
+      `select query, calls::text, round((total_exec_time + total_plan_time)::numeric, 1)::text as ms
+         from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+        order by calls desc`,
+    );
+    const per = (n: number, of: number) => (n / Math.max(1, of)).toFixed(3).padStart(7);
+    log(`statements (pg_stat_statements: calls per stored message, per webhook delivery; ${deliveries} deliveries; exec+plan ms):`);
+    log(`  ${per(commits, stored)} ${per(commits, deliveries)}  commits (pg_stat_database, read-only ones too)`);
+    for (const r of rows) {
+      const calls = Number(r.calls);
+      if (calls / Math.max(1, stored) < 0.005) continue;
+      log(`  ${per(calls, stored)} ${per(calls, deliveries)}  ${r.ms.padStart(8)} ms  ${r.query.replace(/\s+/g, " ").slice(0, 140)}`);
+    }
+  } finally {
+    await client.end();
+  }
 }
 
 /** utime + stime ticks of each thread of `pid`, by thread name (several threads of one name summed). */
@@ -89,6 +141,7 @@ const teardown = new Teardown();
 const workDir = await mkdtemp(join(tmpdir(), "bench-cpu-"));
 teardown.add(() => rm(workDir, { recursive: true, force: true }));
 try {
+  const statementsPostmaster = STATEMENTS ? await postgresWithStatementStatistics(workDir, teardown) : undefined;
   const config = loadConfig(process.env);
   const log = (line: string) => console.log(line);
   const stack = await startOurStack(
@@ -104,10 +157,10 @@ try {
     teardown,
   );
   const recipients = WEBHOOK ? stack.withWebhook : stack.withoutWebhook;
+  const postmaster = statementsPostmaster ?? stack.infra.postmasterPid!;
   const client = new pg.Client({ connectionString: stack.infra.databaseUrl });
   await client.connect();
   teardown.add(() => client.end());
-  const postmaster = stack.infra.postmasterPid!;
   const drain = async () => {
     for (let i = 0; i < DRAIN_MAX_S * 5; i++) {
       const b = await stack.stats.backlog();
@@ -125,6 +178,7 @@ try {
     const others = { receiver: [stack.receiver.pid], "api+worker": [stack.api.pid, stack.worker.pid] };
     const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const storedBefore = await stack.stats.storedMessages();
+    if (STATEMENTS) await client.query(`select pg_stat_statements_reset()`);
     const tablesBefore = await tableCounters(client);
     const started = performance.now();
     const startedAt = Date.now();
@@ -192,6 +246,10 @@ try {
       const before = tablesBefore.get(name) ?? [0, 0, 0];
       const per = after.map((n, i) => ((n - before[i]!) / Math.max(1, stored)).toFixed(2));
       if (after.some((n, i) => n !== before[i])) log(`  ${name.padEnd(25)} ${per.join(" / ")}`);
+    }
+    if (STATEMENTS) {
+      const commits = tablesAfter.get("commits")![0]! - tablesBefore.get("commits")![0]!;
+      await printStatements(stack.infra.databaseUrl, stored, Number(paths!.claimed) + Number(paths!.later), commits, log);
     }
   }
 } finally {

@@ -1,7 +1,9 @@
 // Group commit for hot single-row writes: items that arrive while a write is under way wait for it and then go
 // together in one statement (one round trip, one commit). A lone item is written at once, so grouping adds no wait
 // at low load; under load it spares PostgreSQL a commit per item. Each caller is answered only after the commit of
-// its group, and a failed group fails every item of it.
+// its group, and a failed group fails every item of it. A writer whose items come one by one even under load (each
+// at its own moment, say as HTTP answers arrive) may ask for a linger instead: a group is written once its first item
+// has waited that long, or once it is full, so a few milliseconds of wait buy one commit for many items.
 
 export interface GroupCommitOptions<T> {
   /** Items in one group at most. */
@@ -11,6 +13,11 @@ export interface GroupCommitOptions<T> {
   /** A bound on the summed weight of a group (say, bytes); a single heavier item still goes, alone. */
   readonly maxWeight?: number;
   readonly weightOf?: (item: T) => number;
+  /**
+   * Milliseconds a group's first item waits for more before the group is written (unless it fills up first); 0 (the
+   * default) writes at once whenever a write may start.
+   */
+  readonly lingerMs?: number;
 }
 
 interface Waiting<T, R> {
@@ -29,6 +36,10 @@ export function groupCommit<T, R>(
 ): (item: T) => Promise<R> {
   const waiting: Waiting<T, R>[] = [];
   let inFlight = 0;
+  const lingerMs = options.lingerMs ?? 0;
+  /** While set, the waiting group lingers; once it fires (or the group is full) it may be written. */
+  let lingering: NodeJS.Timeout | undefined;
+  let lingered = lingerMs === 0;
 
   function nextGroup(): Waiting<T, R>[] {
     const { maxWeight = Infinity, weightOf = () => 0 } = options;
@@ -42,9 +53,27 @@ export function groupCommit<T, R>(
     return waiting.splice(0, n);
   }
 
+  /** Whether the waiting items may go now: no linger asked, or their first lingered enough, or a group is full. */
+  function mayWrite(): boolean {
+    if (lingered || waiting.length >= options.maxGroup) return true;
+    lingering ??= setTimeout(() => {
+      lingering = undefined;
+      lingered = true;
+      flush();
+    }, lingerMs);
+    return false;
+  }
+
   function flush(): void {
-    while (inFlight < options.maxInFlight && waiting.length > 0) {
+    // The linger is checked first: it starts at an item's arrival, even while the writes allowed are all under way.
+    while (waiting.length > 0 && mayWrite() && inFlight < options.maxInFlight) {
       const group = nextGroup();
+      if (lingerMs > 0 && waiting.length === 0) {
+        // The next item starts a linger of its own.
+        clearTimeout(lingering);
+        lingering = undefined;
+        lingered = false;
+      }
       inFlight++;
       write(group.map((w) => w.item))
         .then(

@@ -21,7 +21,7 @@ const LEASE_MARGIN_MS = 30_000;
 /** How long a row may wait for its first attempt, or past its latest possible retry, before it counts as lost. */
 const ORPHAN_GRACE_MS = 60_000;
 const RECONCILE_BATCH = 1000;
-const RECORDING = { maxGroup: 200, maxInFlight: 2 };
+const RECORDING = { maxGroup: 200, maxInFlight: 2, lingerMs: 20 };
 
 interface AttemptOutcome {
   readonly deliveryId: string;

@@ -1,6 +1,7 @@
 // Group commit: a lone item is written at once; items arriving during a write go together in the next one, in
-// order, within the group bounds; a failed write fails its own items only.
-import { expect, test } from "vitest";
+// order, within the group bounds; a failed write fails its own items only. With a linger, a group waits for more
+// items up to the linger (a full one goes at once).
+import { expect, test, vi } from "vitest";
 import { groupCommit } from "../../src/db/group-commit.js";
 
 /** A write whose completion the test controls, recording the groups it was given. */
@@ -72,4 +73,47 @@ test("a failed write rejects every item of its group and no other", async () => 
   await tick();
   w.pending[2]!.finish();
   expect(await after).toBe("r4");
+});
+
+test("with a linger, a group waits for more items up to lingerMs, and the next item lingers anew", async () => {
+  vi.useFakeTimers();
+  try {
+    const w = controlledWrite();
+    const put = groupCommit(w.write, { maxGroup: 10, maxInFlight: 2, lingerMs: 20 });
+    const first = [put(1), put(2)];
+    vi.advanceTimersByTime(19);
+    expect(w.groups).toEqual([]);
+    const third = put(3);
+    vi.advanceTimersByTime(1);
+    expect(w.groups).toEqual([[1, 2, 3]]);
+    const later = put(4);
+    vi.advanceTimersByTime(19);
+    expect(w.groups).toEqual([[1, 2, 3]]);
+    vi.advanceTimersByTime(1);
+    expect(w.groups).toEqual([[1, 2, 3], [4]]);
+    w.pending[0]!.finish();
+    w.pending[1]!.finish();
+    expect(await Promise.all([...first, third, later])).toEqual(["r1", "r2", "r3", "r4"]);
+  } finally {
+    vi.useRealTimers();
+  }
+});
+
+test("with a linger, a full group is written at once, and what waits past its linger goes when a write ends", async () => {
+  vi.useFakeTimers();
+  try {
+    const w = controlledWrite();
+    const put = groupCommit(w.write, { maxGroup: 3, maxInFlight: 1, lingerMs: 20 });
+    const all = [1, 2, 3, 4].map(put);
+    expect(w.groups).toEqual([[1, 2, 3]]);
+    vi.advanceTimersByTime(20);
+    expect(w.groups).toEqual([[1, 2, 3]]); // the one write allowed is under way
+    w.pending[0]!.finish();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(w.groups).toEqual([[1, 2, 3], [4]]);
+    w.pending[1]!.finish();
+    expect(await Promise.all(all)).toEqual(["r1", "r2", "r3", "r4"]);
+  } finally {
+    vi.useRealTimers();
+  }
 });
