@@ -21,6 +21,12 @@ const LEASE_MARGIN_MS = 30_000;
 /** How long a row may wait for its first attempt, or past its latest possible retry, before it counts as lost. */
 const ORPHAN_GRACE_MS = 60_000;
 const RECONCILE_BATCH = 1000;
+/**
+ * Outcomes recorded in one UPDATE and commit: up to 200, gathered for up to 20 ms. Answers come one by one, each at
+ * its own moment, so without the linger nearly every one was a commit of its own (~0.8 commits per delivery at
+ * 200 messages/s). The wait delays no request (the slot frees when the answer comes) and nothing the receiver sees;
+ * a crash within it leaves the row delivering, attempted again once its lease ends (at least once, as before).
+ */
 const RECORDING = { maxGroup: 200, maxInFlight: 2, lingerMs: 20 };
 
 interface AttemptOutcome {
@@ -145,9 +151,13 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings, 
     return outcomes.map((o) => ours.has(`${o.deliveryId}/${o.attempts}`));
   }, RECORDING);
 
-  /** Sends a claimed attempt and records its outcome; never throws for a receiver's failure, only for our own. */
-  async function complete(deliveryId: string, c: ClaimedAttempt): Promise<WebhookAttemptResult> {
+  /**
+   * Sends a claimed attempt and records its outcome; never throws for a receiver's failure, only for our own.
+   * `answered` is called once the request is over, before the outcome is recorded (the request's slot frees then).
+   */
+  async function complete(deliveryId: string, c: ClaimedAttempt, answered?: () => void): Promise<WebhookAttemptResult> {
     const sent = await send({ url: c.url, secret: c.secret, eventId: c.eventId, body: c.body });
+    answered?.();
     const status = sent.ok ? "delivered" : c.attempts >= settings.maxAttempts ? "failed" : "pending";
     metrics?.attempted(status === "pending" ? "retry" : status);
     const recorded = await record({ deliveryId, status, lastError: sent.ok ? null : sent.error, attempts: c.attempts });
@@ -158,10 +168,10 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings, 
   return {
     complete,
     /** Makes one attempt if the row is due one; never throws for a receiver's failure, only for our own. */
-    async attempt(deliveryId: string): Promise<WebhookAttemptResult> {
+    async attempt(deliveryId: string, answered?: () => void): Promise<WebhookAttemptResult> {
       const c = await claim(deliveryId);
       if (!c.claimed) return c.result;
-      return complete(deliveryId, c);
+      return complete(deliveryId, c, answered);
     },
   };
 }

@@ -167,17 +167,24 @@ async function dispatchOne(deps: WebhookOutboxDeps, slots: PromptSlots, delivery
   if (delivery.claim) slots.takeClaimed();
   else prompted = await slots.take();
   if (prompted) {
+    // The slot bounds the requests under way: it frees when the answer comes, not when the outcome is recorded.
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      slots.release();
+    };
     try {
       const result = delivery.claim
-        ? await deps.deliverer.complete(delivery.ref.deliveryId, delivery.claim)
-        : await deps.deliverer.attempt(delivery.ref.deliveryId);
+        ? await deps.deliverer.complete(delivery.ref.deliveryId, delivery.claim, release)
+        : await deps.deliverer.attempt(delivery.ref.deliveryId, release);
       if (result.outcome === "delivered" || result.outcome === "failed" || result.outcome === "busy") return;
       attempts = result.attempts;
     } catch (e) {
       // A claim's lease ends and the workflow attempts again.
       deps.log.warn("prompt webhook attempt failed; its workflow retries it", { deliveryId: delivery.ref.deliveryId, error: e });
     } finally {
-      slots.release();
+      release();
     }
   }
   await deps.retries.start({ ...delivery.ref, attempts });
