@@ -88,7 +88,7 @@ async function printStatements(url: string, stored: number, deliveries: number, 
     const per = (n: number, of: number) => (n / Math.max(1, of)).toFixed(3).padStart(7);
     log(`statements (pg_stat_statements: calls per stored message, per webhook delivery; ${deliveries} deliveries; exec+plan ms):`);
     log(`  ${per(commits, stored)} ${per(commits, deliveries)}  commits (pg_stat_database, read-only ones too)`);
-    for (const r of rows) {
+    for (const r of rows.sort((a, b) => Number(b.calls) - Number(a.calls))) {
       const calls = Number(r.calls);
       if (calls / Math.max(1, stored) < 0.005) continue;
       log(`  ${per(calls, stored)} ${per(calls, deliveries)}  ${r.ms.padStart(8)} ms  ${r.query.replace(/\s+/g, " ").slice(0, 140)}`);
