@@ -21,6 +21,8 @@ const LEASE_MARGIN_MS = 30_000;
 /** How long a row may wait for its first attempt, or past its latest possible retry, before it counts as lost. */
 const ORPHAN_GRACE_MS = 60_000;
 const RECONCILE_BATCH = 1000;
+/** Claims grouped while one is under way (no linger: an attempt waits for no other). */
+const CLAIMING = { maxGroup: 100, maxInFlight: 2 };
 /**
  * Outcomes recorded in one UPDATE and commit: up to 200, gathered for up to 20 ms. Answers come one by one, each at
  * its own moment, so without the linger nearly every one was a commit of its own (~0.8 commits per delivery at
@@ -102,40 +104,66 @@ export function createWebhookDeliverer(db: Database, settings: WebhookSettings, 
 
   // Plain SQL on the driver's pool, not the ORM: every prompt attempt that waited for a slot and every retry claims
   // here, and the ORM's entity loading and flush cost the processing thread more than the attempt's request.
-  async function claim(deliveryId: string): Promise<Claim> {
-    return db.sql.transaction(async (tx): Promise<Claim> => {
-      // The endpoint is locked before the delivery, in the order deletion locks them, so the two cannot deadlock;
-      // a delete that commits first leaves no active endpoint here, one that comes second sees this claim.
-      const [endpoint] = await tx.query<{ url: string; signing_secret: string }>(
-        `select e.url, e.signing_secret from webhook_endpoints e
-          where e.id = (select endpoint_id from webhook_deliveries where id = $1) and e.status = 'active'
-            for share of e`,
-        [deliveryId],
+  // Claims that come while one is under way go together in one transaction (a burst's deliveries that found no slot
+  // in their store transaction each claim as a slot frees: one transaction of five statements apiece otherwise).
+  async function claimGroup(deliveryIds: readonly string[]): Promise<Claim[]> {
+    const ids = [...new Set(deliveryIds)];
+    const claims = await db.sql.transaction(async (tx): Promise<Map<string, Claim>> => {
+      // Endpoints are locked before deliveries, in the order deletion locks them, so the two cannot deadlock; a
+      // delete that commits first leaves no active endpoint here, one that comes second sees this claim. Rows are
+      // locked in id order, so two groups cannot deadlock either.
+      const endpoints = await tx.query<{ id: string; url: string; signing_secret: string }>(
+        `select e.id, e.url, e.signing_secret from webhook_endpoints e
+          where e.id in (select endpoint_id from webhook_deliveries where id = any($1::uuid[])) and e.status = 'active'
+          order by e.id for share of e`,
+        [ids],
       );
-      const [delivery] = await tx.query<{ status: string; attempts: number; last_attempt_at: Date | null; event_id: string; payload: string }>(
-        `select status, attempts, last_attempt_at, event_id, payload from webhook_deliveries where id = $1 for update`,
-        [deliveryId],
+      const deliveries = await tx.query<{ id: string; endpoint_id: string; status: string; attempts: number; last_attempt_at: Date | null; event_id: string; payload: string }>(
+        `select id, endpoint_id, status, attempts, last_attempt_at, event_id, payload from webhook_deliveries
+          where id = any($1::uuid[]) order by id for update`,
+        [ids],
       );
+      const activeEndpoint = new Map(endpoints.map((e) => [e.id, e]));
       const now = new Date();
-      if (!delivery) return { claimed: false, result: { outcome: "failed", attempts: 0 } };
-      const { status } = delivery;
-      if (status === "delivered" || status === "failed") return { claimed: false, result: { outcome: status, attempts: delivery.attempts } };
-      if (!endpoint) {
-        await tx.query(`update webhook_deliveries set status = 'failed', last_error = $2, updated_at = $3 where id = $1`, [deliveryId, ENDPOINT_DELETED, now]);
-        return { claimed: false, result: { outcome: "failed", attempts: delivery.attempts } };
+      const answers = new Map<string, Claim>();
+      const dropped: string[] = [];
+      const claimed: string[] = [];
+      for (const delivery of deliveries) {
+        const { id, status, attempts } = delivery;
+        const endpoint = activeEndpoint.get(delivery.endpoint_id);
+        if (status === "delivered" || status === "failed") answers.set(id, { claimed: false, result: { outcome: status, attempts } });
+        else if (!endpoint) {
+          dropped.push(id);
+          answers.set(id, { claimed: false, result: { outcome: "failed", attempts } });
+        } else if (status === "delivering" && delivery.last_attempt_at!.getTime() > now.getTime() - leaseMs) {
+          answers.set(id, { claimed: false, result: { outcome: "busy", attempts } });
+        } else {
+          claimed.push(id);
+          const next = attempts + 1;
+          answers.set(id, { claimed: true, url: endpoint.url, secret: endpoint.signing_secret, eventId: delivery.event_id, body: delivery.payload, attempts: next });
+        }
       }
-      if (status === "delivering" && delivery.last_attempt_at!.getTime() > now.getTime() - leaseMs) {
-        return { claimed: false, result: { outcome: "busy", attempts: delivery.attempts } };
+      if (dropped.length > 0) {
+        await tx.query(`update webhook_deliveries set status = 'failed', last_error = $2, updated_at = $3 where id = any($1::uuid[])`, [dropped, ENDPOINT_DELETED, now]);
       }
-      const attempts = delivery.attempts + 1;
-      await tx.query(`update webhook_deliveries set status = 'delivering', attempts = $2, last_attempt_at = $3, updated_at = $3 where id = $1`, [
-        deliveryId,
-        attempts,
-        now,
-      ]);
-      return { claimed: true, url: endpoint.url, secret: endpoint.signing_secret, eventId: delivery.event_id, body: delivery.payload, attempts };
+      if (claimed.length > 0) {
+        await tx.query(
+          `update webhook_deliveries set status = 'delivering', attempts = attempts + 1, last_attempt_at = $2, updated_at = $2 where id = any($1::uuid[])`,
+          [claimed, now],
+        );
+      }
+      return answers;
+    });
+    const answered = new Set<string>();
+    return deliveryIds.map((id): Claim => {
+      const claim = claims.get(id) ?? { claimed: false, result: { outcome: "failed", attempts: 0 } };
+      // The same delivery twice in one group: the first holds the claim, the other finds it busy.
+      if (answered.has(id) && claim.claimed) return { claimed: false, result: { outcome: "busy", attempts: claim.attempts } };
+      answered.add(id);
+      return claim;
     });
   }
+  const claim = groupCommit<string, Claim>(claimGroup, CLAIMING);
 
   // Outcomes are recorded in groups: under load many attempts finish at once, and each would otherwise be a commit.
   // Conditional on the claim still being ours: a lease taken over by another attempt is not overwritten.
