@@ -1,8 +1,11 @@
 // One HTTPS POST of a signed event. Only a 2xx answer is a delivery: redirects are never followed (a 3xx is a
 // failure like any other status), and a timeout covers the whole exchange from DNS to the response status.
+import type { RequestOptions } from "node:http";
 import { Agent, request } from "node:https";
 import { isIP } from "node:net";
 import { createSecureContext } from "node:tls";
+import { urlToHttpOptions } from "node:url";
+import { BoundedMemo } from "../bounded-memo.js";
 import { refusedAddress, type AddressPolicy } from "../net/address-policy.js";
 import { createGuardedLookup, hostOf } from "./url-policy.js";
 import { signWebhook } from "./signature.js";
@@ -35,13 +38,21 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
   // Every connection kept while idle (maxFreeSockets = maxSockets): with fewer, a burst's extra connections closed
   // after it and the next burst paid their TLS set-up again (bench:inbound profiled 15% of the smtp process there).
   // One secure context for all (the default trust store, NODE_EXTRA_CA_CERTS included), not one per connection.
+  const timedOut = new Error(`no answer within ${options.timeoutMs} ms`);
   const agent = new Agent({ keepAlive: true, maxSockets: 32, maxFreeSockets: 32, timeout: 4_000, secureContext: createSecureContext() });
+  // A stored URL parsed and checked once, not per request (one per endpoint): its request options, or why its
+  // literal address is refused (a literal needs no lookup, so the guarded lookup never sees it).
+  const targets = new BoundedMemo<string, { readonly options: RequestOptions } | { readonly refused: string }>(1000);
+  const targetOf = (url: string) =>
+    targets.get(url, () => {
+      const target = new URL(url);
+      const host = hostOf(target);
+      const literalWhy = isIP(host) ? refusedAddress(options, host, [host]) : undefined;
+      return literalWhy ? { refused: `${host} is not a public address (${literalWhy})` } : { options: urlToHttpOptions(target) };
+    });
   return async ({ url, secret, eventId, body }) => {
-    const target = new URL(url);
-    const host = hostOf(target);
-    // A literal address needs no lookup, so the guarded lookup never sees it: check it here.
-    const literalWhy = isIP(host) ? refusedAddress(options, host, [host]) : undefined;
-    if (literalWhy) return { ok: false, error: `${host} is not a public address (${literalWhy})` };
+    const target = targetOf(url);
+    if ("refused" in target) return { ok: false, error: target.refused };
     const headers = {
       "content-type": "application/json",
       "content-length": String(Buffer.byteLength(body)),
@@ -49,9 +60,11 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
       ...signWebhook(secret, eventId, body, new Date()),
     };
     return new Promise<SendOutcome>((resolve) => {
+      // One timer over the whole exchange, the lookup to the drained response (cheaper than an AbortSignal, which
+      // the request follows with listeners of its own); the request's close ends it.
+      const timer = setTimeout(() => req.destroy(timedOut), options.timeoutMs);
       const req = request(
-        target,
-        { method: "POST", port: 443, headers, lookup, agent, signal: AbortSignal.timeout(options.timeoutMs) },
+        { ...target.options, method: "POST", port: 443, headers, lookup, agent },
         (res) => {
           const status = res.statusCode ?? 0;
           // Only the status matters; the body is drained (bounded) so the connection returns to the pool.
@@ -67,9 +80,9 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
           else resolve({ ok: false, error: `HTTP ${status}` });
         },
       );
+      req.on("close", () => clearTimeout(timer));
       req.on("error", (e: Error) => {
-        const timedOut = e.name === "AbortError" || e.name === "TimeoutError";
-        resolve({ ok: false, error: timedOut ? `no answer within ${options.timeoutMs} ms` : e.message });
+        resolve({ ok: false, error: e === timedOut ? `no answer within ${options.timeoutMs} ms` : e.message });
       });
       req.end(body);
     });
