@@ -537,6 +537,8 @@ class RuleScan {
   private longestPrefix = 0;
   /** Slots with an empty prefix, which any word starts. */
   private readonly anyWord: number[] = [];
+  /** The scan that last marked each one-character word (a mark). */
+  private readonly markedMarks = new Map<string, number>();
   /** The rules every slot of which the scan under way has marked, and whether it saw a word. */
   private found = new Set<Rule>();
   private sawWord = false;
@@ -569,6 +571,7 @@ class RuleScan {
       this.slotMarked.fill(0);
       this.ruleMarked.fill(0);
       for (const word of this.allWords) word.scan = 0;
+      this.markedMarks.clear();
       this.generation = 0;
     }
     this.generation++;
@@ -592,6 +595,11 @@ class RuleScan {
   }
 
   markWord(word: string): void {
+    // The marks ("," "." "¶" …) come back on every line: each is looked up once a scan.
+    if (word.length === 1) {
+      if (this.markedMarks.get(word) === this.generation) return;
+      this.markedMarks.set(word, this.generation);
+    }
     this.markSpan(word, 0, word.length);
   }
 
