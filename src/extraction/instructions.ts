@@ -663,7 +663,6 @@ function wordHash(text: string): number {
   return hash;
 }
 
-
 /** The rules one text can match; each list of the index narrowed to them once per text. */
 class PossibleRules {
   private readonly rules: ReadonlySet<Rule>;
@@ -867,7 +866,7 @@ export function findInstructions(text: string): InstructionMatch[] {
   // Which rules the text can match first: a text that can match none (most mail) is not kept word by word.
   RULE_SCAN.begin();
   wordsOf(folded, origin === null, (word, start, end) => (word === null ? RULE_SCAN.markSpan(folded, start, end) : RULE_SCAN.markWord(word)));
-  // The instruction and the exfiltration rules: each index's lists are narrowed to the possible ones of its own.
+  // The instruction and the exfiltration rules together: each index's lists are narrowed to the possible ones.
   const possible = RULE_SCAN.end();
   const words: Word[] = [];
   if (!possible.none) {
