@@ -481,58 +481,13 @@ interface Pattern {
   readonly prefix: boolean;
 }
 
-/**
- * Rules by a word of their first slot: exact words, and prefix words under their prefix's first two letters. And
- * which rules a text can match at all: a rule matches only where each of its slots finds a word, so a text that
- * lacks a word starting some slot of a rule (as the slot's exact words, or by its prefixes) cannot match it, and
- * is not tried with it.
- */
+/** Rules by a word of their first slot: exact words, and prefix words under their prefix's first two letters. */
 class RuleIndex {
   private readonly exact = new Map<string, Rule[]>();
   /** By the first two UTF-16 code units, as one number: looked up for every word, so no string is made for it. */
   private readonly prefixed = new Map<number, Rule[]>();
-  private readonly rules: readonly Rule[];
-  /** Every slot of every rule numbered in one sequence: the rule of each. */
-  private readonly ruleOfSlot: Int32Array;
-  /** Per rule, its number of slots. */
-  private readonly slotCount: Uint16Array;
-  /** possible()'s work space: the call that last marked each slot and rule, and each rule's slots found in it. */
-  private generation = 0;
-  private readonly slotMarked: Uint32Array;
-  private readonly ruleMarked: Uint32Array;
-  private readonly slotsFound: Uint16Array;
-  /** Slot numbers by a word that starts them, by a prefix (under its first two letters, or its one letter). */
-  private readonly slotWords = new Map<string, number[]>();
-  private readonly slotPrefixes = new Map<number, { prefix: string; slot: number }[]>();
-  private readonly shortPrefixes = new Map<number, number[]>();
-  /** Slots with an empty prefix, which any word starts. */
-  private readonly anyWord: number[] = [];
 
   constructor(rules: readonly Rule[]) {
-    this.rules = rules;
-    this.ruleOfSlot = new Int32Array(rules.reduce((n, rule) => n + rule.slots.length, 0));
-    this.slotCount = Uint16Array.from(rules, (rule) => rule.slots.length);
-    this.slotMarked = new Uint32Array(this.ruleOfSlot.length);
-    this.ruleMarked = new Uint32Array(rules.length);
-    this.slotsFound = new Uint16Array(rules.length);
-    let slotNumber = 0;
-    rules.forEach((rule, r) => {
-      for (const slot of rule.slots) {
-        this.ruleOfSlot[slotNumber] = r;
-        for (const word of slot.firstWords) this.slotWords.set(word, [...(this.slotWords.get(word) ?? []), slotNumber]);
-        for (const prefix of slot.firstPrefixes) {
-          if (prefix.length === 0) this.anyWord.push(slotNumber);
-          else if (prefix.length === 1) {
-            const key = prefix.charCodeAt(0);
-            this.shortPrefixes.set(key, [...(this.shortPrefixes.get(key) ?? []), slotNumber]);
-          } else {
-            const key = pairCode(prefix);
-            this.slotPrefixes.set(key, [...(this.slotPrefixes.get(key) ?? []), { prefix, slot: slotNumber }]);
-          }
-        }
-        slotNumber++;
-      }
-    });
     const index = new Map<string, Rule[]>();
     for (const rule of rules) {
       const keys = new Set(rule.slots[0]!.alternatives.map((words) => keyOf(words[0]!)));
@@ -554,41 +509,159 @@ class RuleIndex {
   byPrefix(word: string): Rule[] | undefined {
     return word.length >= 2 ? this.prefixed.get(pairCode(word)) : undefined;
   }
+}
 
-  /** The rules each of whose slots one of a text's distinct words starts: the only ones the text can match. */
-  possible(distinct: Iterable<string>): PossibleRules {
-    // Marks of this call are this generation's: nothing is allocated or cleared per text.
+/**
+ * Which rules a text can match at all: a rule matches only where each of its slots finds a word, so a text that
+ * lacks a word starting some slot of a rule (as the slot's exact words, or by its prefixes) cannot match it, and
+ * is not tried with it. A scan begins, marks each word of the text (markSpan, markWord), and ends with the rules
+ * every slot of which it marked. One scan at a time.
+ */
+class RuleScan {
+  private readonly rules: readonly Rule[];
+  /** Every slot of every rule numbered in one sequence: the rule of each. */
+  private readonly ruleOfSlot: Int32Array;
+  /** Per rule, its number of slots. */
+  private readonly slotCount: Uint16Array;
+  /** The scan's work space: the scan that last marked each slot and rule, and each rule's slots found in it. */
+  private generation = 0;
+  private readonly slotMarked: Uint32Array;
+  private readonly ruleMarked: Uint32Array;
+  private readonly slotsFound: Uint16Array;
+  /** The words and prefixes that start slots, by their hash (wordHash), and a bit per hash bucket that has one. */
+  private readonly slotWords = new Map<number, SlotWord[]>();
+  private readonly slotPrefixes = new Map<number, SlotWord[]>();
+  private readonly allWords: SlotWord[] = [];
+  private readonly wordBuckets = new Uint8Array(HASH_BUCKETS);
+  private readonly prefixBuckets = new Uint8Array(HASH_BUCKETS);
+  private longestPrefix = 0;
+  /** Slots with an empty prefix, which any word starts. */
+  private readonly anyWord: number[] = [];
+  /** The scan that last marked each one-character word (a mark). */
+  private readonly markedMarks = new Map<string, number>();
+  /** The rules every slot of which the scan under way has marked, and whether it saw a word. */
+  private found = new Set<Rule>();
+  private sawWord = false;
+
+  constructor(rules: readonly Rule[]) {
+    this.rules = rules;
+    this.ruleOfSlot = new Int32Array(rules.reduce((n, rule) => n + rule.slots.length, 0));
+    this.slotCount = Uint16Array.from(rules, (rule) => rule.slots.length);
+    this.slotMarked = new Uint32Array(this.ruleOfSlot.length);
+    this.ruleMarked = new Uint32Array(rules.length);
+    this.slotsFound = new Uint16Array(rules.length);
+    let slotNumber = 0;
+    rules.forEach((rule, r) => {
+      for (const slot of rule.slots) {
+        this.ruleOfSlot[slotNumber] = r;
+        for (const word of slot.firstWords) this.addSlotWord(this.slotWords, this.wordBuckets, word, slotNumber);
+        for (const prefix of slot.firstPrefixes) {
+          if (prefix.length === 0) this.anyWord.push(slotNumber);
+          else this.addSlotWord(this.slotPrefixes, this.prefixBuckets, prefix, slotNumber);
+          this.longestPrefix = Math.max(this.longestPrefix, prefix.length);
+        }
+        slotNumber++;
+      }
+    });
+  }
+
+  begin(): void {
+    // Marks of this scan are this generation's: nothing is allocated or cleared per text.
     if (this.generation === 0xffffffff) {
       this.slotMarked.fill(0);
       this.ruleMarked.fill(0);
+      for (const word of this.allWords) word.scan = 0;
+      this.markedMarks.clear();
       this.generation = 0;
     }
-    const generation = ++this.generation;
-    const out = new Set<Rule>();
-    const mark = (slot: number) => {
-      if (this.slotMarked[slot] === generation) return;
-      this.slotMarked[slot] = generation;
-      const r = this.ruleOfSlot[slot]!;
-      if (this.ruleMarked[r] !== generation) {
-        this.ruleMarked[r] = generation;
-        this.slotsFound[r] = 0;
-      }
-      if (++this.slotsFound[r]! === this.slotCount[r]) out.add(this.rules[r]!);
-    };
-    let any = false;
-    for (const text of distinct) {
-      any = true;
-      for (const slot of this.slotWords.get(text) ?? NO_SLOTS) mark(slot);
-      for (const slot of this.shortPrefixes.get(text.charCodeAt(0)) ?? NO_SLOTS) mark(slot);
-      if (text.length < 2) continue;
-      for (const { prefix, slot } of this.slotPrefixes.get(pairCode(text)) ?? []) if (text.startsWith(prefix)) mark(slot);
+    this.generation++;
+    this.found = new Set<Rule>();
+    this.sawWord = false;
+  }
+
+  /**
+   * Marks the slots the word `text.slice(start, end)` starts, as a whole word or by a prefix, without making the
+   * string: its hash grows a code unit at a time, and only a hash whose bucket holds a rule word is looked up.
+   */
+  markSpan(text: string, start: number, end: number): void {
+    this.sawWord = true;
+    const prefixEnd = Math.min(end, start + this.longestPrefix);
+    let hash = 0;
+    for (let k = start; k < end; k++) {
+      hash = (Math.imul(hash, 31) + text.charCodeAt(k)) | 0;
+      if (k < prefixEnd && this.prefixBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotPrefixes.get(hash), text, start, k + 1 - start);
     }
-    if (any) for (const slot of this.anyWord) mark(slot);
-    return new PossibleRules(out);
+    if (this.wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, end - start);
+  }
+
+  markWord(word: string): void {
+    // The marks ("," "." "¶" …) come back on every line: each is looked up once a scan.
+    if (word.length === 1) {
+      if (this.markedMarks.get(word) === this.generation) return;
+      this.markedMarks.set(word, this.generation);
+    }
+    this.markSpan(word, 0, word.length);
+  }
+
+  end(): PossibleRules {
+    if (this.sawWord) for (const slot of this.anyWord) this.mark(slot);
+    return new PossibleRules(this.found);
+  }
+
+  /**
+   * Marks the slots of the rule word (of one hash) that is the `length` code units of `text` from `start`, once a
+   * scan: "you" or "," starts dozens of slots, and a text repeats them.
+   */
+  private markWords(words: readonly SlotWord[] | undefined, text: string, start: number, length: number): void {
+    for (const word of words ?? []) {
+      if (word.scan === this.generation || word.text.length !== length || !text.startsWith(word.text, start)) continue;
+      word.scan = this.generation;
+      for (const slot of word.slots) this.mark(slot);
+    }
+  }
+
+  private mark(slot: number): void {
+    const generation = this.generation;
+    if (this.slotMarked[slot] === generation) return;
+    this.slotMarked[slot] = generation;
+    const r = this.ruleOfSlot[slot]!;
+    if (this.ruleMarked[r] !== generation) {
+      this.ruleMarked[r] = generation;
+      this.slotsFound[r] = 0;
+    }
+    if (++this.slotsFound[r]! === this.slotCount[r]) this.found.add(this.rules[r]!);
+  }
+
+  private addSlotWord(byHash: Map<number, SlotWord[]>, buckets: Uint8Array, text: string, slot: number): void {
+    const hash = wordHash(text);
+    buckets[hash & HASH_MASK] = 1;
+    const words = byHash.get(hash) ?? [];
+    byHash.set(hash, words);
+    const known = words.find((w) => w.text === text);
+    if (known) return void known.slots.push(slot);
+    const word = { text, slots: [slot], scan: 0 };
+    words.push(word);
+    this.allWords.push(word);
   }
 }
 
-const NO_SLOTS: readonly number[] = [];
+/** A word (or prefix) of the rules' slots, the slots it starts, and the last scan that marked them. */
+interface SlotWord {
+  readonly text: string;
+  readonly slots: number[];
+  scan: number;
+}
+
+/** Hash buckets of the rule words: a word whose bucket is empty (most of a text's) is not looked up. */
+const HASH_BUCKETS = 1 << 15;
+const HASH_MASK = HASH_BUCKETS - 1;
+
+/** The hash markSpan grows a code unit at a time. */
+function wordHash(text: string): number {
+  let hash = 0;
+  for (let k = 0; k < text.length; k++) hash = (Math.imul(hash, 31) + text.charCodeAt(k)) | 0;
+  return hash;
+}
 
 /** The rules one text can match; each list of the index narrowed to them once per text. */
 class PossibleRules {
@@ -743,9 +816,10 @@ function isWordCodePoint(code: number): boolean {
 
 /**
  * Words (runs of letters and digits, by code point) and the marks rules name, in folded text; look-alike letters
- * in a Latin word read as Latin ("іgnore"). One pass over the code units, ASCII ones by table.
+ * in a Latin word read as Latin ("іgnore"). One pass over the code units, ASCII ones by table. A word is visited
+ * with its text null when it is the folded text from start to end (no string is made for it), a mark with its own.
  */
-function wordsOf(folded: string, ascii: boolean, visit: (text: string, start: number, end: number) => void): void {
+function wordsOf(folded: string, ascii: boolean, visit: (text: string | null, start: number, end: number) => void): void {
   // The text starts a line.
   visit("¶", 0, 0);
   let i = 0;
@@ -771,10 +845,10 @@ function wordsOf(folded: string, ascii: boolean, visit: (text: string, start: nu
       if (!isWordCodePoint(point)) break;
       i += point > 0xffff ? 2 : 1;
     }
-    let text = folded.slice(start, i);
     // Only text beyond ASCII can mix scripts.
-    if (!ascii && text.length > 1 && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text)) text = [...text].map(latinLookalike).join("");
-    visit(text, start, i);
+    const text = ascii || i - start < 2 ? null : folded.slice(start, i);
+    const mixed = text !== null && LATIN.test(text) && GREEK_OR_CYRILLIC.test(text);
+    visit(mixed ? [...text].map(latinLookalike).join("") : null, start, i);
   }
 }
 
@@ -789,13 +863,15 @@ export function findInstructions(text: string): InstructionMatch[] {
     }
   };
   // Folding maps no index only for ASCII text.
-  // The distinct words first: a text that can match no rule (most mail) is not kept word by word.
-  const distinct = new Set<string>();
-  wordsOf(folded, origin === null, (word) => distinct.add(word));
-  const possible = BY_FIRST_WORD.possible(distinct);
-  const possibleExfiltration = EXFILTRATION_BY_FIRST_WORD.possible(distinct);
+  // Which rules the text can match first: a text that can match none (most mail) is not kept word by word.
+  RULE_SCAN.begin();
+  wordsOf(folded, origin === null, (word, start, end) => (word === null ? RULE_SCAN.markSpan(folded, start, end) : RULE_SCAN.markWord(word)));
+  // The instruction and the exfiltration rules together: each index's lists are narrowed to the possible ones.
+  const possible = RULE_SCAN.end();
   const words: Word[] = [];
-  if (!possible.none || !possibleExfiltration.none) wordsOf(folded, origin === null, (word, start, end) => words.push({ text: word, start, end }));
+  if (!possible.none) {
+    wordsOf(folded, origin === null, (word, start, end) => words.push({ text: word ?? folded.slice(start, end), start, end }));
+  }
   for (let i = 0; i < words.length && found.length < MAX_MATCHES && !possible.none; i++) {
     const word = words[i]!.text;
     const end = firstMatch(words, i, possible.among(BY_FIRST_WORD.byWord(word))) ?? firstMatch(words, i, possible.among(BY_FIRST_WORD.byPrefix(word)));
@@ -811,7 +887,7 @@ export function findInstructions(text: string): InstructionMatch[] {
   }
   if (folded.includes(":")) findTurns(folded, add);
   findTemplateTokens(folded, add);
-  findExfiltration(words, possibleExfiltration, folded, add);
+  findExfiltration(words, possible, folded, add);
   findToolCalls(folded, add);
   return found.sort((a, b) => a.start - b.start);
 }
@@ -959,6 +1035,8 @@ const EXFILTRATION = [
 ];
 const EXFILTRATION_RULES: readonly Rule[] = EXFILTRATION.map((rule) => ({ kind: "system_prompt", slots: compile(rule) }));
 const EXFILTRATION_BY_FIRST_WORD = new RuleIndex(EXFILTRATION_RULES);
+/** Which instruction and exfiltration rules a text can match, found in one scan of its words. */
+const RULE_SCAN = new RuleScan([...COMPILED, ...EXFILTRATION_RULES]);
 /** Words that make a request a warning against it, when they stand just before it. */
 const NEGATIONS = new Set(["not", "never", "don", "t", "no", "nie", "nicht", "niemals", "ne", "jamais", "pas", "nunca", "nao", "non", "mai", "niet", "nooit", "не", "никогда"]);
 /** How far after the request its address or URL may stand. */
