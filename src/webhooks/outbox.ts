@@ -14,10 +14,11 @@ import type { NewEvent } from "../events/event.js";
 import type { MessageReceivedOutbox, PlannedDeliveries } from "../inbound/ports.js";
 import type { Logger } from "../logger.js";
 import type { WebhookMetrics } from "../metrics/metrics.js";
+import { CONNECTIONS_PER_RECEIVER } from "./sender.js";
 import { createWebhookDeliverer, type ClaimedAttempt, type DeliveryRef, type WebhookDeliverer, type WebhookRetryStarter } from "./deliveries.js";
 
-/** Prompt attempts running at once per process. */
-const PROMPT_ATTEMPTS = 64;
+/** Prompt attempts running at once per process: as many as the sender's connections to one receiver. */
+const PROMPT_ATTEMPTS = CONNECTIONS_PER_RECEIVER;
 /**
  * Deliveries waiting for a prompt attempt, at most, and how long each may wait; beyond either, the workflow takes
  * over. Waiting is the cheap path under a burst: a workflow costs the Temporal dev server ~70 ms of CPU, which

@@ -27,6 +27,11 @@ export interface SenderOptions extends AddressPolicy {
 export type WebhookSender = (req: WebhookRequest) => Promise<SendOutcome>;
 
 const USER_AGENT = "AgentMailbox-Webhooks/1";
+/**
+ * Connections to one receiver at once. The outbox's prompt attempts never exceed it: a request beyond it would wait
+ * in the agent's queue with its timeout already running, and a slow receiver would see it time out unanswered.
+ */
+export const CONNECTIONS_PER_RECEIVER = 64;
 /** Bytes of a receiver's response body read (and discarded) so its connection can be reused; more ends it. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -39,7 +44,13 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
   // after it and the next burst paid their TLS set-up again (bench:inbound profiled 15% of the smtp process there).
   // One secure context for all (the default trust store, NODE_EXTRA_CA_CERTS included), not one per connection.
   const timedOut = new Error(`no answer within ${options.timeoutMs} ms`);
-  const agent = new Agent({ keepAlive: true, maxSockets: 32, maxFreeSockets: 32, timeout: 4_000, secureContext: createSecureContext() });
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: CONNECTIONS_PER_RECEIVER,
+    maxFreeSockets: CONNECTIONS_PER_RECEIVER,
+    timeout: 4_000,
+    secureContext: createSecureContext(),
+  });
   // A stored URL parsed and checked once, not per request (one per endpoint): its request options, or why its
   // literal address is refused (a literal needs no lookup, so the guarded lookup never sees it).
   const targets = new BoundedMemo<string, { readonly options: RequestOptions } | { readonly refused: string }>(1000);
