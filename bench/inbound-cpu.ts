@@ -11,6 +11,9 @@
 //   BENCH_CPU_WEBHOOK=1 (0: to the organization without a webhook endpoint)  BENCH_INBOXES=100
 //   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
 //   summarize them with bench/cpu-profile.ts)
+//   BENCH_CPU_STATEMENTS=1 (PostgreSQL started here with pg_stat_statements and autovacuum logged: prints the top
+//   statements per stored message and autovacuum's CPU; its own cost skews the PostgreSQL figure a little, so compare
+//   runs with the same setting)
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,6 +21,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { loadConfig } from "../src/config.js";
+import { startEmbeddedPostgres } from "../src/runtime/embedded-postgres.js";
 import { runInboundClient } from "./inbound-client.js";
 import { startOurStack } from "./inbound-ours.js";
 import { loadAverage } from "./machine.js";
@@ -31,6 +35,8 @@ const ROUNDS = envNumber(process.env, "BENCH_CPU_ROUNDS", 2, 1, 10);
 const WEBHOOK = process.env["BENCH_CPU_WEBHOOK"] !== "0";
 const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
+const STATEMENTS = process.env["BENCH_CPU_STATEMENTS"] === "1";
+const TOP_STATEMENTS = 15;
 const DRAIN_MAX_S = 120;
 const TICK_MS = 10;
 /** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
@@ -85,12 +91,72 @@ function groupTicks(pids: readonly number[], reaper?: number): number {
   return sum;
 }
 
+/** Ticks of the live processes of `pids` by what their title says they are (backend, walwriter, checkpointer, …). */
+function ticksByKind(pids: readonly number[]): Map<string, number> {
+  const byKind = new Map<string, number>();
+  for (const pid of pids) {
+    try {
+      const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+      const kind = /^postgres: (walwriter|checkpointer|background writer|autovacuum launcher|autovacuum worker|walsummarizer|io worker|logical replication launcher)/.exec(title)?.[1] ??
+        (title.startsWith("postgres: ") ? "backends" : "postmaster");
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      byKind.set(kind, (byKind.get(kind) ?? 0) + Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // gone
+    }
+  }
+  return byKind;
+}
+
+/** WAL written so far (pg_stat_wal), and the sessions the database has had. */
+async function walCounters(client: pg.Client): Promise<{ records: number; fpi: number; bytes: number; sessions: number }> {
+  await client.query("select pg_stat_clear_snapshot()");
+  const [row] = (
+    await client.query<{ records: string; fpi: string; bytes: string; sessions: string }>(
+      `select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes,
+              (select sessions::text from pg_stat_database where datname = current_database()) as sessions from pg_stat_wal`,
+    )
+  ).rows;
+  return { records: Number(row!.records), fpi: Number(row!.fpi), bytes: Number(row!.bytes), sessions: Number(row!.sessions) };
+}
+
+/** CPU seconds autovacuum and autoanalyze reported in the log ("system usage: CPU: user: x s, system: y s"), by table. */
+const autovacuumCpu = new Map<string, number>();
+function noteAutovacuum(line: string): void {
+  const table = /automatic (?:vacuum|analyze) of table "([^"]+)"/.exec(line)?.[1];
+  if (table) lastAutovacuumTable = table;
+  const cpu = /CPU: user: ([\d.]+) s, system: ([\d.]+) s/.exec(line);
+  if (cpu && lastAutovacuumTable) {
+    autovacuumCpu.set(lastAutovacuumTable, (autovacuumCpu.get(lastAutovacuumTable) ?? 0) + Number(cpu[1]) + Number(cpu[2]));
+    lastAutovacuumTable = undefined;
+  }
+}
+let lastAutovacuumTable: string | undefined;
+
 const teardown = new Teardown();
 const workDir = await mkdtemp(join(tmpdir(), "bench-cpu-"));
 teardown.add(() => rm(workDir, { recursive: true, force: true }));
 try {
-  const config = loadConfig(process.env);
   const log = (line: string) => console.log(line);
+  let ownPostmaster: number | undefined;
+  if (STATEMENTS) {
+    // The stack takes an external PostgreSQL from DATABASE_URL: this one, with pg_stat_statements loaded at start.
+    let postgres = await startEmbeddedPostgres({ dataDir: join(workDir, "statements") });
+    const setup = new pg.Client({ connectionString: postgres.url });
+    await setup.connect();
+    await setup.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+    await setup.query(`alter system set pg_stat_statements.track_planning = on`);
+    await setup.query(`alter system set log_autovacuum_min_duration = 0`);
+    await setup.end();
+    const port = Number(new URL(postgres.url).port);
+    await postgres.stop();
+    postgres = await startEmbeddedPostgres({ dataDir: join(workDir, "statements"), port, log: noteAutovacuum });
+    teardown.add(() => postgres.stop());
+    ownPostmaster = postgres.pid;
+    process.env["DATABASE_URL"] = postgres.url;
+  }
+  const config = loadConfig(process.env);
   const stack = await startOurStack(
     {
       workDir,
@@ -107,7 +173,8 @@ try {
   const client = new pg.Client({ connectionString: stack.infra.databaseUrl });
   await client.connect();
   teardown.add(() => client.end());
-  const postmaster = stack.infra.postmasterPid!;
+  const postmaster = ownPostmaster ?? stack.infra.postmasterPid!;
+  if (STATEMENTS) await client.query(`create extension if not exists pg_stat_statements`);
   const drain = async () => {
     for (let i = 0; i < DRAIN_MAX_S * 5; i++) {
       const b = await stack.stats.backlog();
@@ -122,6 +189,10 @@ try {
     const load = loadAverage()[0];
     const smtpBefore = threadTicks(stack.smtp.pid);
     const pgBefore = groupTicks(processTree(postmaster), postmaster);
+    const pgKindsBefore = ticksByKind(processTree(postmaster));
+    const walBefore = await walCounters(client);
+    if (STATEMENTS) await client.query(`select pg_stat_statements_reset()`);
+    autovacuumCpu.clear();
     const others = { receiver: [stack.receiver.pid], "api+worker": [stack.api.pid, stack.worker.pid] };
     const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const storedBefore = await stack.stats.storedMessages();
@@ -144,6 +215,8 @@ try {
     const seconds = (performance.now() - started) / 1000;
     const smtpAfter = threadTicks(stack.smtp.pid);
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
+    const pgKindsAfter = ticksByKind(processTree(postmaster));
+    const walAfter = await walCounters(client);
     const othersAfter = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const stored = (await stack.stats.storedMessages()) - storedBefore;
     await sleep(STATS_FLUSH_MS);
@@ -166,6 +239,42 @@ try {
     }
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
+    let liveSum = 0;
+    for (const [kind, t] of pgKindsAfter) {
+      const d = t - (pgKindsBefore.get(kind) ?? 0);
+      liveSum += d;
+      if (d > 0) log(`    ${kind.padEnd(23)} ${ms(d)}`);
+    }
+    log(`    exited (autovacuum workers, closed connections) ${ms(pgAfter - pgBefore - liveSum)}`);
+    for (const [table, seconds] of autovacuumCpu) log(`    autovacuum/analyze of ${table} (its log) ${ms(seconds * 100)}`);
+    const per = (n: number) => (n / Math.max(1, stored)).toFixed(2);
+    log(`  WAL per stored message: ${per(walAfter.records - walBefore.records)} records, ${per(walAfter.fpi - walBefore.fpi)} full-page images, ${per(walAfter.bytes - walBefore.bytes)} bytes; ${walAfter.sessions - walBefore.sessions} sessions opened`);
+    if (STATEMENTS) {
+      const top = await client.query<{ query: string; calls: string; ms: string; plan_ms: string }>(
+        `select query, calls::text, (total_exec_time + total_plan_time)::text as ms, total_plan_time::text as plan_ms
+           from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+          order by total_exec_time + total_plan_time desc`,
+      );
+      // A multi-row statement has a text per row count: summed by its start.
+      const families = new Map<string, { query: string; calls: number; ms: number; plan_ms: number }>();
+      for (const r of top.rows) {
+        const key = r.query.replace(/\s+/g, " ").slice(0, 60);
+        const f = families.get(key) ?? { query: r.query, calls: 0, ms: 0, plan_ms: 0 };
+        f.calls += Number(r.calls);
+        f.ms += Number(r.ms);
+        f.plan_ms += Number(r.plan_ms);
+        families.set(key, f);
+      }
+      top.rows = [...families.values()]
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, TOP_STATEMENTS)
+        .map((f) => ({ query: f.query, calls: String(f.calls), ms: String(f.ms), plan_ms: String(f.plan_ms) }));
+      log(`  top statements (planning + execution ms per stored message, incl. waits; calls per stored message):`);
+      for (const r of top.rows) {
+        const perMs = (n: string) => (Number(n) / Math.max(1, stored)).toFixed(3);
+        log(`    ${perMs(r.ms).padStart(6)} ms (plan ${perMs(r.plan_ms)})  ${per(Number(r.calls)).padStart(6)} calls  ${r.query.replace(/\s+/g, " ").slice(0, 140)}`);
+      }
+    }
     for (const k of Object.keys(others)) log(`  ${k.padEnd(25)} ${ms(othersAfter[k]! - othersBefore[k]!)}`);
     // A delivery claimed in its store transaction keeps last_attempt_at = created_at; one that found no prompt slot
     // free then was claimed by a transaction of its own later (deliveries.ts), at a later time.
