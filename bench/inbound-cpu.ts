@@ -11,6 +11,7 @@
 //   BENCH_CPU_WEBHOOK=1 (0: to the organization without a webhook endpoint)  BENCH_INBOXES=100
 //   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
 //   summarize them with bench/cpu-profile.ts)
+//   BENCH_CPU_NODE_ARGS="--flag …" (more Node options of the smtp role, e.g. V8's heap sizes)
 //   BENCH_CPU_STATEMENTS=1 (PostgreSQL started here with pg_stat_statements and autovacuum logged: prints the top
 //   statements per stored message and autovacuum's CPU; its own cost skews the PostgreSQL figure a little, so compare
 //   runs with the same setting)
@@ -165,7 +166,10 @@ try {
       maxConnections: 300,
       webhookRetryInitialMs: 1000,
       log,
-      smtpNodeArgs: PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+      smtpNodeArgs: [
+        ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+        ...(process.env["BENCH_CPU_NODE_ARGS"]?.split(/\s+/).filter(Boolean) ?? []),
+      ],
     },
     teardown,
   );
