@@ -12,9 +12,13 @@
 //   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
 //   summarize them with bench/cpu-profile.ts)
 //   BENCH_CPU_NODE_ARGS="--flag …" (more Node options of the smtp role, e.g. V8's heap sizes)
-//   BENCH_CPU_STATEMENTS=1 (PostgreSQL started here with pg_stat_statements and autovacuum logged: prints the top
-//   statements per stored message and autovacuum's CPU; its own cost skews the PostgreSQL figure a little, so compare
-//   runs with the same setting)
+//   BENCH_CPU_STATEMENTS=1 (a PostgreSQL of its own with pg_stat_statements, in place of the stack's; the measured round
+//   prints every statement's calls per stored message and per webhook delivery, commits beside them: what each
+//   message and each delivery costs in round trips; and the statements (those differing only in their row count
+//   together) that took most of PostgreSQL's time per stored message, planning apart, and autovacuum's CPU by table
+//   from its log. The extension costs PostgreSQL CPU: compare CPU figures of runs without it)
+// Every round also prints PostgreSQL's CPU by process kind, and WAL records, full-page images and bytes per stored
+// message with the sessions opened (pg_stat_wal, pg_stat_database).
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -37,6 +41,7 @@ const WEBHOOK = process.env["BENCH_CPU_WEBHOOK"] !== "0";
 const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
 const STATEMENTS = process.env["BENCH_CPU_STATEMENTS"] === "1";
+/** Statements listed by their share of PostgreSQL's time. */
 const TOP_STATEMENTS = 15;
 const DRAIN_MAX_S = 120;
 const TICK_MS = 10;
@@ -51,6 +56,129 @@ async function tableCounters(client: pg.Client): Promise<Map<string, number[]>> 
      union all select 'commits', xact_commit::text, '0', '0' from pg_stat_database where datname = current_database()`,
   );
   return new Map(rows.map((r) => [r.name, [Number(r.ins), Number(r.upd), Number(r.del)]]));
+}
+
+/**
+ * A PostgreSQL of this run's own with pg_stat_statements loaded (it needs the library at start: set, then started
+ * again on the same data directory), given to the stack as DATABASE_URL; answers its postmaster's pid.
+ */
+async function postgresWithStatementStatistics(workDir: string, teardown: Teardown): Promise<number> {
+  const dataDir = join(workDir, "statements");
+  let postgres = await startEmbeddedPostgres({ dataDir });
+  const setup = new pg.Client({ connectionString: postgres.url });
+  await setup.connect();
+  await setup.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+  // Planning counted apart; every autovacuum logged with its CPU (noteAutovacuum).
+  await setup.query(`alter system set pg_stat_statements.track_planning = on`);
+  await setup.query(`alter system set log_autovacuum_min_duration = 0`);
+  await setup.end();
+  await postgres.stop();
+  postgres = await startEmbeddedPostgres({ dataDir, port: Number(new URL(postgres.url).port), log: noteAutovacuum });
+  const running = postgres;
+  teardown.add(() => running.stop());
+  const again = new pg.Client({ connectionString: postgres.url });
+  await again.connect();
+  await again.query(`create extension if not exists pg_stat_statements`);
+  await again.end();
+  process.env["DATABASE_URL"] = postgres.url;
+  return postgres.pid;
+}
+
+/** Every statement of the mailbox database since `since`, by calls per stored message and per webhook delivery. */
+async function printStatements(url: string, stored: number, deliveries: number, commits: number, log: (line: string) => void): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ query: string; calls: string; ms: string }>(
+      `select query, calls::text, round((total_exec_time + total_plan_time)::numeric, 1)::text as ms
+         from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+        order by calls desc`,
+    );
+    const per = (n: number, of: number) => (n / Math.max(1, of)).toFixed(3).padStart(7);
+    log(`statements (pg_stat_statements: calls per stored message, per webhook delivery; ${deliveries} deliveries; exec+plan ms):`);
+    log(`  ${per(commits, stored)} ${per(commits, deliveries)}  commits (pg_stat_database, read-only ones too)`);
+    for (const r of rows.sort((a, b) => Number(b.calls) - Number(a.calls))) {
+      const calls = Number(r.calls);
+      if (calls / Math.max(1, stored) < 0.005) continue;
+      log(`  ${per(calls, stored)} ${per(calls, deliveries)}  ${r.ms.padStart(8)} ms  ${r.query.replace(/\s+/g, " ").slice(0, 140)}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Ticks of each live process of `pids`, with what its title says it is (backends, walwriter, checkpointer, …). */
+function ticksByPid(pids: readonly number[]): Map<number, { kind: string; ticks: number }> {
+  const byPid = new Map<number, { kind: string; ticks: number }>();
+  for (const pid of pids) {
+    try {
+      const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+      const kind =
+        /^postgres: (walwriter|checkpointer|background writer|autovacuum launcher|autovacuum worker|walsummarizer|io worker|logical replication launcher)/.exec(title)?.[1] ??
+        (title.startsWith("postgres: ") ? "backends" : "postmaster");
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      byPid.set(pid, { kind, ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // gone
+    }
+  }
+  return byPid;
+}
+
+/** Ticks during the round by process kind, of the processes alive at its end (they may have started during it). */
+function ticksByKind(before: Map<number, { ticks: number }>, after: Map<number, { kind: string; ticks: number }>): Map<string, number> {
+  const byKind = new Map<string, number>();
+  for (const [pid, { kind, ticks }] of after) byKind.set(kind, (byKind.get(kind) ?? 0) + ticks - (before.get(pid)?.ticks ?? 0));
+  return byKind;
+}
+
+/** WAL written so far (pg_stat_wal), and the sessions the database has had. */
+async function walCounters(client: pg.Client): Promise<{ records: number; fpi: number; bytes: number; sessions: number }> {
+  await client.query("select pg_stat_clear_snapshot()");
+  const [row] = (
+    await client.query<{ records: string; fpi: string; bytes: string; sessions: string }>(
+      `select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes,
+              (select sessions::text from pg_stat_database where datname = current_database()) as sessions from pg_stat_wal`,
+    )
+  ).rows;
+  return { records: Number(row!.records), fpi: Number(row!.fpi), bytes: Number(row!.bytes), sessions: Number(row!.sessions) };
+}
+
+/** CPU seconds autovacuum and autoanalyze reported in the log ("system usage: CPU: user: x s, system: y s"), by table. */
+const autovacuumCpu = new Map<string, number>();
+function noteAutovacuum(line: string): void {
+  const table = /automatic (?:vacuum|analyze) of table "([^"]+)"/.exec(line)?.[1];
+  if (table) lastAutovacuumTable = table;
+  const cpu = /CPU: user: ([\d.]+) s, system: ([\d.]+) s/.exec(line);
+  if (cpu && lastAutovacuumTable) {
+    autovacuumCpu.set(lastAutovacuumTable, (autovacuumCpu.get(lastAutovacuumTable) ?? 0) + Number(cpu[1]) + Number(cpu[2]));
+    lastAutovacuumTable = undefined;
+  }
+}
+let lastAutovacuumTable: string | undefined;
+
+/** The statements that took most of PostgreSQL's time (planning + execution, waits included) per stored message. */
+async function printCostliestStatements(client: pg.Client, stored: number, log: (line: string) => void): Promise<void> {
+  const { rows } = await client.query<{ query: string; calls: string; ms: string; plan_ms: string }>(
+    `select query, calls::text, (total_exec_time + total_plan_time)::text as ms, total_plan_time::text as plan_ms
+       from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
+  );
+  // A multi-row statement has a text per row count: summed by its start.
+  const families = new Map<string, { query: string; calls: number; ms: number; planMs: number }>();
+  for (const r of rows) {
+    const key = r.query.replace(/\s+/g, " ").slice(0, 60);
+    const f = families.get(key) ?? { query: r.query, calls: 0, ms: 0, planMs: 0 };
+    f.calls += Number(r.calls);
+    f.ms += Number(r.ms);
+    f.planMs += Number(r.plan_ms);
+    families.set(key, f);
+  }
+  const per = (n: number) => (n / Math.max(1, stored)).toFixed(3).padStart(6);
+  log(`statements by PostgreSQL time per stored message (planning + execution ms, waits included; planning; calls):`);
+  for (const f of [...families.values()].sort((a, b) => b.ms - a.ms).slice(0, TOP_STATEMENTS)) {
+    log(`  ${per(f.ms)} ms (plan ${per(f.planMs)})  ${per(f.calls)} calls  ${f.query.replace(/\s+/g, " ").slice(0, 140)}`);
+  }
 }
 
 /** utime + stime ticks of each thread of `pid`, by thread name (several threads of one name summed). */
@@ -92,72 +220,13 @@ function groupTicks(pids: readonly number[], reaper?: number): number {
   return sum;
 }
 
-/** Ticks of the live processes of `pids` by what their title says they are (backend, walwriter, checkpointer, …). */
-function ticksByKind(pids: readonly number[]): Map<string, number> {
-  const byKind = new Map<string, number>();
-  for (const pid of pids) {
-    try {
-      const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
-      const kind = /^postgres: (walwriter|checkpointer|background writer|autovacuum launcher|autovacuum worker|walsummarizer|io worker|logical replication launcher)/.exec(title)?.[1] ??
-        (title.startsWith("postgres: ") ? "backends" : "postmaster");
-      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      byKind.set(kind, (byKind.get(kind) ?? 0) + Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // gone
-    }
-  }
-  return byKind;
-}
-
-/** WAL written so far (pg_stat_wal), and the sessions the database has had. */
-async function walCounters(client: pg.Client): Promise<{ records: number; fpi: number; bytes: number; sessions: number }> {
-  await client.query("select pg_stat_clear_snapshot()");
-  const [row] = (
-    await client.query<{ records: string; fpi: string; bytes: string; sessions: string }>(
-      `select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes,
-              (select sessions::text from pg_stat_database where datname = current_database()) as sessions from pg_stat_wal`,
-    )
-  ).rows;
-  return { records: Number(row!.records), fpi: Number(row!.fpi), bytes: Number(row!.bytes), sessions: Number(row!.sessions) };
-}
-
-/** CPU seconds autovacuum and autoanalyze reported in the log ("system usage: CPU: user: x s, system: y s"), by table. */
-const autovacuumCpu = new Map<string, number>();
-function noteAutovacuum(line: string): void {
-  const table = /automatic (?:vacuum|analyze) of table "([^"]+)"/.exec(line)?.[1];
-  if (table) lastAutovacuumTable = table;
-  const cpu = /CPU: user: ([\d.]+) s, system: ([\d.]+) s/.exec(line);
-  if (cpu && lastAutovacuumTable) {
-    autovacuumCpu.set(lastAutovacuumTable, (autovacuumCpu.get(lastAutovacuumTable) ?? 0) + Number(cpu[1]) + Number(cpu[2]));
-    lastAutovacuumTable = undefined;
-  }
-}
-let lastAutovacuumTable: string | undefined;
-
 const teardown = new Teardown();
 const workDir = await mkdtemp(join(tmpdir(), "bench-cpu-"));
 teardown.add(() => rm(workDir, { recursive: true, force: true }));
 try {
-  const log = (line: string) => console.log(line);
-  let ownPostmaster: number | undefined;
-  if (STATEMENTS) {
-    // The stack takes an external PostgreSQL from DATABASE_URL: this one, with pg_stat_statements loaded at start.
-    let postgres = await startEmbeddedPostgres({ dataDir: join(workDir, "statements") });
-    const setup = new pg.Client({ connectionString: postgres.url });
-    await setup.connect();
-    await setup.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
-    await setup.query(`alter system set pg_stat_statements.track_planning = on`);
-    await setup.query(`alter system set log_autovacuum_min_duration = 0`);
-    await setup.end();
-    const port = Number(new URL(postgres.url).port);
-    await postgres.stop();
-    postgres = await startEmbeddedPostgres({ dataDir: join(workDir, "statements"), port, log: noteAutovacuum });
-    teardown.add(() => postgres.stop());
-    ownPostmaster = postgres.pid;
-    process.env["DATABASE_URL"] = postgres.url;
-  }
+  const statementsPostmaster = STATEMENTS ? await postgresWithStatementStatistics(workDir, teardown) : undefined;
   const config = loadConfig(process.env);
+  const log = (line: string) => console.log(line);
   const stack = await startOurStack(
     {
       workDir,
@@ -174,11 +243,10 @@ try {
     teardown,
   );
   const recipients = WEBHOOK ? stack.withWebhook : stack.withoutWebhook;
+  const postmaster = statementsPostmaster ?? stack.infra.postmasterPid!;
   const client = new pg.Client({ connectionString: stack.infra.databaseUrl });
   await client.connect();
   teardown.add(() => client.end());
-  const postmaster = ownPostmaster ?? stack.infra.postmasterPid!;
-  if (STATEMENTS) await client.query(`create extension if not exists pg_stat_statements`);
   const drain = async () => {
     for (let i = 0; i < DRAIN_MAX_S * 5; i++) {
       const b = await stack.stats.backlog();
@@ -193,13 +261,13 @@ try {
     const load = loadAverage()[0];
     const smtpBefore = threadTicks(stack.smtp.pid);
     const pgBefore = groupTicks(processTree(postmaster), postmaster);
-    const pgKindsBefore = ticksByKind(processTree(postmaster));
+    const pgPidsBefore = ticksByPid(processTree(postmaster));
     const walBefore = await walCounters(client);
-    if (STATEMENTS) await client.query(`select pg_stat_statements_reset()`);
     autovacuumCpu.clear();
     const others = { receiver: [stack.receiver.pid], "api+worker": [stack.api.pid, stack.worker.pid] };
     const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const storedBefore = await stack.stats.storedMessages();
+    if (STATEMENTS) await client.query(`select pg_stat_statements_reset()`);
     const tablesBefore = await tableCounters(client);
     const started = performance.now();
     const startedAt = Date.now();
@@ -219,7 +287,7 @@ try {
     const seconds = (performance.now() - started) / 1000;
     const smtpAfter = threadTicks(stack.smtp.pid);
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
-    const pgKindsAfter = ticksByKind(processTree(postmaster));
+    const pgKinds = ticksByKind(pgPidsBefore, ticksByPid(processTree(postmaster)));
     const walAfter = await walCounters(client);
     const othersAfter = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const stored = (await stack.stats.storedMessages()) - storedBefore;
@@ -244,41 +312,15 @@ try {
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
     let liveSum = 0;
-    for (const [kind, t] of pgKindsAfter) {
-      const d = t - (pgKindsBefore.get(kind) ?? 0);
+    for (const [kind, d] of pgKinds) {
       liveSum += d;
       if (d > 0) log(`    ${kind.padEnd(23)} ${ms(d)}`);
     }
-    log(`    exited (autovacuum workers, closed connections) ${ms(pgAfter - pgBefore - liveSum)}`);
+    // The reaped: autovacuum workers, closed connections (what they used during the round only).
+    log(`    exited during the round   ${ms(pgAfter - pgBefore - liveSum)}`);
     for (const [table, seconds] of autovacuumCpu) log(`    autovacuum/analyze of ${table} (its log) ${ms(seconds * 100)}`);
     const per = (n: number) => (n / Math.max(1, stored)).toFixed(2);
     log(`  WAL per stored message: ${per(walAfter.records - walBefore.records)} records, ${per(walAfter.fpi - walBefore.fpi)} full-page images, ${per(walAfter.bytes - walBefore.bytes)} bytes; ${walAfter.sessions - walBefore.sessions} sessions opened`);
-    if (STATEMENTS) {
-      const top = await client.query<{ query: string; calls: string; ms: string; plan_ms: string }>(
-        `select query, calls::text, (total_exec_time + total_plan_time)::text as ms, total_plan_time::text as plan_ms
-           from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
-          order by total_exec_time + total_plan_time desc`,
-      );
-      // A multi-row statement has a text per row count: summed by its start.
-      const families = new Map<string, { query: string; calls: number; ms: number; plan_ms: number }>();
-      for (const r of top.rows) {
-        const key = r.query.replace(/\s+/g, " ").slice(0, 60);
-        const f = families.get(key) ?? { query: r.query, calls: 0, ms: 0, plan_ms: 0 };
-        f.calls += Number(r.calls);
-        f.ms += Number(r.ms);
-        f.plan_ms += Number(r.plan_ms);
-        families.set(key, f);
-      }
-      top.rows = [...families.values()]
-        .sort((a, b) => b.ms - a.ms)
-        .slice(0, TOP_STATEMENTS)
-        .map((f) => ({ query: f.query, calls: String(f.calls), ms: String(f.ms), plan_ms: String(f.plan_ms) }));
-      log(`  top statements (planning + execution ms per stored message, incl. waits; calls per stored message):`);
-      for (const r of top.rows) {
-        const perMs = (n: string) => (Number(n) / Math.max(1, stored)).toFixed(3);
-        log(`    ${perMs(r.ms).padStart(6)} ms (plan ${perMs(r.plan_ms)})  ${per(Number(r.calls)).padStart(6)} calls  ${r.query.replace(/\s+/g, " ").slice(0, 140)}`);
-      }
-    }
     for (const k of Object.keys(others)) log(`  ${k.padEnd(25)} ${ms(othersAfter[k]! - othersBefore[k]!)}`);
     // A delivery claimed in its store transaction keeps last_attempt_at = created_at; one that found no prompt slot
     // free then was claimed by a transaction of its own later (deliveries.ts), at a later time.
@@ -305,6 +347,11 @@ try {
       const before = tablesBefore.get(name) ?? [0, 0, 0];
       const per = after.map((n, i) => ((n - before[i]!) / Math.max(1, stored)).toFixed(2));
       if (after.some((n, i) => n !== before[i])) log(`  ${name.padEnd(25)} ${per.join(" / ")}`);
+    }
+    if (STATEMENTS) {
+      const commits = tablesAfter.get("commits")![0]! - tablesBefore.get("commits")![0]!;
+      await printStatements(stack.infra.databaseUrl, stored, Number(paths!.claimed) + Number(paths!.later), commits, log);
+      await printCostliestStatements(client, stored, log);
     }
   }
 } finally {
