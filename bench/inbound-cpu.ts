@@ -11,10 +11,14 @@
 //   BENCH_CPU_WEBHOOK=1 (0: to the organization without a webhook endpoint)  BENCH_INBOXES=100
 //   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
 //   summarize them with bench/cpu-profile.ts)
+//   BENCH_CPU_NODE_ARGS="--flag …" (more Node options of the smtp role, e.g. V8's heap sizes)
 //   BENCH_CPU_STATEMENTS=1 (a PostgreSQL of its own with pg_stat_statements, in place of the stack's; the measured round
 //   prints every statement's calls per stored message and per webhook delivery, commits beside them: what each
-//   message and each delivery costs in round trips. The extension costs PostgreSQL CPU: compare CPU figures of runs
-//   without it)
+//   message and each delivery costs in round trips; and the statements (those differing only in their row count
+//   together) that took most of PostgreSQL's time per stored message, planning apart, and autovacuum's CPU by table
+//   from its log. The extension costs PostgreSQL CPU: compare CPU figures of runs without it)
+// Every round also prints PostgreSQL's CPU by process kind, and WAL records, full-page images and bytes per stored
+// message with the sessions opened (pg_stat_wal, pg_stat_database).
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -37,6 +41,8 @@ const WEBHOOK = process.env["BENCH_CPU_WEBHOOK"] !== "0";
 const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
 const STATEMENTS = process.env["BENCH_CPU_STATEMENTS"] === "1";
+/** Statements listed by their share of PostgreSQL's time. */
+const TOP_STATEMENTS = 15;
 const DRAIN_MAX_S = 120;
 const TICK_MS = 10;
 /** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
@@ -62,9 +68,12 @@ async function postgresWithStatementStatistics(workDir: string, teardown: Teardo
   const setup = new pg.Client({ connectionString: postgres.url });
   await setup.connect();
   await setup.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`);
+  // Planning counted apart; every autovacuum logged with its CPU (noteAutovacuum).
+  await setup.query(`alter system set pg_stat_statements.track_planning = on`);
+  await setup.query(`alter system set log_autovacuum_min_duration = 0`);
   await setup.end();
   await postgres.stop();
-  postgres = await startEmbeddedPostgres({ dataDir, port: Number(new URL(postgres.url).port) });
+  postgres = await startEmbeddedPostgres({ dataDir, port: Number(new URL(postgres.url).port), log: noteAutovacuum });
   const running = postgres;
   teardown.add(() => running.stop());
   const again = new pg.Client({ connectionString: postgres.url });
@@ -95,6 +104,80 @@ async function printStatements(url: string, stored: number, deliveries: number, 
     }
   } finally {
     await client.end();
+  }
+}
+
+/** Ticks of each live process of `pids`, with what its title says it is (backends, walwriter, checkpointer, …). */
+function ticksByPid(pids: readonly number[]): Map<number, { kind: string; ticks: number }> {
+  const byPid = new Map<number, { kind: string; ticks: number }>();
+  for (const pid of pids) {
+    try {
+      const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+      const kind =
+        /^postgres: (walwriter|checkpointer|background writer|autovacuum launcher|autovacuum worker|walsummarizer|io worker|logical replication launcher)/.exec(title)?.[1] ??
+        (title.startsWith("postgres: ") ? "backends" : "postmaster");
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      byPid.set(pid, { kind, ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // gone
+    }
+  }
+  return byPid;
+}
+
+/** Ticks during the round by process kind, of the processes alive at its end (they may have started during it). */
+function ticksByKind(before: Map<number, { ticks: number }>, after: Map<number, { kind: string; ticks: number }>): Map<string, number> {
+  const byKind = new Map<string, number>();
+  for (const [pid, { kind, ticks }] of after) byKind.set(kind, (byKind.get(kind) ?? 0) + ticks - (before.get(pid)?.ticks ?? 0));
+  return byKind;
+}
+
+/** WAL written so far (pg_stat_wal), and the sessions the database has had. */
+async function walCounters(client: pg.Client): Promise<{ records: number; fpi: number; bytes: number; sessions: number }> {
+  await client.query("select pg_stat_clear_snapshot()");
+  const [row] = (
+    await client.query<{ records: string; fpi: string; bytes: string; sessions: string }>(
+      `select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes,
+              (select sessions::text from pg_stat_database where datname = current_database()) as sessions from pg_stat_wal`,
+    )
+  ).rows;
+  return { records: Number(row!.records), fpi: Number(row!.fpi), bytes: Number(row!.bytes), sessions: Number(row!.sessions) };
+}
+
+/** CPU seconds autovacuum and autoanalyze reported in the log ("system usage: CPU: user: x s, system: y s"), by table. */
+const autovacuumCpu = new Map<string, number>();
+function noteAutovacuum(line: string): void {
+  const table = /automatic (?:vacuum|analyze) of table "([^"]+)"/.exec(line)?.[1];
+  if (table) lastAutovacuumTable = table;
+  const cpu = /CPU: user: ([\d.]+) s, system: ([\d.]+) s/.exec(line);
+  if (cpu && lastAutovacuumTable) {
+    autovacuumCpu.set(lastAutovacuumTable, (autovacuumCpu.get(lastAutovacuumTable) ?? 0) + Number(cpu[1]) + Number(cpu[2]));
+    lastAutovacuumTable = undefined;
+  }
+}
+let lastAutovacuumTable: string | undefined;
+
+/** The statements that took most of PostgreSQL's time (planning + execution, waits included) per stored message. */
+async function printCostliestStatements(client: pg.Client, stored: number, log: (line: string) => void): Promise<void> {
+  const { rows } = await client.query<{ query: string; calls: string; ms: string; plan_ms: string }>(
+    `select query, calls::text, (total_exec_time + total_plan_time)::text as ms, total_plan_time::text as plan_ms
+       from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
+  );
+  // A multi-row statement has a text per row count: summed by its start.
+  const families = new Map<string, { query: string; calls: number; ms: number; planMs: number }>();
+  for (const r of rows) {
+    const key = r.query.replace(/\s+/g, " ").slice(0, 60);
+    const f = families.get(key) ?? { query: r.query, calls: 0, ms: 0, planMs: 0 };
+    f.calls += Number(r.calls);
+    f.ms += Number(r.ms);
+    f.planMs += Number(r.plan_ms);
+    families.set(key, f);
+  }
+  const per = (n: number) => (n / Math.max(1, stored)).toFixed(3).padStart(6);
+  log(`statements by PostgreSQL time per stored message (planning + execution ms, waits included; planning; calls):`);
+  for (const f of [...families.values()].sort((a, b) => b.ms - a.ms).slice(0, TOP_STATEMENTS)) {
+    log(`  ${per(f.ms)} ms (plan ${per(f.planMs)})  ${per(f.calls)} calls  ${f.query.replace(/\s+/g, " ").slice(0, 140)}`);
   }
 }
 
@@ -152,7 +235,10 @@ try {
       maxConnections: 300,
       webhookRetryInitialMs: 1000,
       log,
-      smtpNodeArgs: PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+      smtpNodeArgs: [
+        ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+        ...(process.env["BENCH_CPU_NODE_ARGS"]?.split(/\s+/).filter(Boolean) ?? []),
+      ],
     },
     teardown,
   );
@@ -175,6 +261,9 @@ try {
     const load = loadAverage()[0];
     const smtpBefore = threadTicks(stack.smtp.pid);
     const pgBefore = groupTicks(processTree(postmaster), postmaster);
+    const pgPidsBefore = ticksByPid(processTree(postmaster));
+    const walBefore = await walCounters(client);
+    autovacuumCpu.clear();
     const others = { receiver: [stack.receiver.pid], "api+worker": [stack.api.pid, stack.worker.pid] };
     const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const storedBefore = await stack.stats.storedMessages();
@@ -198,6 +287,8 @@ try {
     const seconds = (performance.now() - started) / 1000;
     const smtpAfter = threadTicks(stack.smtp.pid);
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
+    const pgKinds = ticksByKind(pgPidsBefore, ticksByPid(processTree(postmaster)));
+    const walAfter = await walCounters(client);
     const othersAfter = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const stored = (await stack.stats.storedMessages()) - storedBefore;
     await sleep(STATS_FLUSH_MS);
@@ -220,6 +311,16 @@ try {
     }
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
+    let liveSum = 0;
+    for (const [kind, d] of pgKinds) {
+      liveSum += d;
+      if (d > 0) log(`    ${kind.padEnd(23)} ${ms(d)}`);
+    }
+    // The reaped: autovacuum workers, closed connections (what they used during the round only).
+    log(`    exited during the round   ${ms(pgAfter - pgBefore - liveSum)}`);
+    for (const [table, seconds] of autovacuumCpu) log(`    autovacuum/analyze of ${table} (its log) ${ms(seconds * 100)}`);
+    const per = (n: number) => (n / Math.max(1, stored)).toFixed(2);
+    log(`  WAL per stored message: ${per(walAfter.records - walBefore.records)} records, ${per(walAfter.fpi - walBefore.fpi)} full-page images, ${per(walAfter.bytes - walBefore.bytes)} bytes; ${walAfter.sessions - walBefore.sessions} sessions opened`);
     for (const k of Object.keys(others)) log(`  ${k.padEnd(25)} ${ms(othersAfter[k]! - othersBefore[k]!)}`);
     // A delivery claimed in its store transaction keeps last_attempt_at = created_at; one that found no prompt slot
     // free then was claimed by a transaction of its own later (deliveries.ts), at a later time.
@@ -250,6 +351,7 @@ try {
     if (STATEMENTS) {
       const commits = tablesAfter.get("commits")![0]! - tablesBefore.get("commits")![0]!;
       await printStatements(stack.infra.databaseUrl, stored, Number(paths!.claimed) + Number(paths!.later), commits, log);
+      await printCostliestStatements(client, stored, log);
     }
   }
 } finally {

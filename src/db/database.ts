@@ -88,8 +88,17 @@ const RELISTEN_MS = [100, 500, 1000, 2000, 5000];
 
 const ignoreError = (): void => undefined;
 
+/**
+ * How long a pooled connection may sit idle before it is closed. A new connection costs PostgreSQL ~9 ms of CPU and
+ * the client ~5 (SCRAM, backend start; 100 connections to the embedded cluster) and its prepared statements are
+ * parsed and planned again: with the driver's 10 s, the smtp role's pools closed and reopened ~25 connections in a
+ * 6,000-message round of bench:inbound-cpu (a connection a burst needed, idle until the next). The pool's size still
+ * bounds what is held.
+ */
+const IDLE_CONNECTION_MS = 60_000;
+
 function createSqlPool({ url, ssl }: PgConnection, max: number): SqlPool & { use(): PoolUse; end(): Promise<void> } {
-  const pool = new pg.Pool({ connectionString: url, ssl, max });
+  const pool = new pg.Pool({ connectionString: url, ssl, max, idleTimeoutMillis: IDLE_CONNECTION_MS });
   // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const run = async <T>(client: pg.Pool | pg.PoolClient, text: string, values: readonly unknown[] = [], options?: QueryOptions) =>
