@@ -37,6 +37,22 @@ export function readProcessCpu(pid: number | "self"): ProcessCpu | undefined {
   };
 }
 
+/**
+ * Bytes the process caused to be written to storage (write_bytes of /proc/<pid>/io: page-cache pages it dirtied,
+ * whenever they reach the disk), its own and those of its children that have ended and been waited for, which the
+ * kernel adds to the parent's count; undefined once it has ended or when the file is not readable.
+ */
+export function readWriteBytes(pid: number | "self"): number | undefined {
+  let io: string;
+  try {
+    io = readFileSync(`/proc/${pid}/io`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const found = /^write_bytes: (\d+)$/m.exec(io);
+  return found ? Number(found[1]) : undefined;
+}
+
 /** This process's CPU-seconds so far: its own (to the microsecond) and its reaped children's. */
 export function ownCpuSeconds(): number {
   const { user, system } = process.cpuUsage();
