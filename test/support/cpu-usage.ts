@@ -18,12 +18,8 @@ export interface ProcessCpu {
 
 /** The process's CPU times; undefined once it has ended. */
 export function readProcessCpu(pid: number | "self"): ProcessCpu | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
+  const stat = readProcFile(pid, "stat");
+  if (stat === undefined) return undefined;
   // The command sits in parentheses and may itself hold spaces and parentheses: the fields follow the last ')'.
   const close = stat.lastIndexOf(")");
   const fields = stat.slice(close + 2).split(" ");
@@ -43,14 +39,17 @@ export function readProcessCpu(pid: number | "self"): ProcessCpu | undefined {
  * kernel adds to the parent's count; undefined once it has ended or when the file is not readable.
  */
 export function readWriteBytes(pid: number | "self"): number | undefined {
-  let io: string;
+  const found = /^write_bytes: (\d+)$/m.exec(readProcFile(pid, "io") ?? "");
+  return found ? Number(found[1]) : undefined;
+}
+
+/** A file of /proc/<pid>/; undefined once the process has ended or when it is not readable. */
+function readProcFile(pid: number | "self", name: string): string | undefined {
   try {
-    io = readFileSync(`/proc/${pid}/io`, "utf8");
+    return readFileSync(`/proc/${pid}/${name}`, "utf8");
   } catch {
     return undefined;
   }
-  const found = /^write_bytes: (\d+)$/m.exec(io);
-  return found ? Number(found[1]) : undefined;
 }
 
 /** This process's CPU-seconds so far: its own (to the microsecond) and its reaped children's. */
