@@ -14,6 +14,8 @@ export interface EmbeddedPostgresOptions {
   readonly port?: number;
   /** Receives postgres' own output; discarded when omitted. */
   readonly log?: (line: string) => void;
+  /** Settings added after the defaults (each a `name=value` for postgres' `-c`), overriding those of the same name. */
+  readonly settings?: readonly string[];
 }
 
 export interface RunningPostgres {
@@ -70,6 +72,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       "-c", "unix_socket_directories=",
       "-c", "max_connections=200",
       "-c", "fsync=on",
+      ...(opts.settings ?? []).flatMap((setting) => ["-c", setting]),
     ],
     // PostgreSQL refuses to run as root; the library then runs it as a `postgres` system user (created if missing).
     createPostgresUser: isRoot,

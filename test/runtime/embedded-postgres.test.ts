@@ -38,17 +38,20 @@ describe("startEmbeddedPostgres", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("initialises a cluster, serves the mailbox database and keeps data across restarts", { timeout: 60_000 }, async () => {
+  it("initialises a cluster, serves the mailbox database and keeps data across restarts, with settings added to its durable defaults", { timeout: 60_000 }, async () => {
     const first = await startEmbeddedPostgres({ dataDir: dir });
     expect(first.url).toMatch(/^postgres:\/\/[^:]+:[^@]+@127\.0\.0\.1:\d+\/mailbox$/);
     expect(await query(first.url, "select 1 as one")).toEqual([{ one: 1 }]);
     expect(await query(first.url, "show server_encoding")).toEqual([{ server_encoding: "UTF8" }]);
+    expect(await query(first.url, "show fsync")).toEqual([{ fsync: "on" }]);
     await query(first.url, "create table kept (v text); insert into kept values ('still here')");
     await first.stop();
 
-    const second = await startEmbeddedPostgres({ dataDir: dir });
+    // The test run's own cluster is started so (test/support/global-setup.ts).
+    const second = await startEmbeddedPostgres({ dataDir: dir, settings: ["fsync=off", "wal_init_zero=off"] });
     cleanups.push(() => second.stop());
     expect(await query(second.url, "select v from kept")).toEqual([{ v: "still here" }]);
+    expect(await query(second.url, "select current_setting('fsync') as fsync, current_setting('wal_init_zero') as zero")).toEqual([{ fsync: "off", zero: "off" }]);
   });
 
   it("starts over a postmaster.pid left by a killed server whose pid was reused", { timeout: 60_000 }, async () => {

