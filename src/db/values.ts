@@ -1,6 +1,6 @@
 // Multi-row statements with every value a bound parameter (a Buffer travels as binary; inside an array it would
 // travel as hex text), split only when a statement would pass the wire protocol's parameter limit.
-import type { SqlTx } from "./database.js";
+import type { QueryOptions, SqlTx } from "./database.js";
 
 /** Bound parameters per statement the wire protocol allows (a 16-bit count). */
 const MAX_PARAMETERS = 65_535;
@@ -9,8 +9,14 @@ const MAX_PARAMETERS = 65_535;
 export type Bind = (value: unknown) => string;
 
 /** `<head> <rows>` with multi-row VALUES; see runValues. */
-export function insertRows<T>(tx: SqlTx, head: string, items: readonly T[], row: (item: T, bind: Bind) => string): Promise<void> {
-  return runValues(tx, (values) => `${head} ${values}`, items, row);
+export function insertRows<T>(
+  tx: SqlTx,
+  head: string,
+  items: readonly T[],
+  row: (item: T, bind: Bind) => string,
+  options?: QueryOptions,
+): Promise<void> {
+  return runValues(tx, (values) => `${head} ${values}`, items, row, options);
 }
 
 /**
@@ -22,6 +28,7 @@ export async function runValues<T>(
   statement: (values: string) => string,
   items: readonly T[],
   row: (item: T, bind: Bind) => string,
+  options?: QueryOptions,
 ): Promise<void> {
   let params: unknown[] = [];
   let rows: string[] = [];
@@ -35,9 +42,9 @@ export async function runValues<T>(
     }
     // The row does not fit: run the rows before it, and render it again as the first of the next statement.
     params.length = before;
-    await tx.query(statement(rows.join(", ")), params);
+    await tx.query(statement(rows.join(", ")), params, options);
     params = [];
     rows = [row(item, bind)];
   }
-  if (rows.length > 0) await tx.query(statement(rows.join(", ")), params);
+  if (rows.length > 0) await tx.query(statement(rows.join(", ")), params, options);
 }

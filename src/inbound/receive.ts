@@ -125,10 +125,9 @@ const PREPARED_GROUP_ROWS = 32;
 // A group (at most 100 rows of 11 parameters) always fits one statement, so its INSERT is atomic without a transaction.
 export function createRawMessageStore(db: Database): RawMessageStore {
   const insert = groupCommit<Row, string>(async (rows) => {
-    const params: unknown[] = [];
-    const bind: Bind = (value) => `$${params.push(value)}`;
-    const values = rows.map(({ id, message }) => rowOf(id, message, message.raw.length, message.raw, bind));
-    await db.sql.query(`${INSERT_ROW} ${values.join(", ")}`, params, { prepared: rows.length <= PREPARED_GROUP_ROWS });
+    await insertRows(db.sql, INSERT_ROW, rows, ({ id, message }, bind) => rowOf(id, message, message.raw.length, message.raw, bind), {
+      prepared: rows.length <= PREPARED_GROUP_ROWS,
+    });
     return rows.map((r) => r.id);
   }, GROUPING);
 
