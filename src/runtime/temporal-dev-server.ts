@@ -27,6 +27,8 @@ export interface TemporalDevServerOptions {
   readonly searchAttributes?: Readonly<Record<string, SearchAttributeType>>;
   /** Receives the server's output; discarded when omitted. */
   readonly log?: (line: string) => void;
+  /** How a free loopback port is picked (tests make it pick a taken one); findFreePort when omitted. */
+  readonly pickFreePort?: () => Promise<number>;
 }
 
 export interface RunningTemporal {
@@ -38,6 +40,12 @@ export interface RunningTemporal {
 }
 
 const READY_TIMEOUT_MS = 30_000;
+/**
+ * Starts tried when a port picked free was taken by the time the server bound it. A free port is only free when
+ * picked: on a busy machine another process (or an outgoing connection's local port) can take it first, and the
+ * server also picks ports of its own (its internal services') the same way.
+ */
+const PORT_ATTEMPTS = 3;
 const STOP_TIMEOUT_MS = 10_000;
 const LOG_TAIL_LINES = 50;
 /** Its own clean shutdown, then SIGKILL. */
@@ -47,6 +55,34 @@ const STOP_STEPS: readonly StopStep[] = [
 ];
 
 export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<RunningTemporal> {
+  const taken = new Set<number>();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts, taken);
+    } catch (err) {
+      const port = err instanceof PortTaken ? err.port : undefined;
+      // A port the caller asked for stays taken; one we (or the server) picked is picked again.
+      if (port === undefined || port === opts.port || attempt === PORT_ATTEMPTS) throw err;
+      taken.add(port);
+      process.stderr.write(`Temporal dev server: port ${port} was taken as it started; starting again on other ports\n`);
+    }
+  }
+}
+
+/** The server exited because a port it was to listen on was taken. */
+class PortTaken extends Error {
+  constructor(
+    message: string,
+    readonly port: number,
+    options: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+const PORT_TAKEN = /listen(?:ing)? tcp [\d.:[\]]+:(\d+): bind: address already in use/;
+
+async function startOnce(opts: TemporalDevServerOptions, taken: ReadonlySet<number>): Promise<RunningTemporal> {
   const namespace = opts.namespace ?? "default";
   const dbFile = opts.dataDir === undefined ? undefined : join(opts.dataDir, "temporal", "temporal.db");
   // Before choosing ports: a server left running by a killed run may hold the Web UI port.
@@ -59,11 +95,23 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
     undefined,
     (line) => process.stderr.write(`Temporal dev server: ${line}\n`),
   );
-  const port = opts.port ?? (await findFreePort());
+  const pickFreePort = async (): Promise<number> => {
+    for (let i = 0; i < 10; i++) {
+      const port = await (opts.pickFreePort ?? findFreePort)();
+      if (!taken.has(port)) return port;
+    }
+    return findFreePort();
+  };
+  const port = opts.port ?? (await pickFreePort());
   // Another instance on this machine may hold the configured UI port; the UI is a convenience, so take another.
-  const uiPort = opts.headless ? null : opts.uiPort && (await isPortFree(opts.uiPort)) ? opts.uiPort : await findFreePort();
+  const uiPort = opts.headless
+    ? null
+    : opts.uiPort && !taken.has(opts.uiPort) && (await isPortFree(opts.uiPort))
+      ? opts.uiPort
+      : await pickFreePort();
+  const httpPort = await pickFreePort();
   const address = `127.0.0.1:${port}`;
-  const args = ["server", "start-dev", "--ip", "127.0.0.1", "--port", String(port), "--namespace", namespace];
+  const args = ["server", "start-dev", "--ip", "127.0.0.1", "--port", String(port), "--http-port", String(httpPort), "--namespace", namespace];
   args.push(...(uiPort === null ? ["--headless"] : ["--ui-port", String(uiPort)]));
   if (dbFile !== undefined) {
     await mkdir(dirname(dbFile), { recursive: true });
@@ -120,7 +168,10 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   } catch (err) {
     const reason = exitReason ?? (err instanceof Error ? err.message : String(err));
     await stop();
-    throw new Error(`Temporal dev server (${opts.cliPath}) failed: ${reason}\n${tail.join("\n")}`, { cause: err });
+    const message = `Temporal dev server (${opts.cliPath}) failed: ${reason}\n${tail.join("\n")}`;
+    const takenPort = tail.map((line) => PORT_TAKEN.exec(line)?.[1]).find((p) => p !== undefined);
+    if (takenPort !== undefined) throw new PortTaken(message, Number(takenPort), { cause: err });
+    throw new Error(message, { cause: err });
   }
   return { address, uiUrl: uiPort === null ? null : `http://127.0.0.1:${uiPort}`, stop };
 }

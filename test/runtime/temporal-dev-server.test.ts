@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { findFreePort } from "../../src/runtime/free-port.js";
 import { ensureTemporalCli } from "../../src/runtime/temporal-cli.js";
 import { startTemporalDevServer, type RunningTemporal } from "../../src/runtime/temporal-dev-server.js";
 import { toolsDir } from "../../src/runtime/tools-dir.js";
@@ -83,6 +84,32 @@ describe("startTemporalDevServer", () => {
       expect(server.uiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(server.uiUrl).not.toBe(`http://127.0.0.1:${port}`);
       expect((await fetch(server.uiUrl!)).status).toBe(200);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("starts again on other ports when a port it picked is taken by the time the server binds it", { timeout: 90_000 }, async () => {
+    const blocker = createServer().listen(0, "127.0.0.1");
+    await once(blocker, "listening");
+    try {
+      const { port: blocked } = blocker.address() as AddressInfo;
+      const picked: number[] = [];
+      // The frontend port is given, so the first port picked is the HTTP API's: the one already taken.
+      const pickFreePort = async () => {
+        const port = picked.length === 0 ? blocked : await findFreePort();
+        picked.push(port);
+        return port;
+      };
+      const server = await start({ port: await findFreePort(), headless: true, namespace, pickFreePort });
+      expect(picked[0]).toBe(blocked);
+      expect(picked.length).toBeGreaterThan(1);
+      const connection = await Connection.connect({ address: server.address });
+      try {
+        expect((await connection.workflowService.describeNamespace({ namespace })).namespaceInfo?.name).toBe(namespace);
+      } finally {
+        await connection.close();
+      }
     } finally {
       blocker.close();
     }
