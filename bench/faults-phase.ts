@@ -16,6 +16,7 @@ import { tokenOf } from "./inbound-message.js";
 import { runOutboundClient, tokenInSubject } from "./outbound-client.js";
 import type { SinkRecord } from "./outbound-sink.js";
 import type { Sink } from "./outbound-sink-process.js";
+import { epochNow } from "./clock.js";
 
 /** The service under test, as the loads and the counts reach it. */
 export interface FaultTarget {
@@ -97,7 +98,7 @@ export const MAX_COPIES = 2;
 const SENDER = "fault-sender@load.localhost";
 const TEXT_BYTES = 1024;
 const POLL_MS = 1000;
-const now = () => performance.timeOrigin + performance.now();
+const now = epochNow;
 
 /** Every sink record so far, by the token in its Subject; shared by the phases of a run (late copies count too). */
 export class SinkLedger {

@@ -9,6 +9,7 @@
 // IPC: parent → {cmd: "fail", ratio} | {cmd: "take"};  child → {ready: host} | {taken: Records}.
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
+import { epochNow } from "./clock.js";
 
 const TLS_DIR = new URL("../test/fixtures/webhook-tls/", import.meta.url);
 
@@ -29,7 +30,7 @@ export interface ReceiverTake {
 
 export type ReceiverCommand = { readonly cmd: "fail"; readonly ratio: number } | { readonly cmd: "take" };
 
-const now = () => performance.timeOrigin + performance.now();
+const now = epochNow;
 
 /** mulberry32: a small seeded PRNG, so every run fails the same sequence of requests. */
 function seededRandom(seed: number): () => number {

@@ -14,6 +14,7 @@
 // SMTPConnection.init is replaced by one that does what the original does, without the timer.
 import { SMTPServer, type SMTPServerSession } from "smtp-server";
 import { SMTPConnection } from "smtp-server/lib/smtp-connection.js";
+import { epochNow } from "./clock.js";
 
 export interface SinkOptions {
   /** 100 is smtp-server's own fixed delay; 0 greets at once. */
@@ -49,7 +50,7 @@ export interface SinkTake {
   readonly counters: SinkCounters;
 }
 
-const now = () => performance.timeOrigin + performance.now();
+const now = epochNow;
 const MAX_HEADER_BYTES = 64 * 1024;
 
 let options: SinkOptions = { greetingDelayMs: 0, deferAttempts: 1 };

@@ -58,6 +58,7 @@ import { pssKb, reapedTicks, statusKb } from "./processes.js";
 import { percentile } from "./run-report.js";
 import { envList, envNumber } from "./settings.js";
 import { Teardown } from "./stack.js";
+import { epochNow } from "./clock.js";
 
 const SCENARIOS = ["accept", "latency", "deferral", "throughput", "floor"] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
@@ -155,7 +156,7 @@ function settingsFromEnv(env = process.env): Settings {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const now = () => performance.timeOrigin + performance.now();
+const now = epochNow;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Systems and runs

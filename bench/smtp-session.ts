@@ -3,6 +3,7 @@
 // oldest waiter; MAIL/RCPT/DATA pipelined when the server offers PIPELINING, then the message and the final dot in
 // one write; a message counts only when the reply to the final dot is 250.
 import { connect, type Socket } from "node:net";
+import { epochNow } from "./clock.js";
 
 export interface Reply {
   readonly code: number;
@@ -21,7 +22,7 @@ export class ReplyError extends Error {
 
 const REPLY_TIMEOUT_MS = 30_000;
 
-export const now = () => performance.timeOrigin + performance.now();
+export const now = epochNow;
 
 export class SmtpSession {
   private buffer = "";
