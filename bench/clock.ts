@@ -2,8 +2,9 @@
 // timestamps. `performance.timeOrigin + performance.now()` alone is not: timeOrigin is read once when a process
 // starts, so a step of the machine's clock after that (an NTP step, a VM fork — seen here: webhook latencies came
 // out negative) sets processes started before and after it apart. The monotonic clock measures between reads of
-// the wall clock; when the two part by more than STEP_MS, the wall clock wins and the step is counted.
-const STEP_MS = 2;
+// the wall clock; when the two part by more than STEP_MS (they wander ~1.5 ms apart here: whole-millisecond
+// Date.now() and the kernel slewing the wall clock), the wall clock wins and the step is counted.
+const STEP_MS = 5;
 
 let offset = Date.now() - performance.now();
 let steps = 0;
