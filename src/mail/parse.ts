@@ -94,6 +94,11 @@ export interface EmailParser {
 export interface ParseWorkerSettings {
   readonly maxHeaderBytes: number;
   readonly maxMimeParts: number;
+  /**
+   * false: every message goes through mailparser, none is parsed directly (src/mail/direct-parse.ts). Only the
+   * differential test and bench:parse set it, to compare the two.
+   */
+  readonly directParse?: boolean;
 }
 
 /**
@@ -288,7 +293,7 @@ class ParseWorkers {
     const worker = new Worker(WORKER_URL, {
       // The OS thread's name too (ps -L, top -H, /proc/<pid>/task/*/comm): its CPU and memory can be told apart.
       name: PARSER_THREAD_NAME,
-      workerData: { maxHeaderBytes, maxMimeParts } satisfies ParseWorkerSettings,
+      workerData: { maxHeaderBytes, maxMimeParts, directParse: !process.env.FASTPARSE_OFF } satisfies ParseWorkerSettings, // TEMPORARY A/B switch
       resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GENERATION_MB, Math.ceil(memoryMb / 4)) },
     });
     worker.unref();
