@@ -176,7 +176,7 @@ function encodeText(r: Random, text: string, charset: string): Buffer {
   return r.chance(0.1) ? Buffer.concat([bytes, Buffer.from([0xc3, 0x28, 0xff, 0x80])]) : bytes;
 }
 
-/** Quoted-printable of the bytes, lines wrapped with soft breaks, with the oddities senders produce. */
+/** Quoted-printable of the bytes (as Latin-1 text), lines wrapped with soft breaks, with the oddities senders produce (raw 8-bit bytes among them). */
 function quotedPrintable(r: Random, bytes: Buffer, eol: string): string {
   let out = "";
   let line = 0;
@@ -192,7 +192,7 @@ function quotedPrintable(r: Random, bytes: Buffer, eol: string): string {
     out += cased;
     line += cased.length;
   }
-  const oddities = [() => "=ZZ", () => "==41", () => "=4", () => "=", () => "= \r\n", () => "=\t\n", () => "=e9", () => " \t", () => "=C3=A9"];
+  const oddities = [() => "\u00c3\u00a9", () => "\u00e9", () => "=ZZ", () => "==41", () => "=4", () => "=", () => "= \r\n", () => "=\t\n", () => "=e9", () => " \t", () => "=C3=A9"];
   for (let i = r.chance(0.4) ? r.int(4) : 0; i > 0; i--) {
     const at = r.int(out.length + 1);
     out = out.slice(0, at) + r.pick(oddities)() + out.slice(at);
@@ -260,7 +260,7 @@ function message(r: Random): Sample {
   if (r.chance(0.85)) mime.push(field(r, "MIME-Version", "1.0", eol));
   if (typed) mime.push(field(r, "Content-Type", type, eol));
   if (encoding) mime.push(field(r, "Content-Transfer-Encoding", encoding, eol));
-  const near = nearShape(r, eol, type);
+  const near = nearShape(r, eol, type, mime);
   if (near) shape.push(near.shape);
 
   const fields = [...headerFields(r, eol), ...(near?.mime ?? mime)].join("");
@@ -284,13 +284,16 @@ function message(r: Random): Sample {
   return { raw, expected, shape: shape.join(", ") };
 }
 
-/** Now and then a shape near the common one (its MIME header fields and body); `leave`: the direct parse must leave it. */
-function nearShape(r: Random, eol: string, type: string): { shape: string; leave: boolean; mime?: string[]; body?: Buffer } | null {
+/**
+ * Now and then a shape near the common one: its MIME header fields (`mime` with a disposition, or others) and body;
+ * `leave`: the direct parse must leave it.
+ */
+function nearShape(r: Random, eol: string, type: string, mime: string[]): { shape: string; leave: boolean; mime?: string[]; body?: Buffer } | null {
   const variant = r.int(100);
   const typeField = (value: string) => [field(r, "Content-Type", value, eol)];
-  if (variant < 4) return { shape: "attachment", leave: true, mime: [...typeField(type), field(r, "Content-Disposition", 'attachment; filename="notes.txt"', eol)] };
-  if (variant < 6) return { shape: "inline", leave: false, mime: [...typeField(type), field(r, "Content-Disposition", "inline", eol)] };
-  if (variant < 8) return { shape: "odd disposition", leave: true, mime: [...typeField(type), field(r, "Content-Disposition", "weird", eol)] };
+  if (variant < 4) return { shape: "attachment", leave: true, mime: [...mime, field(r, "Content-Disposition", 'attachment; filename="notes.txt"', eol)] };
+  if (variant < 6) return { shape: "inline", leave: false, mime: [...mime, field(r, "Content-Disposition", "inline", eol)] };
+  if (variant < 8) return { shape: "odd disposition", leave: true, mime: [...mime, field(r, "Content-Disposition", "weird", eol)] };
   if (variant < 10) {
     const body = Buffer.from(`text${eol}--b1${eol}Content-Type: text/plain${eol}${eol}inside${eol}--b1--${eol}`);
     return { shape: "boundary on a text part", leave: true, mime: typeField(`${type}; boundary="b1"`), body };
