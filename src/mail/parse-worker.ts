@@ -221,7 +221,7 @@ async function parse(raw: Uint8Array | null): Promise<ParsedMessage> {
 /** A message of the common shape (one text part) parsed without mailparser's streams; null for any other. */
 function parsedDirectly(raw: Buffer, probe: BodyProbe): Collected | null {
   if (settings.directParse === false) return null;
-  const direct = parseDirect(raw, settings.maxHeaderBytes);
+  const direct = parseDirect(raw, settings.maxHeaderBytes, settings.maxMimeParts);
   if (!direct) return null;
   probe.write(raw);
   return { headers: direct.headers as Headers, text: direct.text, html: direct.html, attachments: [], problems: [] };
