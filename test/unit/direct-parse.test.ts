@@ -358,7 +358,7 @@ function alternative(r: Random, eol: string): { mime: string[]; body: Buffer; ex
     shape.push("closing boundary in the preamble");
     leave = true;
   } else if (structure >= 18 && structure < 21) {
-    pieces.splice(pieces.length - 1, 0, `--${boundary}${eol}Content-Type: text/plain${eol}--${boundary}${eol}`);
+    pieces.splice(pieces.length - 1, 0, `--${boundary}${eol}Content-Type: text/plain${eol}--${boundary}${eol}Content-Type: text/plain${eol}${eol}next${eol}`);
     shape.push("a part without the end of its header section");
     leave = true;
   }
