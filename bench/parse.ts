@@ -22,11 +22,9 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
-import MailComposer from "nodemailer/lib/mail-composer/index.js";
 import { extractMessage, type ExtractionInput } from "../src/extraction/index.js";
 import type { FromParseWorker, ParsedMessage, ParseWorkerSettings, ToParseWorker } from "../src/mail/parse.js";
-import { HELD_OUT_DIR as EXTRACTION_HELD_OUT, loadCorpus } from "../test/fixtures/extraction/corpus.js";
-import { HELD_OUT_DIR as SAFETY_HELD_OUT, loadSafetyCorpus } from "../test/fixtures/safety/corpus.js";
+import { corpusMessages } from "./corpus-messages.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { bodyFor, headerFor } from "./inbound-message.js";
 
@@ -48,32 +46,10 @@ interface Sample {
   readonly raw: Buffer;
 }
 
-async function composed(part: { subject: string; from: string | null; text: string | null; html: string | null }): Promise<Buffer> {
-  const mail = new MailComposer({
-    from: part.from ?? "sender@example.com",
-    to: "agent@mailbox.localhost",
-    subject: part.subject,
-    ...(part.text !== null ? { text: part.text } : {}),
-    ...(part.html !== null ? { html: part.html } : {}),
-  });
-  return mail.compile().build();
-}
-
 async function mix(): Promise<Sample[]> {
   const template = { from: "bench@sender.localhost", to: "agent@mailbox.localhost", bytes: 10 * 1024 };
   const header = headerFor(template, template.to, "0123456789abcdef");
-  const samples: Sample[] = [{ group: "bench 10 KB", raw: Buffer.from(header + bodyFor(template, Buffer.byteLength(header))) }];
-  const fixtures = [
-    ...loadCorpus(),
-    ...loadCorpus(EXTRACTION_HELD_OUT),
-    ...loadSafetyCorpus(),
-    ...loadSafetyCorpus(SAFETY_HELD_OUT),
-  ];
-  for (const f of fixtures) {
-    const group = f.html === null ? "corpus: text" : f.text === null ? "corpus: html" : "corpus: text+html";
-    samples.push({ group, raw: await composed(f) });
-  }
-  return samples;
+  return [{ group: "bench 10 KB", raw: Buffer.from(header + bodyFor(template, Buffer.byteLength(header))) }, ...(await corpusMessages())];
 }
 
 /** A parser worker as parse.ts starts one (no heap limit: nothing here is hostile beyond the corpus). */

@@ -7,13 +7,17 @@
 // directly and one that never does answer every job (parsed message, extraction, text from HTML) deep-equal. Each
 // message says whether the direct parse must take it, leave it, or may do either (malformed base64), and the test
 // holds it to that, so the direct path can neither silently decline everything nor take what it must not.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { corpusMessages } from "../../bench/corpus-messages.js";
 import { parseDirect } from "../../src/mail/direct-parse.js";
 import type { FromParseWorker, ParseWorkerSettings, ToParseWorker } from "../../src/mail/parse.js";
 import { random, type Random } from "./seeded-random.js";
 
 const SEED = 20261127;
+const FIXTURES = new URL("../fixtures", import.meta.url).pathname;
 const MESSAGES = 2000;
 const MAX_HEADER_BYTES = 16 * 1024;
 const MAX_MIME_PARTS = 100;
@@ -454,6 +458,19 @@ describe("the direct parse against mailparser", () => {
     expect(counts.either).toBeGreaterThan(20);
     expect(counts.partial).toBeGreaterThan(10);
     console.log(`direct parse differential: ${JSON.stringify(counts)}`);
+  });
+
+  test("the extraction and safety corpora composed by nodemailer, and the .eml fixtures: the same answers", async () => {
+    const emls = readdirSync(FIXTURES).filter((f) => f.endsWith(".eml"));
+    const messages = [...(await corpusMessages()), ...emls.map((f) => ({ group: f, raw: readFileSync(join(FIXTURES, f)) }))];
+    let taken = 0;
+    for (const { group, raw } of messages) {
+      const [ours, theirs] = await Promise.all([answers(direct, raw), answers(mailparser, raw)]);
+      expect(ours, `${group}:\n${raw.toString("latin1").slice(0, 2000)}`).toStrictEqual(theirs);
+      if (parseDirect(raw, MAX_HEADER_BYTES, MAX_MIME_PARTS) !== null) taken += 1;
+    }
+    // Every composed fixture is a text part or an alternative of two: all but the .eml files with attachments are taken.
+    expect(taken).toBeGreaterThan(messages.length - emls.length);
   });
 
   test("the bench message and a message too large to hold whole are taken and left", async () => {
