@@ -16,6 +16,7 @@ import {
   type MessageText,
 } from "mailparser";
 import type { ExtractionInput, SenderAuthentication } from "../extraction/index.js";
+import type { DirectParse } from "./direct-parse.js";
 import type {
   DerivedText,
   FromParseWorker,
@@ -221,7 +222,13 @@ async function parse(raw: Uint8Array | null): Promise<ParsedMessage> {
 /** A message of the common shape (one text part) parsed without mailparser's streams; null for any other. */
 function parsedDirectly(raw: Buffer, probe: BodyProbe): Collected | null {
   if (settings.directParse === false) return null;
-  const direct = parseDirect(raw, settings.maxHeaderBytes, settings.maxMimeParts);
+  let direct: DirectParse | null;
+  try {
+    direct = parseDirect(raw, settings.maxHeaderBytes, settings.maxMimeParts);
+  } catch {
+    // Whatever mailparser's pieces throw on, mailparser itself answers for.
+    direct = null;
+  }
   if (!direct) return null;
   probe.write(raw);
   return { headers: direct.headers as Headers, text: direct.text, html: direct.html, attachments: [], problems: [] };

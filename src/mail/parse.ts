@@ -1,5 +1,6 @@
 // The mail parser adapter: our own ParsedEmail type, produced by mailparser (in maintenance mode upstream, so it
-// stays behind this file). Parsing untrusted MIME can take unbounded time and memory, so it runs in worker
+// stays behind this file; the common shape, one text part or an alternative of them, is parsed from mailparser's own
+// pieces without its streams: direct-parse.ts). Parsing untrusted MIME can take unbounded time and memory, so it runs in worker
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
 // One job per message: the worker parses it (whole, or streamed from its stored chunks, a chunk or two held at a
@@ -293,7 +294,7 @@ class ParseWorkers {
     const worker = new Worker(WORKER_URL, {
       // The OS thread's name too (ps -L, top -H, /proc/<pid>/task/*/comm): its CPU and memory can be told apart.
       name: PARSER_THREAD_NAME,
-      workerData: { maxHeaderBytes, maxMimeParts, directParse: !process.env.FASTPARSE_OFF } satisfies ParseWorkerSettings, // TEMPORARY A/B switch
+      workerData: { maxHeaderBytes, maxMimeParts } satisfies ParseWorkerSettings,
       resourceLimits: { maxOldGenerationSizeMb: memoryMb, maxYoungGenerationSizeMb: Math.min(YOUNG_GENERATION_MB, Math.ceil(memoryMb / 4)) },
     });
     worker.unref();
