@@ -21,6 +21,8 @@ const FIXTURES = new URL("../fixtures", import.meta.url).pathname;
 const MESSAGES = 2000;
 const MAX_HEADER_BYTES = 16 * 1024;
 const MAX_MIME_PARTS = 100;
+/** Thousands of jobs through two workers: ~20 s on a quiet machine, minutes beside other test files at load 16. */
+const JOB_TIMEOUT_MS = 600_000;
 
 type Expected = "direct" | "mailparser" | "either";
 
@@ -458,7 +460,7 @@ describe("the direct parse against mailparser", () => {
     expect(counts.either).toBeGreaterThan(20);
     expect(counts.partial).toBeGreaterThan(10);
     console.log(`direct parse differential: ${JSON.stringify(counts)}`);
-  });
+  }, JOB_TIMEOUT_MS);
 
   test("the extraction and safety corpora composed by nodemailer, and the .eml fixtures: the same answers", async () => {
     const emls = readdirSync(FIXTURES).filter((f) => f.endsWith(".eml"));
@@ -471,7 +473,7 @@ describe("the direct parse against mailparser", () => {
     }
     // Every composed fixture is a text part or an alternative of two: all but the .eml files with attachments are taken.
     expect(taken).toBeGreaterThan(messages.length - emls.length);
-  });
+  }, JOB_TIMEOUT_MS);
 
   test("the bench message and a message too large to hold whole are taken and left", async () => {
     const raw = Buffer.from(`From: a@example.org\r\nSubject: s\r\nContent-Type: text/plain\r\n\r\n${"line of text\r\n".repeat(100)}`);
