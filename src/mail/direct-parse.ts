@@ -1,15 +1,17 @@
-// The common shape of a message — a single text/plain or text/html part — parsed straight from its bytes, without
-// mailparser's streams (a Transform per node, the MIME splitter, its decoders, a turn of the event loop per chunk),
-// which cost more CPU than everything else the parser thread does with a 10 KB plain-text message. Every other shape
-// is declined (null) and goes through mailparser as before.
+// The common shape of a message — a single text/plain or text/html part, or a multipart/alternative of such parts —
+// parsed straight from its bytes, without mailparser's streams (a Transform per node, the MIME splitter, its
+// decoders, a turn of the event loop per chunk), which cost about as much CPU as everything else the parser thread
+// does with a 10 KB plain-text message. Every other shape is declined (null) and goes through mailparser as before.
 //
 // The result must be what mailparser yields, so the pieces that decide it are mailparser's own, loaded from where
-// mailparser loads them: mailsplit's MimeNode reads the header section (content type, charset, transfer encoding,
-// format=flowed, disposition), mailparser's processHeaders decodes the headers (encoded words, addresses, ids,
-// dates), libqp decodes quoted-printable, mailsplit's libmime undoes format=flowed and mailparser's iconv-lite
-// decodes the charset. What is left here is what mailparser's streams do between them: find the header section
-// as the splitter does, hand the body whole to the decoders (they give the same bytes whole as in pieces, for what is
-// accepted here), and build the text as mailparser's getTextContent does for a single part.
+// mailparser loads them: mailsplit's MimeNode reads each header section (content type, charset, transfer encoding,
+// format=flowed, disposition, boundary) and mailsplit's boundary test each line of a multipart, mailparser's
+// processHeaders decodes the headers (encoded words, addresses, ids, dates), libqp decodes quoted-printable,
+// mailsplit's libmime undoes format=flowed and mailparser's iconv-lite decodes the charset. What is left here is what
+// the streams do between them: cut the message where the splitter cuts it (the header section at its first blank
+// line, a part's body without the line break before its boundary), hand each body whole to the decoders (they give the
+// same bytes whole as in pieces, for what is accepted here), and join the text and HTML as mailparser's
+// getTextContent does for these shapes.
 // test/unit/direct-parse.test.ts holds this deep-equal to the mailparser path over a generated corpus.
 // Plain erasable TypeScript: the parser worker loads it without tsx.
 import { createRequire } from "node:module";
