@@ -9,9 +9,11 @@
 // newsletters, replies with quotes, codes, links, hostile mail), each composed into a MIME message (text/plain,
 // text/html, or multipart/alternative) by nodemailer as a sender's client would.
 //
-//   npm run bench:parse [-- --runs 5 --rounds 3 --group "bench" --profile DIR]
+//   npm run bench:parse [-- --runs 5 --rounds 3 --group "bench" --profile DIR --direct off]
 //
 // --group runs only the groups whose name starts with it ("bench", "corpus: html").
+//
+// --direct off: every message through mailparser, none parsed directly (src/mail/direct-parse.ts), to compare.
 //
 // --profile DIR writes a V8 CPU profile of the worker thread and of this thread (the extraction loop) to DIR and
 // prints their self time per module (bench/cpu-profile.ts).
@@ -20,11 +22,9 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
-import MailComposer from "nodemailer/lib/mail-composer/index.js";
 import { extractMessage, type ExtractionInput } from "../src/extraction/index.js";
 import type { FromParseWorker, ParsedMessage, ParseWorkerSettings, ToParseWorker } from "../src/mail/parse.js";
-import { HELD_OUT_DIR as EXTRACTION_HELD_OUT, loadCorpus } from "../test/fixtures/extraction/corpus.js";
-import { HELD_OUT_DIR as SAFETY_HELD_OUT, loadSafetyCorpus } from "../test/fixtures/safety/corpus.js";
+import { corpusMessages } from "./corpus-messages.js";
 import { summarizeCpuProfile } from "./cpu-profile.js";
 import { bodyFor, headerFor } from "./inbound-message.js";
 
@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     profile: { type: "string" },
     group: { type: "string" },
+    direct: { type: "string", default: "on" },
   },
 });
 const RUNS = Number(args.runs);
@@ -45,37 +46,15 @@ interface Sample {
   readonly raw: Buffer;
 }
 
-async function composed(part: { subject: string; from: string | null; text: string | null; html: string | null }): Promise<Buffer> {
-  const mail = new MailComposer({
-    from: part.from ?? "sender@example.com",
-    to: "agent@mailbox.localhost",
-    subject: part.subject,
-    ...(part.text !== null ? { text: part.text } : {}),
-    ...(part.html !== null ? { html: part.html } : {}),
-  });
-  return mail.compile().build();
-}
-
 async function mix(): Promise<Sample[]> {
   const template = { from: "bench@sender.localhost", to: "agent@mailbox.localhost", bytes: 10 * 1024 };
   const header = headerFor(template, template.to, "0123456789abcdef");
-  const samples: Sample[] = [{ group: "bench 10 KB", raw: Buffer.from(header + bodyFor(template, Buffer.byteLength(header))) }];
-  const fixtures = [
-    ...loadCorpus(),
-    ...loadCorpus(EXTRACTION_HELD_OUT),
-    ...loadSafetyCorpus(),
-    ...loadSafetyCorpus(SAFETY_HELD_OUT),
-  ];
-  for (const f of fixtures) {
-    const group = f.html === null ? "corpus: text" : f.text === null ? "corpus: html" : "corpus: text+html";
-    samples.push({ group, raw: await composed(f) });
-  }
-  return samples;
+  return [{ group: "bench 10 KB", raw: Buffer.from(header + bodyFor(template, Buffer.byteLength(header))) }, ...(await corpusMessages())];
 }
 
 /** A parser worker as parse.ts starts one (no heap limit: nothing here is hostile beyond the corpus). */
 async function startWorker(execArgv: string[]): Promise<Worker> {
-  const workerData: ParseWorkerSettings = { maxHeaderBytes: 64 * 1024, maxMimeParts: 1000 };
+  const workerData: ParseWorkerSettings = { maxHeaderBytes: 64 * 1024, maxMimeParts: 1000, directParse: args.direct !== "off" };
   const worker = new Worker(new URL("../src/mail/parse-worker.ts", import.meta.url), { workerData, execArgv });
   await new Promise((resolve) => worker.once("message", resolve));
   return worker;
@@ -163,7 +142,9 @@ for (let run = 0; run < RUNS; run++) {
 await worker.terminate();
 
 const ms = (us: number) => (us / 1000).toFixed(3).padStart(8);
-console.log(`bench:parse — CPU per message, median of ${RUNS} runs of ${ROUNDS} rounds, at least ${MIN_JOBS} messages a group (load average ${loadAverage()})`);
+console.log(
+  `bench:parse — CPU per message, median of ${RUNS} runs of ${ROUNDS} rounds, at least ${MIN_JOBS} messages a group, direct parse ${args.direct === "off" ? "off" : "on"} (load average ${loadAverage()})`,
+);
 console.log(`${"group".padEnd(20)} ${"messages".padStart(8)} ${"job ms".padStart(8)} ${"extract".padStart(8)} ${"rest ms".padStart(8)}`);
 const row = (name: string, count: number, jobs: number[], extractions: number[]) => {
   const j = median(jobs);
@@ -173,7 +154,7 @@ const row = (name: string, count: number, jobs: number[], extractions: number[])
 for (const group of groups) row(group, samples.filter((s) => s.group === group).length, jobRuns.get(group)!, extractionRuns.get(group)!);
 row("all (corpus mix)", samples.length, allJob, allExtraction);
 console.log("job: the worker thread's CPU for the whole job (parse, extraction, text from HTML, messaging);");
-console.log("extract: extractMessage alone, timed here on the same input; rest: job − extract (mailparser, text from HTML).");
+console.log("extract: extractMessage alone, timed here on the same input; rest: job − extract (the parse, text from HTML).");
 
 if (profileDir) {
   // The worker wrote its profile when it ended.

@@ -16,6 +16,7 @@ import {
   type MessageText,
 } from "mailparser";
 import type { ExtractionInput, SenderAuthentication } from "../extraction/index.js";
+import type { DirectParse } from "./direct-parse.js";
 import type {
   DerivedText,
   FromParseWorker,
@@ -85,6 +86,7 @@ registerHooks({
 const { extractMessage } = await import("../extraction/index.js");
 const { hasContent, headerEnd } = await import("./header-section.js");
 const { joinBase64Lines } = await import("./line-joiner.js");
+const { parseDirect } = await import("./direct-parse.js");
 (await import("../runtime/thread-priority.js")).lowerThreadPriority();
 
 /** The streamed message being parsed: where its next chunk goes. */
@@ -194,7 +196,8 @@ async function textFromHtml(html: string): Promise<DerivedText> {
 /** The message parsed from its text parts, whole or from the chunks that follow; a body that parsed into nothing is partial. */
 async function parse(raw: Uint8Array | null): Promise<ParsedMessage> {
   const probe = new BodyProbe();
-  const message = await collect(raw && Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), MESSAGE_OPTIONS, probe);
+  const whole = raw && Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  const message = (whole && parsedDirectly(whole, probe)) ?? (await collect(whole, MESSAGE_OPTIONS, probe));
   const { headers, problems } = message;
   const ids = (name: string) => messageIds(headers.get(name));
   const parsed: ParsedMessage = {
@@ -214,6 +217,21 @@ async function parse(raw: Uint8Array | null): Promise<ParsedMessage> {
   // A body with content that yielded nothing (a multipart without a boundary, say): the raw form must be kept.
   const lost = parsed.problem === null && !parsed.text.trim() && parsed.html === null && parsed.attachments.length === 0 && probe.content;
   return lost ? { ...parsed, problem: "no readable body part" } : parsed;
+}
+
+/** A message of the common shape (one text part) parsed without mailparser's streams; null for any other. */
+function parsedDirectly(raw: Buffer, probe: BodyProbe): Collected | null {
+  if (settings.directParse === false) return null;
+  let direct: DirectParse | null;
+  try {
+    direct = parseDirect(raw, settings.maxHeaderBytes, settings.maxMimeParts);
+  } catch {
+    // Whatever mailparser's pieces throw on, mailparser itself answers for.
+    direct = null;
+  }
+  if (!direct) return null;
+  probe.write(raw);
+  return { headers: direct.headers as Headers, text: direct.text, html: direct.html, attachments: [], problems: [] };
 }
 
 interface Collected {

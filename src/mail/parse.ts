@@ -1,5 +1,6 @@
 // The mail parser adapter: our own ParsedEmail type, produced by mailparser (in maintenance mode upstream, so it
-// stays behind this file). Parsing untrusted MIME can take unbounded time and memory, so it runs in worker
+// stays behind this file; the common shape, one text part or an alternative of them, is parsed from mailparser's own
+// pieces without its streams: direct-parse.ts). Parsing untrusted MIME can take unbounded time and memory, so it runs in worker
 // threads with a heap limit and a deadline: a job that blows the budget costs only its worker, the rest of the
 // process (the SMTP listener above all) stays responsive, and the message is still stored from what did parse.
 // One job per message: the worker parses it (whole, or streamed from its stored chunks, a chunk or two held at a
@@ -94,6 +95,11 @@ export interface EmailParser {
 export interface ParseWorkerSettings {
   readonly maxHeaderBytes: number;
   readonly maxMimeParts: number;
+  /**
+   * false: every message goes through mailparser, none is parsed directly (src/mail/direct-parse.ts). Only the
+   * differential test and bench:parse set it, to compare the two.
+   */
+  readonly directParse?: boolean;
 }
 
 /**

@@ -7,27 +7,7 @@ import { randomBytes } from "node:crypto";
 import { MailParser } from "mailparser";
 import { describe, expect, test } from "vitest";
 import { joinBase64Lines, joinedLines } from "../../src/mail/line-joiner.js";
-
-/** A small deterministic generator (mulberry32), so that a failure is reproduced by its seed. */
-function random(seed: number): { int(n: number): number; pick<T>(items: readonly T[]): T; chance(p: number): boolean; bytes(n: number): Buffer } {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return {
-    int,
-    pick: (items) => items[int(items.length)]!,
-    chance: (p) => next() < p,
-    bytes: (n) => Buffer.from(Array.from({ length: n }, () => int(256))),
-  };
-}
-
-type Random = ReturnType<typeof random>;
+import { random, type Random } from "./seeded-random.js";
 
 /** Base64 lines of the bytes, wrapped at one of many widths, with some malformations. */
 function base64Body(r: Random, eol: string, boundary: string): string {
