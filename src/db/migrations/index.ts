@@ -16,6 +16,7 @@ import { Migration20261127100000_sender_trust } from "./Migration20261127100000_
 import { Migration20261127120000_holds } from "./Migration20261127120000_holds.js";
 import { Migration20261128090000_raw_storage } from "./Migration20261128090000_raw_storage.js";
 import { Migration20261129090000_delivery_outbox_pages } from "./Migration20261129090000_delivery_outbox_pages.js";
+import { Migration20261129100000_message_text_lz4 } from "./Migration20261129100000_message_text_lz4.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -34,4 +35,5 @@ export const migrations = [
   Migration20261127120000_holds,
   Migration20261128090000_raw_storage,
   Migration20261129090000_delivery_outbox_pages,
+  Migration20261129100000_message_text_lz4,
 ];
