@@ -17,6 +17,9 @@
 //   message and each delivery costs in round trips; and the statements (those differing only in their row count
 //   together) that took most of PostgreSQL's time per stored message, planning apart, and autovacuum's CPU by table
 //   from its log. The extension costs PostgreSQL CPU: compare CPU figures of runs without it)
+//   BENCH_CPU_WAL=1 (the measured round's WAL read back with pg_walinspect: records, full-page images and bytes per
+//   stored message by relation — each table, its TOAST table, each index — and record type, and the records that
+//   touch no relation (commits, …) by type: where the WAL of a stored message comes from)
 // Every round also prints PostgreSQL's CPU by process kind, and WAL records, full-page images and bytes per stored
 // message with the sessions opened (pg_stat_wal, pg_stat_database).
 import { readdirSync, readFileSync } from "node:fs";
@@ -41,6 +44,9 @@ const WEBHOOK = process.env["BENCH_CPU_WEBHOOK"] !== "0";
 const INBOXES = envNumber(process.env, "BENCH_INBOXES", 100, 1, 10_000);
 const PROFILE_DIR = process.env["BENCH_CPU_PROF"];
 const STATEMENTS = process.env["BENCH_CPU_STATEMENTS"] === "1";
+const WAL = process.env["BENCH_CPU_WAL"] === "1";
+/** WAL rows (relation and record type) listed per stored message. */
+const TOP_WAL_ROWS = 40;
 /** Statements listed by their share of PostgreSQL's time. */
 const TOP_STATEMENTS = 15;
 const DRAIN_MAX_S = 120;
@@ -48,14 +54,67 @@ const TICK_MS = 10;
 /** Backends flush their statistics at most this long after a transaction (PGSTAT_MIN_INTERVAL is 1 s). */
 const STATS_FLUSH_MS = 1500;
 
-/** Rows inserted, updated and deleted per table, and the database's commits (as "commits": [n, 0, 0]). */
+/**
+ * Rows inserted, updated and deleted per table, and of the updates those that were HOT (no index entry written), and
+ * the database's commits (as "commits": [n, 0, 0, 0]).
+ */
 async function tableCounters(client: pg.Client): Promise<Map<string, number[]>> {
   await client.query("select pg_stat_clear_snapshot()");
-  const { rows } = await client.query<{ name: string; ins: string; upd: string; del: string }>(
-    `select relname as name, n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_del::text as del from pg_stat_user_tables
-     union all select 'commits', xact_commit::text, '0', '0' from pg_stat_database where datname = current_database()`,
+  const { rows } = await client.query<{ name: string; ins: string; upd: string; del: string; hot: string }>(
+    `select relname as name, n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_del::text as del, n_tup_hot_upd::text as hot
+       from pg_stat_user_tables
+     union all select 'commits', xact_commit::text, '0', '0', '0' from pg_stat_database where datname = current_database()`,
   );
-  return new Map(rows.map((r) => [r.name, [Number(r.ins), Number(r.upd), Number(r.del)]]));
+  return new Map(rows.map((r) => [r.name, [Number(r.ins), Number(r.upd), Number(r.del), Number(r.hot)]]));
+}
+
+/** The current WAL insert position (for pg_walinspect). */
+async function walPosition(client: pg.Client): Promise<string> {
+  return (await client.query<{ lsn: string }>(`select pg_current_wal_insert_lsn()::text as lsn`)).rows[0]!.lsn;
+}
+
+/**
+ * The WAL between two positions by relation (a TOAST table or its index named after its table) and record type, per
+ * stored message: records, full-page images and their bytes, and the bytes of the records; then the records that
+ * touch no block (commits, …) by type. A record touching several relations counts once for each.
+ */
+async function printWalByRelation(client: pg.Client, from: string, to: string, stored: number, log: (line: string) => void): Promise<void> {
+  const { rows } = await client.query<{ relation: string; type: string; records: string; fpi: string; fpi_bytes: string; bytes: string }>(
+    `with blocks as (
+       select b.start_lsn, b.relfilenode, b.reltablespace, b.resource_manager || '/' || b.record_type as type,
+              b.block_fpi_length, b.record_length
+         from pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn, false) b
+        where b.reldatabase = (select oid from pg_database where datname = current_database()) and b.relforknumber = 0),
+     named as (
+       select b.*, c.relkind, n.nspname, c.relname
+         from blocks b
+         left join pg_class c on c.oid = pg_filenode_relation(b.reltablespace, b.relfilenode)
+         left join pg_namespace n on n.oid = c.relnamespace)
+     select case when nspname = 'pg_toast'
+                 then coalesce((substring(relname from 'pg_toast_([0-9]+)')::oid)::regclass::text, relname)
+                      || case when relkind = 'i' then ' (TOAST index)' else ' (TOAST)' end
+                 else coalesce(relname, 'filenode ' || relfilenode) end as relation,
+            type, count(distinct start_lsn)::text as records, count(*) filter (where block_fpi_length > 0)::text as fpi,
+            sum(block_fpi_length)::text as fpi_bytes, sum(record_length)::text as bytes
+       from named group by 1, 2 order by count(distinct start_lsn) desc`,
+    [from, to],
+  );
+  const per = (n: string | number) => (Number(n) / Math.max(1, stored)).toFixed(2).padStart(8);
+  log(`WAL per stored message by relation and record type (pg_walinspect: records, full-page images, FPI bytes, record bytes):`);
+  const byRelation = new Map<string, number>();
+  for (const r of rows) byRelation.set(r.relation, (byRelation.get(r.relation) ?? 0) + Number(r.records));
+  for (const [relation, records] of [...byRelation].sort((a, b) => b[1] - a[1])) log(`  ${per(records)}  ${relation}`);
+  log(`  by record type:`);
+  for (const r of rows.slice(0, TOP_WAL_ROWS)) {
+    log(`  ${per(r.records)} ${per(r.fpi)} ${per(r.fpi_bytes)} ${per(r.bytes)}  ${r.relation}: ${r.type}`);
+  }
+  const { rows: kinds } = await client.query<{ type: string; records: string; bytes: string }>(
+    `select "resource_manager/record_type" as type, count::text as records, combined_size::text as bytes
+       from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0 order by count desc`,
+    [from, to],
+  );
+  log(`  all records by type (pg_get_wal_stats: records, bytes):`);
+  for (const k of kinds) log(`  ${per(k.records)} ${per(k.bytes)}  ${k.type}`);
 }
 
 /**
@@ -268,6 +327,8 @@ try {
     const othersBefore = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const storedBefore = await stack.stats.storedMessages();
     if (STATEMENTS) await client.query(`select pg_stat_statements_reset()`);
+    if (WAL && measured) await client.query(`create extension if not exists pg_walinspect`);
+    const walFrom = WAL && measured ? await walPosition(client) : undefined;
     const tablesBefore = await tableCounters(client);
     const started = performance.now();
     const startedAt = Date.now();
@@ -289,6 +350,7 @@ try {
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
     const pgKinds = ticksByKind(pgPidsBefore, ticksByPid(processTree(postmaster)));
     const walAfter = await walCounters(client);
+    const walTo = walFrom ? await walPosition(client) : undefined;
     const othersAfter = Object.fromEntries(Object.entries(others).map(([k, pids]) => [k, groupTicks(pids)]));
     const stored = (await stack.stats.storedMessages()) - storedBefore;
     await sleep(STATS_FLUSH_MS);
@@ -342,12 +404,13 @@ try {
     ).rows;
     log(`store batches: ${batches!.batches} for ${batches!.events} messages (${(Number(batches!.events) / Math.max(1, Number(batches!.batches))).toFixed(2)} a batch)`);
     log(`webhook deliveries: ${paths!.claimed} claimed in their store transaction, ${paths!.later} claimed later by a transaction of their own`);
-    log(`PostgreSQL per stored message (rows inserted/updated/deleted, commits; statistics flushed late under load: rough):`);
+    log(`PostgreSQL per stored message (rows inserted/updated/deleted/of the updates HOT, commits; statistics flushed late under load: rough):`);
     for (const [name, after] of tablesAfter) {
-      const before = tablesBefore.get(name) ?? [0, 0, 0];
+      const before = tablesBefore.get(name) ?? [0, 0, 0, 0];
       const per = after.map((n, i) => ((n - before[i]!) / Math.max(1, stored)).toFixed(2));
       if (after.some((n, i) => n !== before[i])) log(`  ${name.padEnd(25)} ${per.join(" / ")}`);
     }
+    if (walFrom && walTo) await printWalByRelation(client, walFrom, walTo, stored, log);
     if (STATEMENTS) {
       const commits = tablesAfter.get("commits")![0]! - tablesBefore.get("commits")![0]!;
       await printStatements(stack.infra.databaseUrl, stored, Number(paths!.claimed) + Number(paths!.later), commits, log);

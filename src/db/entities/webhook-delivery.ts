@@ -26,7 +26,14 @@ export const WebhookDelivery = defineEntity({
     updatedAt: p.datetime(3),
   },
   uniques: [{ properties: ["endpointId", "eventId"] }],
-  indexes: [{ properties: ["status", "createdAt"] }],
+  indexes: [
+    // The reconciler looks for pending and delivering rows; the partial index holds only those, not every row ever
+    // delivered (Migration20261129090000_delivery_outbox_pages).
+    {
+      name: "webhook_deliveries_open_status_created_at_index",
+      expression: `create index "webhook_deliveries_open_status_created_at_index" on "webhook_deliveries" ("status", "created_at") where "status" in ('pending', 'delivering')`,
+    },
+  ],
 });
 
 export type WebhookDeliveryRow = InferEntity<typeof WebhookDelivery>;

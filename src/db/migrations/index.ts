@@ -15,6 +15,8 @@ import { Migration20261126130000_delivery_claims } from "./Migration202611261300
 import { Migration20261127100000_sender_trust } from "./Migration20261127100000_sender_trust.js";
 import { Migration20261127120000_holds } from "./Migration20261127120000_holds.js";
 import { Migration20261128090000_raw_storage } from "./Migration20261128090000_raw_storage.js";
+import { Migration20261129090000_delivery_outbox_pages } from "./Migration20261129090000_delivery_outbox_pages.js";
+import { Migration20261129100000_message_text_lz4 } from "./Migration20261129100000_message_text_lz4.js";
 
 export const migrations = [
   Migration20261121231052_initial,
@@ -32,4 +34,6 @@ export const migrations = [
   Migration20261127100000_sender_trust,
   Migration20261127120000_holds,
   Migration20261128090000_raw_storage,
+  Migration20261129090000_delivery_outbox_pages,
+  Migration20261129100000_message_text_lz4,
 ];
