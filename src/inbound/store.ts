@@ -20,15 +20,17 @@ import type { Database, SqlTx } from "../db/database.js";
 import type { SenderRuleOutcome, StoredAuthentication } from "../db/entities/message.js";
 import { insertAttachments, type AttachmentInsert } from "../db/tables/attachments.js";
 import { insertTogether, runPart, type InsertPart } from "../db/tables/columns.js";
-import { contactsInsert, type ContactInsert } from "../db/tables/contacts.js";
-import { messagesInsert, type MessageInsert } from "../db/tables/messages.js";
+import { contactsInsert, insertContacts, type ContactInsert } from "../db/tables/contacts.js";
+import { insertMessages, messagesInsert, type MessageInsert } from "../db/tables/messages.js";
 import { inboxRules, inboxRulesSelect, type InboxRulesRow, type StoredSenderRules } from "../db/tables/sender-rules.js";
 import {
+  insertThreads,
   summaryColumns,
   summaryOf,
   summaryWith,
   threadsInsert,
   threadSummariesUpdate,
+  updateThreadSummaries,
   type JoiningMessage,
   type ThreadInsert,
   type ThreadSummary,
@@ -157,10 +159,9 @@ interface Copy {
 }
 
 /**
- * The claim, the thread lookup, the write of threads, messages, contacts and raw rows, and the event log's append
- * have one text whatever the batch's size (their values bound as arrays, rows found by key): prepared and planned
- * once per connection, their planning (about half of PostgreSQL's time for them in batches of one,
- * bench:inbound-store) is not paid again per batch.
+ * The claim, the thread lookup and the event log's append have one text whatever the batch (their values bound as
+ * arrays, rows found by key): prepared and planned once per connection, their planning (about half of PostgreSQL's
+ * time for them in batches of one, bench:inbound-store) is not paid again per batch.
  */
 const PREPARED = { prepared: true } as const;
 const GENERIC_PLANS = { genericPlans: true } as const;
@@ -485,24 +486,27 @@ interface BatchRows {
 }
 
 /**
- * Copies of a batch written in one statement at most; a batch of more (a message to a thousand inboxes) writes a
- * statement per table, as it did when its VALUES lists ran into the wire protocol's parameter limit.
+ * Copies of a batch written in one statement at most: each binds under 40 parameters (its message, thread and
+ * summary) of the wire protocol's 65,535.
  */
 const COPIES_PER_STATEMENT = 1000;
 
 /**
  * The batch's threads, thread summaries, messages, contacts and raw rows in one statement (each round trip and
- * statement costs PostgreSQL and this thread more than a row of it: measured with bench:inbound-store), every part's
- * values bound as one array per column: the statement's text depends on which parts the batch has, not on its size,
- * so it is prepared and planned once per connection. Its VALUES lists of old (a text per batch size, ~1,100
- * parameters for 40 messages) cost PostgreSQL more to parse and plan than to run (pg_stat_statements: planning 0.17 ms
- * per stored message of its 0.85 ms of CPU, bench:inbound-cpu at 500 messages/s).
+ * statement costs PostgreSQL and this thread more than a row of it: measured with bench:inbound-store); a batch of
+ * more copies, a message to a thousand inboxes, a statement per table, split past the parameter limit.
  */
 async function writeRows(tx: SqlTx, rows: BatchRows): Promise<void> {
-  const { threads, summaries, messages, contacts, raw } = rows;
-  const parts = [...threadsInsert(threads), ...threadSummariesUpdate(summaries), ...messagesInsert(messages), ...contactsInsert(contacts), ...raw];
-  if (messages.length <= COPIES_PER_STATEMENT) await insertTogether(tx, parts, PREPARED);
-  else for (const part of parts) await runPart(tx, part);
+  if (rows.messages.length <= COPIES_PER_STATEMENT) {
+    const { threads, summaries, messages, contacts, raw } = rows;
+    await insertTogether(tx, [...threadsInsert(threads), ...threadSummariesUpdate(summaries), ...messagesInsert(messages), ...contactsInsert(contacts), ...raw]);
+    return;
+  }
+  await insertThreads(tx, rows.threads);
+  await updateThreadSummaries(tx, rows.summaries);
+  await insertMessages(tx, rows.messages);
+  await insertContacts(tx, rows.contacts);
+  for (const part of rows.raw) await runPart(tx, part);
 }
 
 /** The copies' attachments (at most MAX_ATTACHMENTS each), numbered from 1. */

@@ -1,6 +1,6 @@
 // A table's columns as one list of [column, value of a row], from which its INSERTs are made: the column names are
 // written once, next to what goes into them, so the list and the values cannot drift apart.
-import type { QueryOptions, SqlTx } from "../database.js";
+import type { SqlTx } from "../database.js";
 import { insertRows, type Bind } from "../values.js";
 
 export type Columns<T> = readonly (readonly [column: string, value: (row: T) => unknown])[];
@@ -45,39 +45,19 @@ export function insertFromPart<T>(table: string, columns: Columns<T>, row: T, fr
 }
 
 /**
- * The INSERT of these rows as one array per column, inserted in the order given: one statement, the same text and
- * the same number of parameters whatever the number of rows (so it can be prepared and planned once). Not for bytea
- * columns (inside an array a Buffer travels as hex text). A `text[]` column's arrays travel as one array literal a
- * row (unnest would flatten a two-dimensional array, and rows' arrays differ in length), cast back row by row. `after`:
- * a relation of one row (a WITH query's name) joined to the rows, so none is inserted before it was read whole.
+ * The INSERT of these rows as one array per column, inserted in the order given: one statement and the same number
+ * of parameters whatever the number of rows. Not for bytea columns (inside an array a Buffer travels as hex text)
+ * nor array columns (unnest would flatten them). `after`: a relation of one row (a WITH query's name) joined to
+ * the rows, so none is inserted before it was read whole.
  */
 export function unnestInsert<T>(table: string, columns: TypedColumns<T>, rows: readonly T[], after?: string): InsertPart {
   return (bind) => {
-    const arrays = columns.map(([c, type, value]) => `${bind(rows.map((row) => unnestValue(c, type, value(row))))}::${unnestType(type)}[]`).join(", ");
+    const arrays = columns.map(([, type, value]) => `${bind(rows.map(value))}::${type}[]`).join(", ");
     return `insert into ${table} (${names(columns)})
-            select ${columns.map(([c, type]) => (type === TEXT_ARRAY ? `v."${c}"::text[]` : `v."${c}"`)).join(", ")}
+            select ${columns.map(([c]) => `v."${c}"`).join(", ")}
               from unnest(${arrays}) with ordinality as v(${names(columns)}, n)${after ? `, ${after}` : ""}
              order by v.n`;
   };
-}
-
-const TEXT_ARRAY = "text[]";
-
-/** The type of a column's elements in unnest's arrays: a text[] column's arrays as array literals, text. */
-function unnestType(type: string): string {
-  if (type.endsWith("[]") && type !== TEXT_ARRAY) throw new Error(`unnestInsert: array columns of ${type} are not supported`);
-  return type === TEXT_ARRAY ? "text" : type;
-}
-
-function unnestValue(column: string, type: string, value: unknown): unknown {
-  if (type !== TEXT_ARRAY || value === null) return value;
-  if (!Array.isArray(value)) throw new Error(`unnestInsert: column ${column} takes an array`);
-  return textArrayLiteral(value as readonly (string | null)[]);
-}
-
-/** A PostgreSQL array literal of text elements, every element quoted (`{"a","b\"c",NULL}`). */
-export function textArrayLiteral(values: readonly (string | null)[]): string {
-  return `{${values.map((v) => (v === null ? "NULL" : `"${v.replace(/[\\"]/g, "\\$&")}"`)).join(",")}}`;
 }
 
 /** Runs one part as a statement of its own, with a tail (`on conflict …`, `returning …`); answers its rows. */
@@ -92,11 +72,11 @@ export function runPart<R>(tx: SqlTx, part: InsertPart, tail = ""): Promise<R[]>
  * trip and one parse for a send's rows, or an inbound batch's. For rows counted in dozens or hundreds; a batch of
  * thousands goes through insertAll.
  */
-export async function insertTogether(tx: SqlTx, parts: readonly InsertPart[], options?: QueryOptions): Promise<void> {
+export async function insertTogether(tx: SqlTx, parts: readonly InsertPart[]): Promise<void> {
   if (parts.length === 0) return;
   const params: unknown[] = [];
   const bind: Bind = (value) => `$${params.push(value)}`;
   const sql = parts.map((part) => part(bind));
   const last = sql.pop()!;
-  await tx.query(sql.length === 0 ? last : `with ${sql.map((s, i) => `i${i} as (${s})`).join(", ")} ${last}`, params, options);
+  await tx.query(sql.length === 0 ? last : `with ${sql.map((s, i) => `i${i} as (${s})`).join(", ")} ${last}`, params);
 }

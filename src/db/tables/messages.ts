@@ -3,7 +3,7 @@
 import type { Extracted } from "../../extraction/index.js";
 import type { SqlTx } from "../database.js";
 import type { MessageRow, StoredAddress, StoredInboundSecurity } from "../entities/message.js";
-import { json, runPart, unnestInsert, type InsertPart, type TypedColumns } from "./columns.js";
+import { insertAll, insertPart, json, type Columns, type InsertPart } from "./columns.js";
 
 /** A message as inserted: every column. */
 export interface MessageInsert {
@@ -42,46 +42,45 @@ export interface MessageInsert {
   readonly updatedAt: Date;
 }
 
-const COLUMNS: TypedColumns<MessageInsert> = [
-  ["id", "text", (m) => m.id],
-  ["organization_id", "uuid", (m) => m.organizationId],
-  ["inbox_id", "text", (m) => m.inboxId],
-  ["thread_id", "text", (m) => m.threadId],
-  ["direction", "text", (m) => m.direction],
-  ["internet_message_id", "text", (m) => m.internetMessageId],
-  ["in_reply_to", "text", (m) => m.inReplyTo],
-  ["references", "text[]", (m) => m.references],
-  ["from", "jsonb", (m) => json(m.from)],
-  ["to", "jsonb", (m) => json(m.to)],
-  ["cc", "jsonb", (m) => json(m.cc)],
-  ["reply_to", "jsonb", (m) => json(m.replyTo)],
-  ["subject", "text", (m) => m.subject],
-  ["text", "text", (m) => m.text],
-  ["html", "text", (m) => m.html],
-  ["metadata", "jsonb", (m) => json(m.metadata)],
-  ["delivery_status", "text", (m) => m.deliveryStatus],
-  ["submission_id", "uuid", (m) => m.submissionId],
-  ["failure_code", "text", (m) => m.failureCode],
-  ["inbound_security", "jsonb", (m) => json(m.inboundSecurity)],
-  ["attachments_scan_state", "text", (m) => m.attachmentsScanState],
-  ["raw_id", "uuid", (m) => m.rawId],
-  ["parse_problem", "text", (m) => m.parseProblem],
-  ["extracted", "jsonb", (m) => json(m.extracted ?? null)],
-  ["sender_authenticated", "boolean", (m) => m.senderAuthenticated ?? null],
-  ["sender_blocked", "boolean", (m) => m.senderBlocked ?? false],
-  ["created_at", "timestamptz", (m) => m.createdAt],
-  ["updated_at", "timestamptz", (m) => m.updatedAt],
+const COLUMNS: Columns<MessageInsert> = [
+  ["id", (m) => m.id],
+  ["organization_id", (m) => m.organizationId],
+  ["inbox_id", (m) => m.inboxId],
+  ["thread_id", (m) => m.threadId],
+  ["direction", (m) => m.direction],
+  ["internet_message_id", (m) => m.internetMessageId],
+  ["in_reply_to", (m) => m.inReplyTo],
+  ["references", (m) => [...m.references]],
+  ["from", (m) => json(m.from)],
+  ["to", (m) => json(m.to)],
+  ["cc", (m) => json(m.cc)],
+  ["reply_to", (m) => json(m.replyTo)],
+  ["subject", (m) => m.subject],
+  ["text", (m) => m.text],
+  ["html", (m) => m.html],
+  ["metadata", (m) => json(m.metadata)],
+  ["delivery_status", (m) => m.deliveryStatus],
+  ["submission_id", (m) => m.submissionId],
+  ["failure_code", (m) => m.failureCode],
+  ["inbound_security", (m) => json(m.inboundSecurity)],
+  ["attachments_scan_state", (m) => m.attachmentsScanState],
+  ["raw_id", (m) => m.rawId],
+  ["parse_problem", (m) => m.parseProblem],
+  ["extracted", (m) => json(m.extracted ?? null)],
+  ["sender_authenticated", (m) => m.senderAuthenticated ?? null],
+  ["sender_blocked", (m) => m.senderBlocked ?? false],
+  ["created_at", (m) => m.createdAt],
+  ["updated_at", (m) => m.updatedAt],
 ];
 
-/** Inserts the messages in one statement. */
+/** Inserts the messages in one statement (more only past the parameter limit). */
 export function insertMessages(tx: SqlTx, messages: readonly MessageInsert[]): Promise<void> {
-  const [part] = messagesInsert(messages);
-  return part ? runPart(tx, part).then(() => undefined) : Promise.resolve();
+  return insertAll(tx, "messages", COLUMNS, messages);
 }
 
-/** The messages' INSERT as a part of a statement (insertTogether): one text whatever the number of messages. */
+/** The messages' INSERT as a part of a statement (insertTogether). */
 export function messagesInsert(messages: readonly MessageInsert[]): InsertPart[] {
-  return messages.length === 0 ? [] : [unnestInsert("messages", COLUMNS, messages)];
+  return insertPart("messages", COLUMNS, messages);
 }
 
 /** An inserted message as the entity's row, which the API's mappers read (the organization as its id). */

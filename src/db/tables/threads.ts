@@ -9,7 +9,8 @@
 // Cc of the parsed headers (so a message without From added no sender although it showed one), outbound acceptance
 // counted and merged in its own UPDATE.
 import type { SqlTx } from "../database.js";
-import { runPart, textArrayLiteral, unnestInsert, type InsertPart, type TypedColumns } from "./columns.js";
+import { runValues, type Bind } from "../values.js";
+import { insertAll, insertPart, type Columns, type InsertPart } from "./columns.js";
 
 export interface ThreadSummary {
   readonly subject: string;
@@ -64,17 +65,17 @@ export interface ThreadInsert extends ThreadSummary {
   readonly blocked?: boolean;
 }
 
-const COLUMNS: TypedColumns<ThreadInsert> = [
-  ["id", "text", (t) => t.id],
-  ["organization_id", "uuid", (t) => t.organizationId],
-  ["inbox_id", "text", (t) => t.inboxId],
-  ["subject", "text", (t) => t.subject],
-  ["participants", "text[]", (t) => t.participants],
-  ["message_count", "int", (t) => t.messageCount],
-  ["last_message_at", "timestamptz", (t) => t.lastMessageAt],
-  ["blocked", "boolean", (t) => t.blocked ?? false],
-  ["created_at", "timestamptz", (t) => t.createdAt],
-  ["updated_at", "timestamptz", (t) => t.updatedAt],
+const COLUMNS: Columns<ThreadInsert> = [
+  ["id", (t) => t.id],
+  ["organization_id", (t) => t.organizationId],
+  ["inbox_id", (t) => t.inboxId],
+  ["subject", (t) => t.subject],
+  ["participants", (t) => [...t.participants]],
+  ["message_count", (t) => t.messageCount],
+  ["last_message_at", (t) => t.lastMessageAt],
+  ["blocked", (t) => t.blocked ?? false],
+  ["created_at", (t) => t.createdAt],
+  ["updated_at", (t) => t.updatedAt],
 ];
 
 /** A new thread of one message, summarised by the rule. */
@@ -82,14 +83,14 @@ export function newThread(ids: Pick<ThreadInsert, "id" | "organizationId" | "inb
   return { ...ids, ...summaryWith(null, first), createdAt: first.at, updatedAt: first.at };
 }
 
-/** Inserts the threads in one statement. */
-export async function insertThreads(tx: SqlTx, threads: readonly ThreadInsert[]): Promise<void> {
-  for (const part of threadsInsert(threads)) await runPart(tx, part);
+/** Inserts the threads in one statement (more only past the parameter limit). */
+export function insertThreads(tx: SqlTx, threads: readonly ThreadInsert[]): Promise<void> {
+  return insertAll(tx, "threads", COLUMNS, threads);
 }
 
-/** The threads' INSERT as a part of a statement (insertTogether): one text whatever the number of threads. */
+/** The threads' INSERT as a part of a statement (insertTogether). */
 export function threadsInsert(threads: readonly ThreadInsert[]): InsertPart[] {
-  return threads.length === 0 ? [] : [unnestInsert("threads", COLUMNS, threads)];
+  return insertPart("threads", COLUMNS, threads);
 }
 
 /** A stored thread's new summary (its subject never changes), for updateThreadSummaries. */
@@ -99,27 +100,30 @@ export interface ThreadSummaryUpdate extends ThreadSummary {
   readonly updatedAt: Date;
 }
 
-/** Writes the summaries of stored threads in one statement (the caller holds their row locks). */
-export async function updateThreadSummaries(tx: SqlTx, threads: readonly ThreadSummaryUpdate[]): Promise<void> {
-  for (const part of threadSummariesUpdate(threads)) await runPart(tx, part);
+/** The UPDATE of stored threads' summaries over a VALUES list of their rows. */
+function summariesUpdate(values: string): string {
+  return `update threads t set participants = v.participants, message_count = v.message_count, last_message_at = v.last_message_at,
+            updated_at = v.updated_at
+            from (values ${values}) as v(id, organization_id, participants, message_count, last_message_at, updated_at)
+           where t.id = v.id and t.organization_id = v.organization_id`;
 }
 
-/**
- * The UPDATE of stored threads' summaries as a part of a statement (insertTogether), their values bound as one array
- * per column: one text whatever the number of threads.
- */
+function summaryValues(t: ThreadSummaryUpdate, bind: Bind): string {
+  return (
+    `(${bind(t.id)}::text, ${bind(t.organizationId)}::uuid, ${bind([...t.participants])}::text[], ${bind(t.messageCount)}::int, ` +
+    `${bind(t.lastMessageAt)}::timestamptz, ${bind(t.updatedAt)}::timestamptz)`
+  );
+}
+
+/** Writes the summaries of stored threads in one statement (the caller holds their row locks). */
+export function updateThreadSummaries(tx: SqlTx, threads: readonly ThreadSummaryUpdate[]): Promise<void> {
+  return runValues(tx, summariesUpdate, threads, summaryValues);
+}
+
+/** The same UPDATE as a part of a statement (insertTogether), for summaries counted in dozens. */
 export function threadSummariesUpdate(threads: readonly ThreadSummaryUpdate[]): InsertPart[] {
   if (threads.length === 0) return [];
-  return [
-    (bind) =>
-      `update threads t set participants = v.participants::text[], message_count = v.message_count, last_message_at = v.last_message_at,
-              updated_at = v.updated_at
-         from unnest(${bind(threads.map((t) => t.id))}::text[], ${bind(threads.map((t) => t.organizationId))}::uuid[],
-                     ${bind(threads.map((t) => textArrayLiteral(t.participants)))}::text[], ${bind(threads.map((t) => t.messageCount))}::int[],
-                     ${bind(threads.map((t) => t.lastMessageAt))}::timestamptz[], ${bind(threads.map((t) => t.updatedAt))}::timestamptz[])
-              as v(id, organization_id, participants, message_count, last_message_at, updated_at)
-        where t.id = v.id and t.organization_id = v.organization_id`,
-  ];
+  return [(bind) => summariesUpdate(threads.map((t) => summaryValues(t, bind)).join(", "))];
 }
 
 /** The summary columns of `threads` under an alias, as summaryOf reads them. */
