@@ -12,6 +12,10 @@
 //   BENCH_CPU_PROF=<dir> (the smtp role runs with --cpu-prof into <dir>; each thread writes a profile when it stops;
 //   summarize them with bench/cpu-profile.ts)
 //   BENCH_CPU_NODE_ARGS="--flag …" (more Node options of the smtp role, e.g. V8's heap sizes)
+//   BENCH_CPU_GC=1 (each thread of the smtp role counts its isolate's collections, bench/gc-stats.mjs: the measured
+//   round prints scavenges and mark-compacts per 1,000 stored messages by thread, their pauses per message (wall
+//   time on the thread: a loaded machine stretches them), and the young and old generations' sizes; V8Worker's CPU
+//   is the parallel and concurrent part of every isolate's collections)
 //   BENCH_CPU_STATEMENTS=1 (a PostgreSQL of its own with pg_stat_statements, in place of the stack's; the measured round
 //   prints every statement's calls per stored message and per webhook delivery, commits beside them: what each
 //   message and each delivery costs in round trips; and the statements (those differing only in their row count
@@ -23,7 +27,8 @@
 // Every round also prints PostgreSQL's CPU by process kind, and WAL records, full-page images and bytes per stored
 // message with the sessions opened (pg_stat_wal, pg_stat_database).
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -47,6 +52,7 @@ const STATEMENTS = process.env["BENCH_CPU_STATEMENTS"] === "1";
 const WAL = process.env["BENCH_CPU_WAL"] === "1";
 /** WAL rows (relation and record type) listed per stored message. */
 const TOP_WAL_ROWS = 40;
+const GC = process.env["BENCH_CPU_GC"] === "1";
 /** Statements listed by their share of PostgreSQL's time. */
 const TOP_STATEMENTS = 15;
 const DRAIN_MAX_S = 120;
@@ -279,9 +285,58 @@ function groupTicks(pids: readonly number[], reaper?: number): number {
   return sum;
 }
 
+/** Each thread's collections so far, by thread name (files of bench/gc-stats.mjs; threads of one name summed). */
+type GcCounts = Record<string, [number, number]>;
+interface GcThread {
+  readonly counts: GcCounts;
+  readonly young: [number, number];
+  readonly old: [number, number];
+}
+function gcByThread(dir: string): Map<string, GcThread> {
+  const byThread = new Map<string, GcThread>();
+  for (const name of readdirSync(dir)) {
+    let read: { thread: string } & GcThread;
+    try {
+      read = JSON.parse(readFileSync(join(dir, name), "utf8")) as typeof read;
+    } catch {
+      continue; // being rewritten: the next reading has it
+    }
+    const sum = byThread.get(read.thread);
+    if (!sum) {
+      byThread.set(read.thread, read);
+      continue;
+    }
+    for (const [kind, [n, ms]] of Object.entries(read.counts)) sum.counts[kind] = [sum.counts[kind]![0] + n, sum.counts[kind]![1] + ms];
+  }
+  return byThread;
+}
+
+/** Collections during the round per 1,000 stored messages, and their pauses per message, by thread. */
+function printGc(before: Map<string, GcThread>, after: Map<string, GcThread>, stored: number, log: (line: string) => void): void {
+  const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+  log(`garbage collection by thread (per 1,000 stored messages; their pauses' wall ms per message; young and old generation used/size MB at the end, of one thread of each name):`);
+  for (const [thread, { counts, young, old }] of after) {
+    const was = before.get(thread)?.counts;
+    const kind = (k: string) => {
+      const n = counts[k]![0] - (was?.[k]?.[0] ?? 0);
+      const ms = counts[k]![1] - (was?.[k]?.[1] ?? 0);
+      return `${((n * 1000) / Math.max(1, stored)).toFixed(1).padStart(5)} (${(ms / Math.max(1, stored)).toFixed(3)} ms)`;
+    };
+    log(`  ${thread.padEnd(18)} scavenges ${kind("scavenge")}  mark-compacts ${kind("markCompact")}  young ${mb(young[1])}/${mb(young[0])}  old ${mb(old[1])}/${mb(old[0])}`);
+  }
+}
+
+/** How long gc-stats.mjs takes at most to rewrite its counts. */
+const GC_STATS_MS = 300;
+
 const teardown = new Teardown();
 const workDir = await mkdtemp(join(tmpdir(), "bench-cpu-"));
 teardown.add(() => rm(workDir, { recursive: true, force: true }));
+const gcDir = join(workDir, "gc");
+if (GC) {
+  await mkdir(gcDir);
+  process.env["BENCH_GC_DIR"] = gcDir;
+}
 try {
   const statementsPostmaster = STATEMENTS ? await postgresWithStatementStatistics(workDir, teardown) : undefined;
   const config = loadConfig(process.env);
@@ -296,6 +351,7 @@ try {
       log,
       smtpNodeArgs: [
         ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+        ...(GC ? ["--import", fileURLToPath(new URL("./gc-stats.mjs", import.meta.url))] : []),
         ...(process.env["BENCH_CPU_NODE_ARGS"]?.split(/\s+/).filter(Boolean) ?? []),
       ],
     },
@@ -317,6 +373,8 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const measured = round === ROUNDS - 1;
     await drain();
+    if (GC) await sleep(GC_STATS_MS);
+    const gcBefore = GC ? gcByThread(gcDir) : new Map<string, GcThread>();
     const load = loadAverage()[0];
     const smtpBefore = threadTicks(stack.smtp.pid);
     const pgBefore = groupTicks(processTree(postmaster), postmaster);
@@ -347,6 +405,8 @@ try {
     const drained = await drain();
     const seconds = (performance.now() - started) / 1000;
     const smtpAfter = threadTicks(stack.smtp.pid);
+    if (GC) await sleep(GC_STATS_MS);
+    const gcAfter = GC ? gcByThread(gcDir) : new Map<string, GcThread>();
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
     const pgKinds = ticksByKind(pgPidsBefore, ticksByPid(processTree(postmaster)));
     const walAfter = await walCounters(client);
@@ -372,6 +432,7 @@ try {
       if (t > 0) log(`  smtp ${name.padEnd(20)} ${ms(t)}`);
     }
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
+    if (GC) printGc(gcBefore, gcAfter, stored, log);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
     let liveSum = 0;
     for (const [kind, d] of pgKinds) {

@@ -22,6 +22,7 @@ import { mailauthResolver, type MailauthResolver } from "./mailauth-resolver.js"
 import { LineTooLong, splitHeaderSection, verifierInput, type MessageSource, type SplitMessage } from "./message-source.js";
 import { sameOrganization } from "./organizational-domain.js";
 import { strongest, type AuthenticationResult } from "./results.js";
+import { SpfResults, type SpfCheck } from "./spf-reuse.js";
 
 export type { AuthenticationResult } from "./results.js";
 export type { DmarcPolicy } from "./dmarc.js";
@@ -85,6 +86,8 @@ const MIN_RSA_KEY_BITS = 1024;
 
 export function createSenderAuthenticator(options: SenderAuthenticatorOptions): SenderAuthenticator {
   const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  // One sender through one relay asks SPF the same question message after message (spf-reuse.ts).
+  const spfResults = new SpfResults();
   return {
     async evaluate(message, client) {
       const budget = new AbortController();
@@ -93,7 +96,7 @@ export function createSenderAuthenticator(options: SenderAuthenticatorOptions): 
       const lookups = mailauthResolver(dns);
       let opened: SplitMessage | undefined;
       try {
-        const spfCheck = checkSpf(client, lookups, options.hostname, options.budgetMs);
+        const spfCheck = spfResults.get(client, dns, (resolver) => checkSpf(client, mailauthResolver(resolver), options.hostname, options.budgetMs));
         const reading = splitHeaderSection(message, maxHeaderBytes).catch((error: unknown) => new Unreadable(error));
         const split = await bySignal(reading, budget.signal);
         if (split === SPENT || split === undefined || split instanceof Unreadable) {
@@ -258,12 +261,6 @@ function dkimResult(dkim: DkimVerification, found: number): AuthenticationResult
   // Fields mailauth could not read at all (an unknown algorithm, no d=) are left out of its results: signed, not processable.
   if (dkim.signatures.length === 0) return found > 0 ? "neutral" : "none";
   return strongest(dkim.signatures.map((s) => s.result));
-}
-
-interface SpfCheck {
-  readonly result: AuthenticationResult;
-  /** The domain checked: MAIL FROM's, or HELO's for the null reverse-path. */
-  readonly domain: string;
 }
 
 async function checkSpf(client: SmtpClient, resolver: MailauthResolver, hostname: string, budgetMs: number): Promise<SpfCheck> {

@@ -47,7 +47,10 @@ export interface ProcessingLoad {
 export type FromProcessing = { readonly type: "ready" } | ({ readonly type: "load" } & ProcessingLoad) | { readonly type: "stopped" };
 
 export interface Processing {
-  /** Hands a committed message over; its bytes, when given, are copied once and not used by the thread's caller. */
+  /**
+   * Hands a committed message over; its bytes, when given, are moved to the thread (copied first when they are a
+   * view of a larger buffer): the caller must not use them afterwards.
+   */
   submit(rawId: string, size: number, received?: ReceivedMessage): void;
   /** Accepted messages (and their raw bytes) handed over or in hand and not yet stored, in this process. */
   backlog(): { readonly messages: number; readonly bytes: number };
@@ -218,8 +221,12 @@ class HandOver {
 
   add(rawId: string, size: number, received: ReceivedMessage | undefined): void {
     if (received) {
-      // A copy of exactly these bytes, moved to the thread: the received Buffer may be a view of a larger one.
-      const raw = new Uint8Array(received.raw);
+      // Moved to the thread: the bytes themselves when they own their memory whole (DATA in several chunks, joined
+      // into a buffer of its own), which spares the listener a message-sized allocation and copy; else a copy of
+      // exactly them (a view of a larger buffer).
+      const { raw: bytes } = received;
+      const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+      const raw = owned ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
       this.submissions.push({ rawId, size, received: { ...received, raw: raw as Buffer } });
       this.transfers.push(raw.buffer);
     } else {
