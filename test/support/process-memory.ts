@@ -1,14 +1,37 @@
 // The memory a service process takes, read from outside as an operator's tools would: its proportional set size
 // (PSS: shared pages split among the processes that map them) and that of the PostgreSQL backends serving its
 // connections, found by the ports of its sockets.
-import { readdir, readFile, readlink } from "node:fs/promises";
+import { readdir, readFile, readlink, writeFile } from "node:fs/promises";
 import type { SqlTx } from "../../src/db/database.js";
+
+/** A "Field:   123 kB" line of a /proc file, in bytes; 0 when it is missing. */
+function kilobytesField(text: string, field: string): number {
+  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0) * 1024;
+}
 
 /** A process's memory in bytes (all its threads): PSS, and what it alone maps (USS); 0 once it is gone. */
 export async function processMemory(pid: number): Promise<{ pss: number; private: number }> {
   const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(rollup)?.[1] ?? 0) * 1024;
+  const kb = (field: string) => kilobytesField(rollup, field);
   return { pss: kb("Pss"), private: kb("Private_Clean") + kb("Private_Dirty") };
+}
+
+/**
+ * A process's resident set size now and its highest since the last `resetResidentPeak` (VmRSS and VmHWM, in bytes;
+ * 0 once it is gone). The kernel keeps both as counters: reading them costs microseconds, where smaps_rollup walks
+ * every page table of the process (7–10 ms of CPU for a 550 MB Node process).
+ */
+export async function residentMemory(pid: number): Promise<{ now: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  return { now: kilobytesField(status, "VmRSS"), peak: kilobytesField(status, "VmHWM") };
+}
+
+/** Sets the process's VmHWM to its resident set now (proc(5): clear_refs); false when the kernel refuses. */
+export async function resetResidentPeak(pid: number): Promise<boolean> {
+  return writeFile(`/proc/${pid}/clear_refs`, "5").then(
+    () => true,
+    () => false,
+  );
 }
 
 /** The local ports of the process's TCP sockets (its end of each connection, and what it listens on). */
