@@ -15,6 +15,8 @@ import { serveSmtp, type SmtpProcess } from "./smtp-process.js";
 import { holdLock } from "./tools.js";
 
 export const LARGE_MAIL_SENDER = "large@example.org";
+/** The application_name of the role's PostgreSQL connections (PGAPPNAME): the file's database has no other role. */
+export const LARGE_MAIL_APPLICATION_NAME = "mailbox-smtp-under-test";
 
 /** A 9 MB body: a short text part and a base64 attachment of random (incompressible) bytes in 76-character lines. */
 export const NINE_MB_BODY = (() => {
@@ -95,7 +97,9 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
   // LARGE_MAIL_CPU_PROFILE=<dir>: the role writes a V8 CPU profile per thread there (read with bench/cpu-profile.ts),
   // and is stopped with SIGTERM so that it can.
   const profileDir = process.env.LARGE_MAIL_CPU_PROFILE;
-  const smtp = await serveSmtp(app, dataDir, profileDir ? { ...env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : env);
+  // Every connection of the role names itself, so that its PostgreSQL backends are found by one query.
+  const roleEnv = { PGAPPNAME: LARGE_MAIL_APPLICATION_NAME, ...env };
+  const smtp = await serveSmtp(app, dataDir, profileDir ? { ...roleEnv, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : roleEnv);
   const header = (messageId: string) =>
     Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
   const storedOf = async (messageIds: readonly string[]) => {
