@@ -193,7 +193,7 @@ describe("the verdict", () => {
       }
     }
     expect(await fixture.authenticator.evaluate(source(), client(""))).toMatchObject({ dkim: "none" });
-    await expect.poll(() => released).toBe(true);
+    await expect.poll(() => released, { timeout: 10_000 }).toBe(true);
   });
 });
 
@@ -336,7 +336,7 @@ describe("a failing DNS", () => {
     const { value, ms } = await timed(() => quick.evaluate(endless(), client("")));
     expect(value).toMatchObject({ dkim: "temperror", dmarc: "temperror", senderAuthenticated: false });
     expect(ms).toBeLessThan(1500);
-    await expect.poll(() => released).toBe(true);
+    await expect.poll(() => released, { timeout: 10_000 }).toBe(true);
   });
 });
 
