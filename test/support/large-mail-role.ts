@@ -110,7 +110,7 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
     );
     return counts!;
   };
-  let atWarm: { total: number; role: Map<string, number>; backends: Map<number, number> } | null = null;
+  let atWarm: { total: number; role: Map<string, number>; backends: Map<number, number>; own: Map<string, number> } | null = null;
   return {
     app,
     smtp,
@@ -124,7 +124,12 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
       await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
       await client.quit();
       await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
-      atWarm = { total: await cpuSeconds(`/proc/${smtp.child.pid!}/stat`), role: await threadCpu(smtp.child.pid!), backends: await backendCpu(app) };
+      atWarm = {
+        total: await cpuSeconds(`/proc/${smtp.child.pid!}/stat`),
+        role: await threadCpu(smtp.child.pid!),
+        backends: await backendCpu(app),
+        own: await threadCpu(process.pid),
+      };
     },
     async stop() {
       // What the file's load cost, for the run's log: the role's CPU and this test process's.
@@ -137,14 +142,21 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
         const backends = await backendCpu(app);
         const since = (now: Map<string | number, number>, before: Map<string | number, number>) =>
           [...now].reduce((sum, [key, seconds]) => sum + seconds - (before.get(key) ?? 0), 0);
-        const byThread = [...threads]
-          .map(([name, seconds]) => [name, seconds - (atWarm!.role.get(name) ?? 0)] as const)
-          .filter(([, seconds]) => seconds >= 0.05)
-          .sort((a, b) => b[1] - a[1])
-          .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
-          .join(", ");
+        const byThread = (now: Map<string, number>, before: Map<string, number>) =>
+          [...now]
+            .map(([name, seconds]) => [name, seconds - (before.get(name) ?? 0)] as const)
+            .filter(([, seconds]) => seconds >= 0.05)
+            .sort((a, b) => b[1] - a[1])
+            .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
+            .join(", ");
         const ended = role - atWarm.total - since(threads, atWarm.role);
-        console.log(`large-mail load CPU after warm-up: smtp role ${(role - atWarm.total).toFixed(1)} s; by thread ${byThread}, ended threads ${ended.toFixed(1)}; PostgreSQL backends ${since(backends, atWarm.backends).toFixed(1)} s`);
+        // This process's own threads too (the clients' sockets, the sampler's reads): other files this worker ran
+        // before are not in it.
+        const own = await threadCpu(process.pid);
+        console.log(
+          `large-mail load CPU after warm-up: smtp role ${(role - atWarm.total).toFixed(1)} s; by thread ${byThread(threads, atWarm.role)}, ended threads ${ended.toFixed(1)}; ` +
+            `PostgreSQL backends ${since(backends, atWarm.backends).toFixed(1)} s; test process ${since(own, atWarm.own).toFixed(1)} s (${byThread(own, atWarm.own)})`,
+        );
       }
       await smtp.kill(profileDir ? "SIGTERM" : "SIGKILL");
       await app.stop();
