@@ -38,7 +38,7 @@ const SETTLE_MS = 60_000;
  * process's resident set is within NEAR_HIGHEST of its highest, and every FULL_EVERY_MS otherwise; the resident set
  * (VmRSS and the kernel's own high-water mark VmHWM, ~0.1 ms) every TICK_MS. Until this the full reading ran every
  * 200 ms throughout and found the backends through the namespace's TCP tables each time (~15 ms a reading at 300 MB):
- * 500–800 readings; the test process used 12–19 CPU-s in runs of the file alone, now 5–9.
+ * 500–800 readings; the test process used 12–19 CPU-s in runs of the file alone, now 5–11 (70–330 full readings).
  */
 const TICK_MS = 100;
 const FULL_AT_HIGHS_MS = 200;
