@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { readProcessCpu } from "../support/cpu-usage.js";
 import { startDnsServer, type TestDnsServer } from "../support/dns-server.js";
 import { startTestApp, type TestApp } from "../support/harness.js";
 import { ensureSchemathesis } from "../support/tools.js";
@@ -84,7 +85,10 @@ async function runSchemathesis(runArgs: string[]): Promise<{ code: number; outpu
     // and answers are covered by test/e2e/wait-for-message.test.ts.
     "--exclude-operation-id=waitForMessage",
   ];
-  return promisify(execFile)(python!, args, {
+  // What the run cost, for the log: schemathesis's process (reaped when it ends) and this one, which serves it.
+  const reapedBefore = readProcessCpu("self")?.reapedChildrenSeconds ?? 0;
+  const ownBefore = process.cpuUsage();
+  const result = await promisify(execFile)(python!, args, {
     cwd: workDir,
     timeout: RUN_TIMEOUT_MS,
     maxBuffer: 64 * 1024 * 1024,
@@ -96,6 +100,10 @@ async function runSchemathesis(runArgs: string[]): Promise<{ code: number; outpu
       output: `${e.stdout ?? ""}\n${e.stderr ?? ""}\n${e.message}`,
     }),
   );
+  const own = process.cpuUsage(ownBefore);
+  const reaped = (readProcessCpu("self")?.reapedChildrenSeconds ?? 0) - reapedBefore;
+  console.log(`schemathesis ${runArgs.join(" ")}: schemathesis ${reaped.toFixed(1)} CPU-s, the service and this test process ${((own.user + own.system) / 1e6).toFixed(1)} CPU-s`);
+  return result;
 }
 
 test("schemathesis finds no failure with every check against a fresh organization", async () => {

@@ -157,7 +157,7 @@ describe("fetching a URL attachment", () => {
       code: "attachment_url_too_large",
       message: "attachments[0].url: the file is larger than an attachment may be (65536 bytes)",
     });
-    await expect.poll(() => closed).toBe(true);
+    await expect.poll(() => closed, { timeout: 10_000 }).toBe(true);
   });
 
   test("gives up at the time limit: a server that never answers, and one that stops in the middle of the file", async () => {

@@ -36,6 +36,12 @@ export interface TestDnsServer {
   clear(): void;
   /** Holds every answer about a name (or every answer, for "*") this long. */
   delay(name: string, ms: number): void;
+  /**
+   * Holds every answer about these names until a question about each of them has arrived, then sends them all (and
+   * answers later questions at once): lookups made in parallel are answered, lookups made one after another never
+   * are (each times out). Proves parallelism by events, not by wall time.
+   */
+  answerTogether(names: readonly string[]): void;
   /** The SOA TTL and MINIMUM of negative answers (NXDOMAIN, NODATA). */
   negativeTtl: number;
   /** How many questions arrived for a name (and type), over either transport. */
@@ -59,6 +65,8 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
   // Keyed by name, then by type ("*" for any type).
   const failures = new Map<string, Map<string, Failure>>();
   const delays = new Map<string, number>();
+  /** answerTogether's names, those not asked yet, and the answers held until they are. */
+  let together: { names: ReadonlySet<string>; unasked: Set<string>; held: (() => void)[] } | null = null;
   const log: { name: string; type: string; tcp: boolean }[] = [];
   let negativeTtl = 60;
 
@@ -108,8 +116,18 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
       } as never);
     }
     const wait = delays.get(name) ?? delays.get("*") ?? 0;
-    if (wait > 0) setTimeout(() => void send(response), wait);
-    else void send(response);
+    const answer = wait > 0 ? () => void setTimeout(() => void send(response), wait) : () => void send(response);
+    if (together?.names.has(name)) {
+      together.unasked.delete(name);
+      if (together.unasked.size > 0) {
+        together.held.push(answer);
+        return;
+      }
+      const { held } = together;
+      together = null;
+      for (const release of held) release();
+    }
+    answer();
   };
 
   // The UDP port is the system's choice; the same number over TCP may be taken by another socket of the run: then
@@ -170,6 +188,9 @@ export async function startDnsServer(host = "127.0.0.1"): Promise<TestDnsServer>
       zone.clear();
       failures.clear();
       delays.clear();
+    },
+    answerTogether(names) {
+      together = { names: new Set(names.map(norm)), unasked: new Set(names.map(norm)), held: [] };
     },
     delay(name, ms) {
       delays.set(name === "*" ? "*" : norm(name), ms);

@@ -15,6 +15,8 @@ import { serveSmtp, type SmtpProcess } from "./smtp-process.js";
 import { holdLock } from "./tools.js";
 
 export const LARGE_MAIL_SENDER = "large@example.org";
+/** The application_name of the role's PostgreSQL connections (PGAPPNAME): the file's database has no other role. */
+export const LARGE_MAIL_APPLICATION_NAME = "mailbox-smtp-under-test";
 
 /** A 9 MB body: a short text part and a base64 attachment of random (incompressible) bytes in 76-character lines. */
 export const NINE_MB_BODY = (() => {
@@ -95,7 +97,9 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
   // LARGE_MAIL_CPU_PROFILE=<dir>: the role writes a V8 CPU profile per thread there (read with bench/cpu-profile.ts),
   // and is stopped with SIGTERM so that it can.
   const profileDir = process.env.LARGE_MAIL_CPU_PROFILE;
-  const smtp = await serveSmtp(app, dataDir, profileDir ? { ...env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : env);
+  // Every connection of the role names itself, so that its PostgreSQL backends are found by one query.
+  const roleEnv = { PGAPPNAME: LARGE_MAIL_APPLICATION_NAME, ...env };
+  const smtp = await serveSmtp(app, dataDir, profileDir ? { ...roleEnv, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : roleEnv);
   const header = (messageId: string) =>
     Buffer.from(`From: ${LARGE_MAIL_SENDER}\r\nTo: ${inbox.address}\r\nSubject: large\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\n`);
   const storedOf = async (messageIds: readonly string[]) => {
@@ -106,7 +110,7 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
     );
     return counts!;
   };
-  let atWarm: { total: number; role: Map<string, number>; backends: Map<number, number> } | null = null;
+  let atWarm: { total: number; role: Map<string, number>; backends: Map<number, number>; own: Map<string, number> } | null = null;
   return {
     app,
     smtp,
@@ -120,7 +124,12 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
       await transaction(client, { from: LARGE_MAIL_SENDER, to: [inbox.address], data: [header(warm), Buffer.from("\r\nwarm\r\n")] });
       await client.quit();
       await eventually(async () => ((await storedOf([warm])).rows === 1 ? true : undefined), 60_000);
-      atWarm = { total: await cpuSeconds(`/proc/${smtp.child.pid!}/stat`), role: await threadCpu(smtp.child.pid!), backends: await backendCpu(app) };
+      atWarm = {
+        total: await cpuSeconds(`/proc/${smtp.child.pid!}/stat`),
+        role: await threadCpu(smtp.child.pid!),
+        backends: await backendCpu(app),
+        own: await threadCpu(process.pid),
+      };
     },
     async stop() {
       // What the file's load cost, for the run's log: the role's CPU and this test process's.
@@ -133,14 +142,21 @@ async function startHeld(env: Readonly<Record<string, string>>, release: () => P
         const backends = await backendCpu(app);
         const since = (now: Map<string | number, number>, before: Map<string | number, number>) =>
           [...now].reduce((sum, [key, seconds]) => sum + seconds - (before.get(key) ?? 0), 0);
-        const byThread = [...threads]
-          .map(([name, seconds]) => [name, seconds - (atWarm!.role.get(name) ?? 0)] as const)
-          .filter(([, seconds]) => seconds >= 0.05)
-          .sort((a, b) => b[1] - a[1])
-          .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
-          .join(", ");
+        const byThread = (now: Map<string, number>, before: Map<string, number>) =>
+          [...now]
+            .map(([name, seconds]) => [name, seconds - (before.get(name) ?? 0)] as const)
+            .filter(([, seconds]) => seconds >= 0.05)
+            .sort((a, b) => b[1] - a[1])
+            .map(([name, seconds]) => `${name} ${seconds.toFixed(1)}`)
+            .join(", ");
         const ended = role - atWarm.total - since(threads, atWarm.role);
-        console.log(`large-mail load CPU after warm-up: smtp role ${(role - atWarm.total).toFixed(1)} s; by thread ${byThread}, ended threads ${ended.toFixed(1)}; PostgreSQL backends ${since(backends, atWarm.backends).toFixed(1)} s`);
+        // This process's own threads too (the clients' sockets, the sampler's reads): other files this worker ran
+        // before are not in it.
+        const own = await threadCpu(process.pid);
+        console.log(
+          `large-mail load CPU after warm-up: smtp role ${(role - atWarm.total).toFixed(1)} s; by thread ${byThread(threads, atWarm.role)}, ended threads ${ended.toFixed(1)}; ` +
+            `PostgreSQL backends ${since(backends, atWarm.backends).toFixed(1)} s; test process ${since(own, atWarm.own).toFixed(1)} s (${byThread(own, atWarm.own)})`,
+        );
       }
       await smtp.kill(profileDir ? "SIGTERM" : "SIGKILL");
       await app.stop();

@@ -53,10 +53,17 @@ async function* inChunks(message: Buffer, size: number): AsyncGenerator<Uint8Arr
   for (let at = 0; at < message.length; at += size) yield message.subarray(at, at + size);
 }
 
-async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
+/**
+ * The work's result, the wall time it took and the CPU time this process used meanwhile (all threads; the file runs
+ * alone in its process). Work bounded by what it computes is bounded by `cpuMs`, which a busy machine does not
+ * stretch as it does wall time; work bounded by a deadline (the budget) by `ms`.
+ */
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number; cpuMs: number }> {
   const start = performance.now();
-  const value = await work;
-  return { value, ms: performance.now() - start };
+  const cpu = process.cpuUsage();
+  const value = await work();
+  const used = process.cpuUsage(cpu);
+  return { value, ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000 };
 }
 
 describe("an authenticated sender", () => {
@@ -186,7 +193,7 @@ describe("the verdict", () => {
       }
     }
     expect(await fixture.authenticator.evaluate(source(), client(""))).toMatchObject({ dkim: "none" });
-    await expect.poll(() => released).toBe(true);
+    await expect.poll(() => released, { timeout: 10_000 }).toBe(true);
   });
 });
 
@@ -196,11 +203,11 @@ describe("bounds against hostile messages", () => {
     const junk = Array.from({ length: 3000 }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=junk${i}.example; s=s${i}; h=from; bh=AAAA; b=AAAA\r\n`);
     // On top, as a later hop would add them; the author's signature is the lowest.
     const hostile = Buffer.concat([Buffer.from(junk.join("")), message]);
-    const { value: result, ms } = await timed(fixture.authenticator.evaluate(hostile, client("")));
+    const { value: result, cpuMs } = await timed(() => fixture.authenticator.evaluate(hostile, client("")));
     expect(result).toMatchObject({ dkim: "pass", dkimDomains: [domain], senderAuthenticated: true });
     const keyLookups = Array.from({ length: 3000 }, (_, i) => fixture.dns.queries(`s${i}._domainkey.junk${i}.example`)).reduce((a, b) => a + b, 0);
     expect(keyLookups).toBeLessThanOrEqual(MAX_DKIM_SIGNATURES - 1);
-    expect(ms).toBeLessThan(2000);
+    expect(cpuMs).toBeLessThan(2000);
   });
 
   test("a header section over the bound is not read further: DKIM, DMARC and ARC permerror, SPF still evaluated", async () => {
@@ -226,27 +233,27 @@ describe("bounds against hostile messages", () => {
     const signature = message.subarray(0, message.indexOf("\r\nFrom:") + 2);
     const body = "x".repeat(8 * 1024 * 1024);
     const hostile = Buffer.concat([signature, plainMessage(`news@${domain}`, { body })]);
-    const { value, ms } = await timed(fixture.authenticator.evaluate(hostile, client("")));
+    const { value, cpuMs } = await timed(() => fixture.authenticator.evaluate(hostile, client("")));
     // Not verifiable is not forged: DMARC cannot conclude either (permerror, not fail under p=reject).
     expect(value).toMatchObject({ dkim: "permerror", dmarc: "permerror", dmarcPolicy: "reject", senderAuthenticated: false });
     // mailauth alone takes about 16 s over this body (measured); a few chunks are read here.
-    expect(ms).toBeLessThan(1000);
+    expect(cpuMs).toBeLessThan(1000);
     // A smaller body is checked in one piece: the same answer.
     const small = Buffer.concat([signature, plainMessage(`news@${domain}`, { body: "x".repeat(MAX_BODY_LINE_BYTES + 1) })]);
     expect(await fixture.authenticator.evaluate(small, client(""))).toMatchObject({ dkim: "permerror", dmarc: "permerror" });
     // Unsigned, the same body is not read at all.
-    const unsigned = await timed(fixture.authenticator.evaluate(plainMessage(`news@${domain}`, { body }), client("")));
+    const unsigned = await timed(() => fixture.authenticator.evaluate(plainMessage(`news@${domain}`, { body }), client("")));
     expect(unsigned.value).toMatchObject({ dkim: "none", dmarc: "fail", senderAuthenticated: false });
-    expect(unsigned.ms).toBeLessThan(1000);
+    expect(unsigned.cpuMs).toBeLessThan(1000);
   });
 
   test("a body of bare LFs verifies at the cost of CRLF (mailauth alone writes each line separately: seconds per MB)", async () => {
     const { message } = await authenticatedMessage({ body: "a\r\n".repeat(2 * 1024 * 1024) });
     const end = message.indexOf("\r\n\r\n") + 4;
     const bareLf = Buffer.concat([message.subarray(0, end), Buffer.from(message.subarray(end).toString().replaceAll("\r\n", "\n"))]);
-    const { value, ms } = await timed(fixture.authenticator.evaluate(bareLf, client("")));
+    const { value, cpuMs } = await timed(() => fixture.authenticator.evaluate(bareLf, client("")));
     expect(value).toMatchObject({ dkim: "pass", senderAuthenticated: true });
-    expect(ms).toBeLessThan(2000);
+    expect(cpuMs).toBeLessThan(2000);
   });
 
   test("an SPF record with more than 10 DNS-querying terms (an include chain) is permerror after 10 lookups", async () => {
@@ -274,7 +281,7 @@ describe("a failing DNS", () => {
     for (const name of [domain, `_dmarc.${domain}`, `s1._domainkey.${domain}`]) fixture.dns.fail(name, "timeout");
     const message = await signed(plainMessage(`a@${domain}`), domain);
     fixture.dns.fail(`s1._domainkey.${domain}`, "timeout");
-    const { value, ms } = await timed(slow.evaluate(message, client(`a@${domain}`)));
+    const { value, ms } = await timed(() => slow.evaluate(message, client(`a@${domain}`)));
     expect(value).toMatchObject({ spf: "temperror", dkim: "temperror", dmarc: "temperror", fromDomain: domain, senderAuthenticated: false });
     expect(ms).toBeGreaterThanOrEqual(550);
     expect(ms).toBeLessThan(1500);
@@ -326,10 +333,10 @@ describe("a failing DNS", () => {
         released = true;
       }
     }
-    const { value, ms } = await timed(quick.evaluate(endless(), client("")));
+    const { value, ms } = await timed(() => quick.evaluate(endless(), client("")));
     expect(value).toMatchObject({ dkim: "temperror", dmarc: "temperror", senderAuthenticated: false });
     expect(ms).toBeLessThan(1500);
-    await expect.poll(() => released).toBe(true);
+    await expect.poll(() => released, { timeout: 10_000 }).toBe(true);
   });
 });
 

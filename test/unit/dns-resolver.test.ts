@@ -166,7 +166,9 @@ describe("the caching resolver", () => {
 
     const second = await timed();
     expect(second.answer).toEqual(first.answer);
-    expect(second.ms).toBeLessThan(100);
+    // Not asked again (the count), and not waited on: less than one attempt's timeout. (A 100 ms bound on this
+    // in-memory answer left a busy machine's event loop no room.)
+    expect(second.ms).toBeLessThan(300);
     expect(dns.queries(name, "TXT")).toBe(2);
 
     dns.clearFailure(name);
