@@ -34,8 +34,12 @@ export async function resetResidentPeak(pid: number): Promise<boolean> {
   );
 }
 
-/** The local ports of the process's TCP sockets (its end of each connection, and what it listens on). */
-async function localPorts(pid: number): Promise<number[]> {
+/**
+ * The local ports of the process's TCP connections to `remotePort` (on loopback, the PostgreSQL server's port). Only
+ * those: a connection elsewhere can share its local port number with another process's connection to PostgreSQL
+ * (Linux reuses an ephemeral port for other destinations), whose backend would then be counted as this process's.
+ */
+async function localPortsTo(pid: number, remotePort: number): Promise<number[]> {
   const inodes = new Set<string>();
   for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [])) {
     const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "");
@@ -48,7 +52,8 @@ async function localPorts(pid: number): Promise<number[]> {
     for (const line of lines) {
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
       const fields = line.trim().split(/\s+/);
-      if (fields.length > 9 && inodes.has(fields[9]!)) ports.push(parseInt(fields[1]!.split(":")[1]!, 16));
+      if (fields.length <= 9 || !inodes.has(fields[9]!)) continue;
+      if (parseInt(fields[2]!.split(":")[1]!, 16) === remotePort) ports.push(parseInt(fields[1]!.split(":")[1]!, 16));
     }
   }
   return ports;
@@ -60,7 +65,8 @@ async function localPorts(pid: number): Promise<number[]> {
  * on a machine with many sockets.
  */
 export async function backendPidsBySocket(pid: number, db: SqlTx): Promise<number[]> {
-  const ports = await localPorts(pid);
+  const [{ port }] = (await db.query<{ port: number }>(`select current_setting('port')::int as port`)) as [{ port: number }];
+  const ports = await localPortsTo(pid, port);
   const rows = await db.query<{ pid: number }>(`select pid from pg_stat_activity where client_port = any($1::int[]) order by pid`, [ports]);
   return rows.map((r) => r.pid);
 }
