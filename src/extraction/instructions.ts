@@ -14,6 +14,7 @@
 // linear in the text. Chinese and Japanese, written without spaces, are matched as phrases within a window of
 // characters; role markers and tool calls as literal strings. Nothing here is a regular expression over the text.
 import { latinLookalike } from "./confusables.js";
+import { isPlainAscii } from "./domains.js";
 
 /** Characters beyond ASCII as folded, remembered: a text repeats its few letters many times. */
 const FOLDED_CHARS = new Map<string, string>();
@@ -748,7 +749,7 @@ export interface Folded {
  * `origin` maps each folded character back to the original (null when every index is the same).
  */
 export function fold(text: string): Folded {
-  if (isAscii(text)) return { text: text.toLowerCase(), origin: null };
+  if (isPlainAscii(text)) return { text: text.toLowerCase(), origin: null };
   const pieces: string[] = [];
   const origin: number[] = [];
   let i = 0;
@@ -775,10 +776,6 @@ function foldChar(char: string): string {
     if (FOLDED_CHARS.size < MAX_FOLDED_CHARS) FOLDED_CHARS.set(char, folded);
   }
   return folded;
-}
-
-function isAscii(text: string): boolean {
-  return /^[\x00-\x7f]*$/.test(text);
 }
 
 interface Word {
