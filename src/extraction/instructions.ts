@@ -595,6 +595,34 @@ class RuleScan {
     if (this.wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, end - start);
   }
 
+  /**
+   * Marks the slots the words and marks of ASCII text start, as wordsOf and markSpan would, in one pass: each word's
+   * hash grows as its end is looked for, so its code units are read once.
+   */
+  markAscii(text: string): void {
+    this.markWord("¶");
+    let i = 0;
+    while (i < text.length) {
+      let unit = text.charCodeAt(i);
+      if (ASCII_WORD[unit] !== 1) {
+        const mark = ASCII_MARK[unit];
+        if (mark !== undefined) this.markWord(mark);
+        i++;
+        continue;
+      }
+      const start = i;
+      const prefixEnd = start + this.longestPrefix;
+      let hash = 0;
+      do {
+        hash = (Math.imul(hash, 31) + unit) | 0;
+        if (i < prefixEnd && this.prefixBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotPrefixes.get(hash), text, start, i + 1 - start);
+        i++;
+        unit = i < text.length ? text.charCodeAt(i) : 0;
+      } while (ASCII_WORD[unit] === 1);
+      if (this.wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, i - start);
+    }
+  }
+
   markWord(word: string): void {
     // The marks ("," "." "¶" …) come back on every line: each is looked up once a scan.
     if (word.length === 1) {
@@ -862,7 +890,8 @@ export function findInstructions(text: string): InstructionMatch[] {
   // Folding maps no index only for ASCII text.
   // Which rules the text can match first: a text that can match none (most mail) is not kept word by word.
   RULE_SCAN.begin();
-  wordsOf(folded, origin === null, (word, start, end) => (word === null ? RULE_SCAN.markSpan(folded, start, end) : RULE_SCAN.markWord(word)));
+  if (origin === null) RULE_SCAN.markAscii(folded);
+  else wordsOf(folded, false, (word, start, end) => (word === null ? RULE_SCAN.markSpan(folded, start, end) : RULE_SCAN.markWord(word)));
   // The instruction and the exfiltration rules together: each index's lists are narrowed to the possible ones.
   const possible = RULE_SCAN.end();
   const words: Word[] = [];
