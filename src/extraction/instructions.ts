@@ -14,6 +14,7 @@
 // linear in the text. Chinese and Japanese, written without spaces, are matched as phrases within a window of
 // characters; role markers and tool calls as literal strings. Nothing here is a regular expression over the text.
 import { latinLookalike } from "./confusables.js";
+import { isPlainAscii } from "./domains.js";
 
 /** Characters beyond ASCII as folded, remembered: a text repeats its few letters many times. */
 const FOLDED_CHARS = new Map<string, string>();
@@ -594,6 +595,34 @@ class RuleScan {
     if (this.wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, end - start);
   }
 
+  /**
+   * Marks the slots the words and marks of ASCII text start, as wordsOf and markSpan would, in one pass: each word's
+   * hash grows as its end is looked for, so its code units are read once.
+   */
+  markAscii(text: string): void {
+    this.markWord("¶");
+    let i = 0;
+    while (i < text.length) {
+      let unit = text.charCodeAt(i);
+      if (ASCII_WORD[unit] !== 1) {
+        const mark = ASCII_MARK[unit];
+        if (mark !== undefined) this.markWord(mark);
+        i++;
+        continue;
+      }
+      const start = i;
+      const prefixEnd = start + this.longestPrefix;
+      let hash = 0;
+      do {
+        hash = (Math.imul(hash, 31) + unit) | 0;
+        if (i < prefixEnd && this.prefixBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotPrefixes.get(hash), text, start, i + 1 - start);
+        i++;
+        unit = i < text.length ? text.charCodeAt(i) : 0;
+      } while (ASCII_WORD[unit] === 1);
+      if (this.wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, i - start);
+    }
+  }
+
   markWord(word: string): void {
     // The marks ("," "." "¶" …) come back on every line: each is looked up once a scan.
     if (word.length === 1) {
@@ -748,7 +777,7 @@ export interface Folded {
  * `origin` maps each folded character back to the original (null when every index is the same).
  */
 export function fold(text: string): Folded {
-  if (isAscii(text)) return { text: text.toLowerCase(), origin: null };
+  if (isPlainAscii(text)) return { text: text.toLowerCase(), origin: null };
   const pieces: string[] = [];
   const origin: number[] = [];
   let i = 0;
@@ -775,10 +804,6 @@ function foldChar(char: string): string {
     if (FOLDED_CHARS.size < MAX_FOLDED_CHARS) FOLDED_CHARS.set(char, folded);
   }
   return folded;
-}
-
-function isAscii(text: string): boolean {
-  return /^[\x00-\x7f]*$/.test(text);
 }
 
 interface Word {
@@ -865,7 +890,8 @@ export function findInstructions(text: string): InstructionMatch[] {
   // Folding maps no index only for ASCII text.
   // Which rules the text can match first: a text that can match none (most mail) is not kept word by word.
   RULE_SCAN.begin();
-  wordsOf(folded, origin === null, (word, start, end) => (word === null ? RULE_SCAN.markSpan(folded, start, end) : RULE_SCAN.markWord(word)));
+  if (origin === null) RULE_SCAN.markAscii(folded);
+  else wordsOf(folded, false, (word, start, end) => (word === null ? RULE_SCAN.markSpan(folded, start, end) : RULE_SCAN.markWord(word)));
   // The instruction and the exfiltration rules together: each index's lists are narrowed to the possible ones.
   const possible = RULE_SCAN.end();
   const words: Word[] = [];

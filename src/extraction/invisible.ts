@@ -17,6 +17,7 @@
 //
 // One forward pass per piece of text, with a little state carried from piece to piece (HTML gives the text of a
 // word in several nodes), so the work is linear in the text.
+import { isPlainAscii } from "./domains.js";
 import { MAX_EVIDENCE_CHARS } from "./limits.js";
 
 export type InvisibleKind = "zero_width_in_word" | "zero_width_run" | "bidi_control" | "tag_characters" | "variation_selectors";
@@ -98,7 +99,8 @@ export class InvisibleText {
 
   /** `text` without its invisible characters; `offset` is where the piece starts in its part. */
   clean(text: string, offset: number, visible: boolean): string {
-    if (!ANY_INVISIBLE.test(text)) {
+    // Every invisible character is beyond ASCII: ASCII text (most mail) is told by its UTF-8 length, faster.
+    if (isPlainAscii(text) || !ANY_INVISIBLE.test(text)) {
       if (visible && text.length > 0) this.visibleText(text);
       return text;
     }

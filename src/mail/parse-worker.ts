@@ -15,7 +15,7 @@ import {
   type MailParserOptions,
   type MessageText,
 } from "mailparser";
-import type { ExtractionInput, SenderAuthentication } from "../extraction/index.js";
+import type { Extracted, ExtractionInput, SenderAuthentication } from "../extraction/index.js";
 import type { DirectParse } from "./direct-parse.js";
 import type {
   DerivedText,
@@ -135,8 +135,19 @@ async function parseMessage(raw: Uint8Array | null, authentication: SenderAuthen
     replyTo: email.replyTo?.email ?? null,
     authentication,
   };
-  post({ kind: "extracted", result: await settle(Promise.resolve().then(() => extractMessage(input))) });
+  post(extractedReply(await settle(Promise.resolve().then(() => extractMessage(input))), email.text));
   if (email.html !== null && !email.text.trim()) post({ kind: "text", result: await settle(textFromHtml(email.html)) });
+}
+
+/** Extraction's answer, without its texts that are the parsed text trimmed (the parent has that text: TrimmedText). */
+function extractedReply(result: ParseWorkerResult<Extracted>, text: string): FromParseWorker {
+  if (!result.ok) return { kind: "extracted", result };
+  const trimmed = text.trim();
+  const { replyText, safeText } = result.value;
+  const trimmedText = { replyText: replyText.length > 0 && replyText === trimmed, safeText: safeText.length > 0 && safeText === trimmed };
+  if (!trimmedText.replyText && !trimmedText.safeText) return { kind: "extracted", result };
+  const value = { ...result.value, replyText: trimmedText.replyText ? "" : replyText, safeText: trimmedText.safeText ? "" : safeText };
+  return { kind: "extracted", result: { ok: true, value }, trimmedText };
 }
 
 /** The buffers of a message's attachments that own their memory whole (small ones share Node's pool: copied). */

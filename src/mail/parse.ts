@@ -117,8 +117,18 @@ export type ToParseWorker =
 export type FromParseWorker =
   | { readonly kind: "more" }
   | { readonly kind: "parsed"; readonly result: ParseWorkerResult<ParsedMessage> }
-  | { readonly kind: "extracted"; readonly result: ParseWorkerResult<Extracted> }
+  | { readonly kind: "extracted"; readonly result: ParseWorkerResult<Extracted>; readonly trimmedText?: TrimmedText }
   | { readonly kind: "text"; readonly result: ParseWorkerResult<DerivedText> };
+
+/**
+ * Which of an extraction's texts a worker left out (sent as ""): those that are the parsed text trimmed, as most
+ * plain-text mail's reply text and safe text are. The parsed message carried that text already, so a 10 KB message
+ * crosses to the parent once, not three times.
+ */
+export interface TrimmedText {
+  readonly replyText: boolean;
+  readonly safeText: boolean;
+}
 
 export interface DerivedText {
   readonly text: string;
@@ -365,7 +375,7 @@ function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcom
       if (reply.kind === "more") return feedNext();
       arm();
       if (reply.kind === "parsed") outcome.parsed = reply.result;
-      else if (reply.kind === "extracted") outcome.extracted = reply.result;
+      else if (reply.kind === "extracted") outcome.extracted = withTrimmedText(reply.result, reply.trimmedText, outcome.parsed);
       else outcome.text = reply.result;
       if (lastStage(feed.job, outcome)) finish(true);
     };
@@ -377,6 +387,18 @@ function runJob(worker: Worker, feed: Feed, timeoutMs: number): Promise<{ outcom
     arm();
     worker.postMessage(feed.job);
   });
+}
+
+/** An extraction with the texts its worker left out put back: the parsed text, trimmed. */
+function withTrimmedText(
+  result: ParseWorkerResult<Extracted>,
+  trimmed: TrimmedText | undefined,
+  parsed: ParseWorkerResult<ParsedMessage> | undefined,
+): ParseWorkerResult<Extracted> {
+  if (!result.ok || trimmed === undefined || parsed?.ok !== true) return result;
+  const text = parsed.value.text.trim();
+  const { replyText, safeText } = result.value;
+  return { ok: true, value: { ...result.value, replyText: trimmed.replyText ? text : replyText, safeText: trimmed.safeText ? text : safeText } };
 }
 
 /** Whether the job has answered its last stage. */

@@ -2,6 +2,7 @@
 // found, and the time and memory budget of its worker threads.
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { extractMessage } from "../../src/extraction/index.js";
 import { createEmailParser, type EmailParser, type EmailParserOptions } from "../../src/mail/parse.js";
 
 const OPTIONS: EmailParserOptions = { timeoutMs: 20_000, memoryMb: 256, workers: 1, maxHeaderBytes: 256 * 1024, maxMimeParts: 500 };
@@ -109,6 +110,23 @@ describe("regressions of mailparser", () => {
   test("marks a multipart without a boundary as partial instead of quietly losing its body", async () => {
     const email = await parser.parse(await fixture("multipart-without-boundary.eml"));
     expect(email).toMatchObject({ subject: "multipart but no boundary", text: "", problem: "no readable body part" });
+  });
+});
+
+describe("extraction as the worker answers it", () => {
+  // The worker leaves out reply and safe text that are the parsed text trimmed (parse.ts: TrimmedText); what the
+  // parser returns must be what extraction makes of the message in this thread.
+  const plain = (body: string) =>
+    Buffer.from(`From: Ann <ann@example.org>\r\nTo: bot@agents.test\r\nSubject: hello\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}`);
+  test.each([
+    ["plain text, reply and safe text the text trimmed", "  Hello,\r\n\r\nthe report is attached.\r\n\r\nAnn\r\n\r\n"],
+    ["a reply with quoted history: the reply text is the new part", "Fine by me.\r\n\r\nOn Mon, Bob wrote:\r\n> Shall we meet?\r\n> Bob\r\n"],
+    ["an invisible character: the safe text is without it", "Pay\u200bPal says hello\r\n"],
+  ])("%s", async (_name, body) => {
+    const email = await parser.parse(plain(body));
+    const input = { text: email.text, html: email.html, subject: email.subject, from: email.from?.email ?? null, replyTo: null, authentication: null };
+    expect(email.extracted).toEqual(extractMessage(input));
+    expect(email.extracted?.replyText).not.toBe("");
   });
 });
 
