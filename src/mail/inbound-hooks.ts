@@ -98,7 +98,7 @@ export function createInboundHooks(deps: InboundHooksDeps): SmtpHooks {
         await body.dispose();
         throw e;
       }
-      // Handing the message over (a copy of its bytes and a message to the processing thread) and releasing its
+      // Handing the message over (its bytes, moved to the processing thread, and a message to it) and releasing its
       // memory or spool file happen after the 250 is written, so the reply waits for the commit alone: a process
       // that dies in between leaves the row pending for the sweeper, as after any 250.
       setImmediate(() => {

@@ -395,7 +395,10 @@ function withTrimmedText(
   trimmed: TrimmedText | undefined,
   parsed: ParseWorkerResult<ParsedMessage> | undefined,
 ): ParseWorkerResult<Extracted> {
-  if (!result.ok || trimmed === undefined || parsed?.ok !== true) return result;
+  if (!result.ok || trimmed === undefined) return result;
+  // The worker answers the parse before extracting from it, so its text is here; were it not, the left-out texts
+  // could not be put back, and an extraction with empty texts must not pass for the real one.
+  if (parsed?.ok !== true) return { ok: false, error: "extraction answered without its parsed text" };
   const text = parsed.value.text.trim();
   const { replyText, safeText } = result.value;
   return { ok: true, value: { ...result.value, replyText: trimmed.replyText ? text : replyText, safeText: trimmed.safeText ? text : safeText } };
