@@ -83,7 +83,6 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
  * such a text stands for them.
  */
 export function storedExtracted(extracted: Extracted, text: string): StoredExtracted {
-  if (process.env["MSGBYTES_FULL_EXTRACTED"] === "1") return extracted; // A/B switch, removed before merge.
   if (LONE_SURROGATE.test(text)) return extracted;
   const trimmed = text.trim();
   if (extracted.replyText !== trimmed && extracted.safeText !== trimmed) return extracted;
