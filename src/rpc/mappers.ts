@@ -39,7 +39,8 @@ import type { Verification } from "../domains/verifier.js";
 import type { ValidationResult } from "../validation/classify.js";
 import type { InboxView } from "../inboxes/inboxes.js";
 import type { StoredAddress, StoredAuthentication, StoredInboundSecurity } from "../db/entities/message.js";
-import type { Extracted as StoredExtracted } from "../extraction/index.js";
+import type { Extracted } from "../extraction/index.js";
+import { extractedOf } from "../db/tables/messages.js";
 import { SenderRulesSchema, type SenderRules } from "../../gen/mailbox/v1/sender_rule_service_pb.js";
 import type { AppliedSenderRules } from "../senders/sender-rules.js";
 import type { ThreadRow } from "../db/entities/thread.js";
@@ -140,7 +141,7 @@ export function toMessage({ message: m, attachments }: MessageWithAttachments): 
       scanState: a.scanState,
     })),
     inboundSecurity: security ? toInboundSecurity(security, m.attachmentsScanState ?? null) : undefined,
-    extracted: m.extracted ? toExtracted(m.extracted) : undefined,
+    extracted: m.extracted ? toExtracted(extractedOf(m.extracted, m.text)) : undefined,
     cc: (m.cc ?? []).map(toAddress),
   });
 }
@@ -171,7 +172,7 @@ function toInboundSecurity(security: StoredInboundSecurity, attachmentsScanState
 }
 
 /** Messages stored before the safety analysis have no safeText, warnings or risk: they are left absent. */
-function toExtracted(e: StoredExtracted) {
+function toExtracted(e: Extracted) {
   return {
     replyText: e.replyText,
     codes: [...e.codes],

@@ -34,6 +34,14 @@ export interface StoredAuthentication {
   replyToDiverges: boolean;
 }
 
+/**
+ * What extraction read out of an inbound message, as the messages table keeps it: `replyText` and `safeText` are null
+ * when they equal the row's text trimmed, as most plain-text mail's do, so such a body is stored once, not three
+ * times (src/db/tables/messages.ts storedExtracted, extractedOf). Rows stored before this hold both texts in full;
+ * rows stored before the safety analysis have no safeText.
+ */
+export type StoredExtracted = Omit<Extracted, "replyText" | "safeText"> & { readonly replyText: string | null; readonly safeText?: string | null };
+
 /** A stored message of a mailbox, inbound or outbound. */
 export const Message = defineEntity({
   name: "Message",
@@ -69,7 +77,7 @@ export const Message = defineEntity({
     /** Why parsing stopped early (budget exceeded, malformed MIME): the body is partial, the raw is kept. */
     parseProblem: p.text().nullable(),
     /** Reply text, codes and links read out of an inbound message when it was stored; null when not computed. */
-    extracted: p.json<Extracted>().nullable(),
+    extracted: p.json<StoredExtracted>().nullable(),
     /**
      * Whether the sender of an inbound message authenticated (DMARC pass), as inboundSecurity.authentication says,
      * kept apart for the senderAuthenticated filters; null when not evaluated (stored before it, switched off, outbound).

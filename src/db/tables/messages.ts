@@ -2,7 +2,7 @@
 // inbound processing (which can insert its batches through insertMessages) and the test fixtures.
 import type { Extracted } from "../../extraction/index.js";
 import type { SqlTx } from "../database.js";
-import type { MessageRow, StoredAddress, StoredInboundSecurity } from "../entities/message.js";
+import type { MessageRow, StoredAddress, StoredExtracted, StoredInboundSecurity } from "../entities/message.js";
 import { insertAll, insertPart, json, type Columns, type InsertPart } from "./columns.js";
 
 /** A message as inserted: every column. */
@@ -66,12 +66,36 @@ const COLUMNS: Columns<MessageInsert> = [
   ["attachments_scan_state", (m) => m.attachmentsScanState],
   ["raw_id", (m) => m.rawId],
   ["parse_problem", (m) => m.parseProblem],
-  ["extracted", (m) => json(m.extracted ?? null)],
+  ["extracted", (m) => json(m.extracted ? storedExtracted(m.extracted, m.text) : null)],
   ["sender_authenticated", (m) => m.senderAuthenticated ?? null],
   ["sender_blocked", (m) => m.senderBlocked ?? false],
   ["created_at", (m) => m.createdAt],
   ["updated_at", (m) => m.updatedAt],
 ];
+
+/** With the u flag a surrogate pair is one character: this matches only a surrogate standing alone. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * An extraction as a row keeps it: its reply and safe texts null when they equal the row's text trimmed (what the
+ * parser threads leave out for the same reason, src/mail/parse.ts TrimmedText); extractedOf puts them back. Only a
+ * well-formed text comes back from PostgreSQL exactly as it went in (a lone surrogate is sent as U+FFFD), so only
+ * such a text stands for them.
+ */
+export function storedExtracted(extracted: Extracted, text: string): StoredExtracted {
+  if (LONE_SURROGATE.test(text)) return extracted;
+  const trimmed = text.trim();
+  if (extracted.replyText !== trimmed && extracted.safeText !== trimmed) return extracted;
+  return { ...extracted, replyText: extracted.replyText === trimmed ? null : extracted.replyText, safeText: extracted.safeText === trimmed ? null : extracted.safeText };
+}
+
+/** A row's extraction as it was made (storedExtracted): its texts left out are the row's text trimmed. */
+export function extractedOf(stored: StoredExtracted, text: string): Extracted {
+  const { replyText, safeText } = stored;
+  if (replyText !== null && safeText !== null) return stored as Extracted;
+  const trimmed = text.trim();
+  return { ...stored, replyText: replyText ?? trimmed, safeText: safeText === null ? trimmed : safeText } as Extracted;
+}
 
 /** Inserts the messages in one statement (more only past the parameter limit). */
 export function insertMessages(tx: SqlTx, messages: readonly MessageInsert[]): Promise<void> {
