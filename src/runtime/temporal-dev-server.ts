@@ -27,6 +27,8 @@ export interface TemporalDevServerOptions {
   readonly searchAttributes?: Readonly<Record<string, SearchAttributeType>>;
   /** Receives the server's output; discarded when omitted. */
   readonly log?: (line: string) => void;
+  /** Added to the server's environment (this process's otherwise), such as GOGC for its Go garbage collector. */
+  readonly env?: Readonly<Record<string, string>>;
   /** How a free loopback port is picked (tests make it pick a taken one); findFreePort when omitted. */
   readonly pickFreePort?: () => Promise<number>;
 }
@@ -124,7 +126,7 @@ async function startOnce(opts: TemporalDevServerOptions, taken: ReadonlySet<numb
   args.push("--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal");
   args.push("--dynamic-config-value", "system.enableActivityEagerExecution=true");
 
-  const child = spawn(opts.cliPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(opts.cliPath, args, { stdio: ["ignore", "pipe", "pipe"], ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}) });
   if (child.pid !== undefined) await claim.started(child.pid);
   const tail: string[] = [];
   for (const input of [child.stdout, child.stderr]) {

@@ -22,6 +22,7 @@ import { connectTemporal } from "../../src/temporal/client.js";
 import { startSmtpRole, type SmtpRole } from "../../src/roles/smtp.js";
 import type { SweeperOptions } from "../../src/inbound/sweeper.js";
 import { uniqueName } from "./names.js";
+import { seedSmtpTls, TEST_MANAGED_DOMAIN } from "./smtp-tls-seed.js";
 
 export interface TestApp {
   readonly baseUrl: string;
@@ -87,7 +88,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     DATA_DIR: await mkdtemp(join(tmpdir(), "mailbox-app-")),
     CURSOR_SECRET: randomBytes(32).toString("hex"),
     TEMPORAL_TASK_QUEUE: uniqueName("test"),
-    MANAGED_DOMAIN: "agents.test",
+    MANAGED_DOMAIN: TEST_MANAGED_DOMAIN,
     LOG_LEVEL: "error",
     KEY_CACHE_MS: "0",
     ...env,
@@ -153,6 +154,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       return { stop: worker.stop };
     },
     async startSmtp(options = {}) {
+      await seedSmtpTls(config.dataDir, config.smtp.hostname);
       const role = await startSmtpRole({
         config,
         db,

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
+import { seedSmtpTls } from "./smtp-tls-seed.js";
 
 export type RoleName = "api" | "smtp" | "worker";
 
@@ -41,6 +42,8 @@ function spawnRole(role: RoleName, env: Record<string, string>): Spawned {
 
 /** Spawns the role and resolves once it has printed its summary (it listens and polls), or rejects with its stderr. */
 export async function serveRole(role: RoleName, env: Record<string, string>): Promise<RoleProcess> {
+  const hostname = env.SMTP_HOSTNAME ?? env.MANAGED_DOMAIN;
+  if (role === "smtp" && env.DATA_DIR && hostname) await seedSmtpTls(env.DATA_DIR, hostname);
   const { child, stderr, exited } = spawnRole(role, env);
   let stdout = "";
   const summary = await new Promise<{ api: string | null; smtp: string | null; status: string | null; roles: string[] }>((resolve, reject) => {
