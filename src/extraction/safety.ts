@@ -647,7 +647,8 @@ class BoundedText {
   line(text: string): void {
     if (this.cut) return;
     const trimmed = text.trimEnd();
-    if (!trimmed.trim()) {
+    // Without blanks at its end, a line of blanks is empty.
+    if (trimmed.length === 0) {
       if (this.blank) return;
       this.blank = true;
     } else {
