@@ -15,13 +15,18 @@
 //
 // --direct off: every message through mailparser, none parsed directly (src/mail/direct-parse.ts), to compare.
 //
+// --young 8,16,32: the bench message through one worker per young generation size (resourceLimits'
+// maxYoungGenerationSizeMb, as parse.ts starts its workers), their runs alternating; prints each worker's CPU per
+// message and its scavenges per 1,000 messages with their pauses (bench/gc-stats.mjs in the worker), then ends.
+//
 // --profile DIR writes a V8 CPU profile of the worker thread and of this thread (the extraction loop) to DIR and
 // prints their self time per module (bench/cpu-profile.ts).
-import { mkdirSync, readdirSync } from "node:fs";
-import { loadavg } from "node:os";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { Worker } from "node:worker_threads";
+import { Worker, type ResourceLimits } from "node:worker_threads";
 import { extractMessage, type ExtractionInput } from "../src/extraction/index.js";
 import type { FromParseWorker, ParsedMessage, ParseWorkerSettings, ToParseWorker } from "../src/mail/parse.js";
 import { corpusMessages } from "./corpus-messages.js";
@@ -35,6 +40,7 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     group: { type: "string" },
     direct: { type: "string", default: "on" },
+    young: { type: "string" },
   },
 });
 const RUNS = Number(args.runs);
@@ -52,10 +58,10 @@ async function mix(): Promise<Sample[]> {
   return [{ group: "bench 10 KB", raw: Buffer.from(header + bodyFor(template, Buffer.byteLength(header))) }, ...(await corpusMessages())];
 }
 
-/** A parser worker as parse.ts starts one (no heap limit: nothing here is hostile beyond the corpus). */
-async function startWorker(execArgv: string[]): Promise<Worker> {
+/** A parser worker as parse.ts starts one (no heap limit unless asked: nothing here is hostile beyond the corpus). */
+async function startWorker(execArgv: string[], resourceLimits: ResourceLimits = {}): Promise<Worker> {
   const workerData: ParseWorkerSettings = { maxHeaderBytes: 64 * 1024, maxMimeParts: 1000, directParse: args.direct !== "off" };
-  const worker = new Worker(new URL("../src/mail/parse-worker.ts", import.meta.url), { workerData, execArgv });
+  const worker = new Worker(new URL("../src/mail/parse-worker.ts", import.meta.url), { workerData, execArgv, resourceLimits });
   await new Promise((resolve) => worker.once("message", resolve));
   return worker;
 }
@@ -100,6 +106,55 @@ function cpuMicros(u: NodeJS.CpuUsage): number {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+if (args.young !== undefined) {
+  await compareYoungGenerations(args.young.split(",").map(Number));
+  process.exit(0);
+}
+
+/** The bench message through one worker per young generation size, runs alternating (see --young). */
+async function compareYoungGenerations(sizes: readonly number[]): Promise<void> {
+  const [bench] = await mix();
+  const gcDir = mkdtempSync(join(tmpdir(), "bench-parse-gc-"));
+  process.env["BENCH_GC_DIR"] = gcDir;
+  const gcStats = new URL("./gc-stats.mjs", import.meta.url).href;
+  const workers = await Promise.all(sizes.map((mb) => startWorker(["--import", gcStats], { maxYoungGenerationSizeMb: mb })));
+  for (const worker of workers) for (let k = 0; k < 200; k++) await job(worker, bench!.raw);
+  const scavenges = () =>
+    workers.map((w) => {
+      const file = join(gcDir, `${process.pid}-${w.threadId}.json`);
+      const { counts } = JSON.parse(readFileSync(file, "utf8")) as { counts: { scavenge: [number, number] } };
+      return counts.scavenge;
+    });
+  // gc-stats writes its counts every 250 ms: read them once they are settled.
+  const settled = async () => {
+    await sleep(600);
+    return scavenges();
+  };
+  const cpu = sizes.map(() => [] as number[]);
+  const before = await settled();
+  const jobs = Math.max(MIN_JOBS, ROUNDS * 100);
+  for (let run = 0; run < RUNS; run++) {
+    for (const [i, worker] of workers.entries()) {
+      const start = await worker.cpuUsage();
+      for (let k = 0; k < jobs; k++) await job(worker, bench!.raw);
+      cpu[i]!.push(cpuMicros(await worker.cpuUsage(start)) / jobs);
+    }
+  }
+  const after = await settled();
+  console.log(`bench:parse --young — the bench message, ${RUNS} runs of ${jobs} per worker alternating (load average ${loadAverage()})`);
+  sizes.forEach((mb, i) => {
+    const count = after[i]![0] - before[i]![0];
+    const pause = after[i]![1] - before[i]![1];
+    const messages = RUNS * jobs;
+    console.log(
+      `young ${String(mb).padStart(3)} MB: job ms median ${(median(cpu[i]!) / 1000).toFixed(3)} (runs ${cpu[i]!.map((c) => (c / 1000).toFixed(3)).join(" ")}), ` +
+        `scavenges ${((count * 1000) / messages).toFixed(1)} per 1,000 messages, pauses ${(pause / messages).toFixed(4)} ms per message`,
+    );
+  });
+  await Promise.all(workers.map((w) => w.terminate()));
+  rmSync(gcDir, { recursive: true, force: true });
 }
 
 const samples = (await mix()).filter((s) => args.group === undefined || s.group.startsWith(args.group));

@@ -45,8 +45,8 @@ export function docFromText(text: string): Doc {
   while (start <= body.length && lines.length < MAX_LINES) {
     let end = body.indexOf("\n", start);
     if (end < 0) end = body.length;
-    const raw = body.slice(start, end).replace(/\r$/, "");
-    lines.push({ text: raw.trimEnd(), quoted: /^[ \t]*>/.test(raw), signature: false, emphasis: NO_EMPHASIS });
+    const raw = end > start && body.charCodeAt(end - 1) === 13 ? body.slice(start, end - 1) : body.slice(start, end);
+    lines.push({ text: raw.trimEnd(), quoted: raw.charCodeAt(afterBlanks(raw)) === GREATER_THAN, signature: false, emphasis: NO_EMPHASIS });
     start = end + 1;
   }
   return { lines, anchors: [] };
@@ -54,7 +54,18 @@ export function docFromText(text: string): Doc {
 
 /** The text of a line without its ">" quote marks. */
 export function unquoted(text: string): string {
+  // Most lines are not quoted: told without a regular expression.
+  if (text.charCodeAt(afterBlanks(text)) !== GREATER_THAN) return text;
   return text.replace(/^[ \t]*(?:>[ \t]?)+/, "");
+}
+
+const GREATER_THAN = 0x3e;
+
+/** Where the spaces and tabs at the start of `text` end. */
+function afterBlanks(text: string): number {
+  let i = 0;
+  while (i < text.length && (text.charCodeAt(i) === 0x20 || text.charCodeAt(i) === 0x09)) i++;
+  return i;
 }
 
 export function isBlank(line: Line): boolean {

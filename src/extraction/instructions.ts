@@ -538,8 +538,9 @@ class RuleScan {
   private longestPrefix = 0;
   /** Slots with an empty prefix, which any word starts. */
   private readonly anyWord: number[] = [];
-  /** The scan that last marked each one-character word (a mark). */
+  /** The scan that last marked each one-character word (a mark), and each ASCII mark's code unit (markAscii). */
   private readonly markedMarks = new Map<string, number>();
+  private readonly markedAsciiMarks = new Uint32Array(128);
   /** The rules every slot of which the scan under way has marked, and whether it saw a word. */
   private found = new Set<Rule>();
   private sawWord = false;
@@ -573,6 +574,7 @@ class RuleScan {
       this.ruleMarked.fill(0);
       for (const word of this.allWords) word.scan = 0;
       this.markedMarks.clear();
+      this.markedAsciiMarks.fill(0);
       this.generation = 0;
     }
     this.generation++;
@@ -601,25 +603,33 @@ class RuleScan {
    */
   markAscii(text: string): void {
     this.markWord("¶");
+    // Read once: the loop below runs for every code unit of the text.
+    const length = text.length;
+    const generation = this.generation;
+    const { prefixBuckets, wordBuckets, markedAsciiMarks, longestPrefix } = this;
     let i = 0;
-    while (i < text.length) {
+    while (i < length) {
       let unit = text.charCodeAt(i);
       if (ASCII_WORD[unit] !== 1) {
         const mark = ASCII_MARK[unit];
-        if (mark !== undefined) this.markWord(mark);
+        // A mark is marked once a scan (markWord would look it up again for each of its thousands).
+        if (mark !== undefined && markedAsciiMarks[unit] !== generation) {
+          markedAsciiMarks[unit] = generation;
+          this.markWord(mark);
+        }
         i++;
         continue;
       }
       const start = i;
-      const prefixEnd = start + this.longestPrefix;
+      const prefixEnd = start + longestPrefix;
       let hash = 0;
       do {
         hash = (Math.imul(hash, 31) + unit) | 0;
-        if (i < prefixEnd && this.prefixBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotPrefixes.get(hash), text, start, i + 1 - start);
+        if (i < prefixEnd && prefixBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotPrefixes.get(hash), text, start, i + 1 - start);
         i++;
-        unit = i < text.length ? text.charCodeAt(i) : 0;
+        unit = i < length ? text.charCodeAt(i) : 0;
       } while (ASCII_WORD[unit] === 1);
-      if (this.wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, i - start);
+      if (wordBuckets[hash & HASH_MASK] === 1) this.markWords(this.slotWords.get(hash), text, start, i - start);
     }
   }
 

@@ -97,10 +97,13 @@ export class InvisibleText {
   private readonly spelled: string[] = [];
   private spelledLength = 0;
 
-  /** `text` without its invisible characters; `offset` is where the piece starts in its part. */
-  clean(text: string, offset: number, visible: boolean): string {
+  /**
+   * `text` without its invisible characters; `offset` is where the piece starts in its part. `ascii`: the caller
+   * knows the text is ASCII (a piece of a part it measured whole), so it is not measured again.
+   */
+  clean(text: string, offset: number, visible: boolean, ascii = false): string {
     // Every invisible character is beyond ASCII: ASCII text (most mail) is told by its UTF-8 length, faster.
-    if (isPlainAscii(text) || !ANY_INVISIBLE.test(text)) {
+    if (ascii || isPlainAscii(text) || !ANY_INVISIBLE.test(text)) {
       if (visible && text.length > 0) this.visibleText(text);
       return text;
     }

@@ -152,27 +152,78 @@ const CJK_CODE_WORDS = ["验证码", "認証コード", "確認コード", "인�
 /** First words of the phrases that name a code. */
 const CODE_PHRASE_FIRST_WORDS = new Set([...CODE_PHRASES.keys()].map((phrase) => phrase.split(" ")[0]!));
 
-/** The code words, the phrases' first words, the compounds' endings and the CJK words, as one search. */
-const CODE_WORD_PIECES = new RegExp(
-  [...CODE_WORDS.keys(), ...CODE_PHRASE_FIRST_WORDS, ...CODE_SUFFIXES, ...CJK_CODE_WORDS]
-    // A piece that holds another is found by it ("passcode" by "code").
-    .filter((piece, _, all) => !all.some((other) => other !== piece && piece.includes(other)))
-    .map((piece) => piece.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&"))
-    .join("|"),
-);
+/** The code words, the phrases' first words, the compounds' endings and the CJK words: a word that names a code has one. */
+const CODE_WORD_PIECES = [...new Set([...CODE_WORDS.keys(), ...CODE_PHRASE_FIRST_WORDS, ...CODE_SUFFIXES, ...CJK_CODE_WORDS])]
+  // A piece that holds another is found by it ("passcode" by "code").
+  .filter((piece, _, all) => !all.some((other) => other !== piece && piece.includes(other)));
+
+/**
+ * The pieces as one search, their common beginnings taken out ("co(?:d(?:e|i(?:go|ce))|n(?:firm|…))…"): it finds
+ * the same strings as a list of them all, but tries one branch per code unit instead of each piece in turn.
+ */
+const CODE_WORD_PIECE = new RegExp(alternationTree(CODE_WORD_PIECES), "g");
+const ASCII = /^[\x00-\x7f]*$/;
+// The ASCII reading in mayNameCode relies on it: a piece of letters and digits lies within one word.
+if (CODE_WORD_PIECES.some((piece) => ASCII.test(piece) && !/^[a-z0-9]+$/.test(piece))) throw new Error("an ASCII code-word piece has more than letters and digits");
 
 /**
  * Whether a line has a word that can name a code: keywordHits finds code words only among these, and only among
  * the words of a line that masks some of these, so a line without one has no code hits. No neighbours, no decoys.
  */
 export function mayNameCode(line: string): boolean {
-  // Each such word has one of these strings in it: a line that has none of them, lower-cased, has none.
-  if (!CODE_WORD_PIECES.test(line.toLowerCase())) return false;
+  const lower = line.toLowerCase();
+  CODE_WORD_PIECE.lastIndex = 0;
+  let piece = CODE_WORD_PIECE.exec(lower);
+  // Each such word has a piece in it: a line that has none, lower-cased, has none.
+  if (piece === null) return false;
+  if (!ASCII.test(line)) return anyWordNamesCode(line);
+  // ASCII lower-cases code unit for code unit, and its pieces are letters and digits: each piece lies in one word
+  // at the same place in the line, and only the words with a piece in them need reading.
+  do {
+    let start = piece.index;
+    while (start > 0 && ASCII_WORD_UNIT[line.charCodeAt(start - 1)] === 1) start--;
+    let end = piece.index + piece[0].length;
+    while (end < line.length && ASCII_WORD_UNIT[line.charCodeAt(end)] === 1) end++;
+    // WORD's word begins at the run's first letter or digit.
+    while (!isAsciiAlphanumeric(line.charCodeAt(start))) start++;
+    if (namesCode(trimChars(lower.slice(start, end), "'-", "end"))) return true;
+    CODE_WORD_PIECE.lastIndex = end;
+    piece = CODE_WORD_PIECE.exec(lower);
+  } while (piece !== null);
+  return false;
+}
+
+/** mayNameCode read word by word, for any text: whether one of its words (or a CJK word in it) names a code. */
+export function anyWordNamesCode(line: string): boolean {
   for (const m of line.matchAll(WORD)) {
-    const word = trimChars(m[0], "'’-", "end").toLowerCase();
-    if (CODE_PHRASE_FIRST_WORDS.has(word) || codeWordStrength(word) > 0) return true;
+    if (namesCode(trimChars(m[0], "'’-", "end").toLowerCase())) return true;
   }
   return CJK_CODE_WORDS.some((cjk) => line.includes(cjk));
+}
+
+function namesCode(word: string): boolean {
+  return CODE_PHRASE_FIRST_WORDS.has(word) || codeWordStrength(word) > 0;
+}
+
+/** The code units of WORD's words in ASCII ([\p{L}\p{M}\p{N}_'’°-] there is [A-Za-z0-9_'-]). */
+const ASCII_WORD_UNIT = Uint8Array.from({ length: 128 }, (_, unit) => (/[A-Za-z0-9_'-]/.test(String.fromCharCode(unit)) ? 1 : 0));
+
+function isAsciiAlphanumeric(unit: number): boolean {
+  return (unit >= 48 && unit <= 57) || (unit >= 65 && unit <= 90) || (unit >= 97 && unit <= 122);
+}
+
+/** An alternation of `strings` as a tree of their common beginnings, escaped for a regular expression. */
+function alternationTree(strings: readonly string[]): string {
+  const byFirst = new Map<string, string[]>();
+  let endsHere = false;
+  for (const s of strings) {
+    if (s.length === 0) endsHere = true;
+    else byFirst.set(s[0]!, [...(byFirst.get(s[0]!) ?? []), s.slice(1)]);
+  }
+  const branches = [...byFirst].map(([first, rests]) => first.replace(/[.*+?^${}()|[\]\\\-/]/g, "\\$&") + alternationTree(rests));
+  if (branches.length === 0) return "";
+  if (branches.length === 1 && !endsHere) return branches[0]!;
+  return `(?:${branches.join("|")})${endsHere ? "?" : ""}`;
 }
 
 /** How strongly a word names a code; -1 for a word that names another kind of code ("Rabattcode", "barcode"). */

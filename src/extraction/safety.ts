@@ -168,7 +168,7 @@ export function readSafely({ input, html, primary }: SafetyInput): SafeReading {
   }
 
   const list = warnings.list();
-  const safeText = htmlShown ? safeHtmlText(html, lookalikes) : text ? safePlainText(text.doc, lookalikes) : "";
+  const safeText = htmlShown ? safeHtmlText(html, lookalikes) : text ? safePlainText(text, lookalikes) : "";
   return { safeText, warnings: list, risk: riskOf(list) };
 }
 
@@ -239,6 +239,8 @@ function shorten(text: string): string {
 /** The text part, bounded, without invisible characters, as lines with where each starts. */
 interface TextPart {
   readonly doc: Doc;
+  /** Every code unit of the part (as far as it is read) is ASCII: no line has an invisible character or a look-alike. */
+  readonly ascii: boolean;
   readonly lineOffsets: readonly number[];
   readonly invisible: readonly InvisibleFinding[];
   readonly tagText: string;
@@ -247,18 +249,20 @@ interface TextPart {
 function readText(raw: string): TextPart {
   const scanner = new InvisibleText();
   const bounded = raw.length > MAX_TEXT_CHARS ? raw.slice(0, MAX_TEXT_CHARS) : raw;
+  // Measured once for the part, not once for each of its lines.
+  const ascii = isPlainAscii(bounded);
   const lines: { text: string; quoted: boolean; signature: boolean; emphasis: [] }[] = [];
   const lineOffsets: number[] = [];
   let start = 0;
   while (start <= bounded.length) {
     let end = bounded.indexOf("\n", start);
     if (end < 0) end = bounded.length;
-    const line = scanner.clean(bounded.slice(start, end), start, true);
+    const line = scanner.clean(bounded.slice(start, end), start, true, ascii);
     lines.push({ text: (line.endsWith("\r") ? line.slice(0, -1) : line).trimEnd(), quoted: false, signature: false, emphasis: [] });
     lineOffsets.push(start);
     start = end + 1;
   }
-  return { doc: { lines, anchors: [] }, lineOffsets, invisible: scanner.findings(), tagText: scanner.tagText() };
+  return { doc: { lines, anchors: [] }, ascii, lineOffsets, invisible: scanner.findings(), tagText: scanner.tagText() };
 }
 
 function invisibleIn(text: string): { findings: readonly InvisibleFinding[]; tagText: string } {
@@ -626,9 +630,10 @@ function safeHtmlText(html: HtmlDoc, lookalikes: ReadonlySet<string>): string {
   return out.done();
 }
 
-function safePlainText(doc: Doc, lookalikes: ReadonlySet<string>): string {
+function safePlainText({ doc, ascii }: TextPart, lookalikes: ReadonlySet<string>): string {
   const out = new BoundedText();
-  for (const line of doc.lines) out.line(withSafeDomains(line.text, lookalikes));
+  // ASCII names no domain in Unicode: withSafeDomains would give each line back as it is.
+  for (const line of doc.lines) out.line(ascii ? line.text : withSafeDomains(line.text, lookalikes));
   return out.done();
 }
 
@@ -642,7 +647,8 @@ class BoundedText {
   line(text: string): void {
     if (this.cut) return;
     const trimmed = text.trimEnd();
-    if (!trimmed.trim()) {
+    // Without blanks at its end, a line of blanks is empty.
+    if (trimmed.length === 0) {
       if (this.blank) return;
       this.blank = true;
     } else {
