@@ -16,6 +16,11 @@
 //   round prints scavenges and mark-compacts per 1,000 stored messages by thread, their pauses per message (wall
 //   time on the thread: a loaded machine stretches them), and the young and old generations' sizes; V8Worker's CPU
 //   is the parallel and concurrent part of every isolate's collections)
+//   BENCH_CPU_GC_REASONS=1 (the smtp role runs with V8's --trace-gc --trace-incremental-marking: the measured round
+//   prints the listener's full collections per 1,000 stored messages by what started their marking — "task" is
+//   V8's soft limit: the old generation's room below the young generation's capacity, where the external memory
+//   (ArrayBuffers) allocated since the last full collection counts as old generation —, and by what finished them.
+//   The tracing costs the process CPU: compare collection counts, not CPU, of runs with it)
 //   BENCH_CPU_STATEMENTS=1 (a PostgreSQL of its own with pg_stat_statements, in place of the stack's; the measured round
 //   prints every statement's calls per stored message and per webhook delivery, commits beside them: what each
 //   message and each delivery costs in round trips; and the statements (those differing only in their row count
@@ -26,7 +31,7 @@
 //   touch no relation (commits, …) by type: where the WAL of a stored message comes from)
 // Every round also prints PostgreSQL's CPU by process kind, and WAL records, full-page images and bytes per stored
 // message with the sessions opened (pg_stat_wal, pg_stat_database).
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -53,6 +58,7 @@ const WAL = process.env["BENCH_CPU_WAL"] === "1";
 /** WAL rows (relation and record type) listed per stored message. */
 const TOP_WAL_ROWS = 40;
 const GC = process.env["BENCH_CPU_GC"] === "1";
+const GC_REASONS = process.env["BENCH_CPU_GC_REASONS"] === "1";
 /** Statements listed by their share of PostgreSQL's time. */
 const TOP_STATEMENTS = 15;
 const DRAIN_MAX_S = 120;
@@ -326,6 +332,41 @@ function printGc(before: Map<string, GcThread>, after: Map<string, GcThread>, st
   }
 }
 
+/** Bytes in a file so far; 0 when it is not there yet. */
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The listener's full collections in V8's trace (--trace-gc --trace-incremental-marking) by what started their
+ * marking and by what finished them. The listener's isolate is the first the trace names: the main thread's starts
+ * before any worker's.
+ */
+function printGcReasons(file: string, from: number, to: number, stored: number, log: (line: string) => void): void {
+  const all = readFileSync(file);
+  const main = /^\[\d+:(0x[0-9a-f]+)/m.exec(all.toString("latin1"))?.[1];
+  if (!main) return log(`listener's full collections: no V8 trace in ${file}`);
+  const round = all.subarray(from, to).toString("latin1");
+  const started = new Map<string, number>();
+  const finished = new Map<string, number>();
+  const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
+  for (const line of round.split("\n")) {
+    if (!line.startsWith(`[`) || !line.includes(`:${main}`)) continue;
+    const start = /\[IncrementalMarking\] Start \(([^)]*)\)/.exec(line);
+    if (start) count(started, start[1]!);
+    const markCompact = /Mark-Compact .*current mu = [0-9.]+\) ([^;]*)/.exec(line);
+    if (markCompact) count(finished, markCompact[1]!.trim());
+  }
+  const per = (n: number) => ((n * 1000) / Math.max(1, stored)).toFixed(1);
+  const list = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${per(n)}`).join(", ") || "none";
+  log(`listener's incremental markings by start reason (per 1,000 stored messages): ${list(started)}`);
+  log(`listener's full collections by what ended them (per 1,000 stored messages): ${list(finished)}`);
+}
+
 /** How long gc-stats.mjs takes at most to rewrite its counts. */
 const GC_STATS_MS = 300;
 
@@ -333,6 +374,7 @@ const teardown = new Teardown();
 const workDir = await mkdtemp(join(tmpdir(), "bench-cpu-"));
 teardown.add(() => rm(workDir, { recursive: true, force: true }));
 const gcDir = join(workDir, "gc");
+const smtpStdout = join(workDir, "smtp.stdout");
 if (GC) {
   await mkdir(gcDir);
   process.env["BENCH_GC_DIR"] = gcDir;
@@ -352,8 +394,10 @@ try {
       smtpNodeArgs: [
         ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : []),
         ...(GC ? ["--import", fileURLToPath(new URL("./gc-stats.mjs", import.meta.url))] : []),
+        ...(GC_REASONS ? ["--trace-gc", "--trace-incremental-marking"] : []),
         ...(process.env["BENCH_CPU_NODE_ARGS"]?.split(/\s+/).filter(Boolean) ?? []),
       ],
+      ...(GC_REASONS ? { smtpStdout } : {}),
     },
     teardown,
   );
@@ -375,6 +419,7 @@ try {
     await drain();
     if (GC) await sleep(GC_STATS_MS);
     const gcBefore = GC ? gcByThread(gcDir) : new Map<string, GcThread>();
+    const traceBefore = GC_REASONS ? sizeOf(smtpStdout) : 0;
     const load = loadAverage()[0];
     const smtpBefore = threadTicks(stack.smtp.pid);
     const pgBefore = groupTicks(processTree(postmaster), postmaster);
@@ -407,6 +452,7 @@ try {
     const smtpAfter = threadTicks(stack.smtp.pid);
     if (GC) await sleep(GC_STATS_MS);
     const gcAfter = GC ? gcByThread(gcDir) : new Map<string, GcThread>();
+    const traceAfter = GC_REASONS ? sizeOf(smtpStdout) : 0;
     const pgAfter = groupTicks(processTree(postmaster), postmaster);
     const pgKinds = ticksByKind(pgPidsBefore, ticksByPid(processTree(postmaster)));
     const walAfter = await walCounters(client);
@@ -433,6 +479,7 @@ try {
     }
     log(`  smtp (all threads)        ${ms(smtpSum)}`);
     if (GC) printGc(gcBefore, gcAfter, stored, log);
+    if (GC_REASONS) printGcReasons(smtpStdout, traceBefore, traceAfter, stored, log);
     log(`  PostgreSQL                ${ms(pgAfter - pgBefore)}`);
     let liveSum = 0;
     for (const [kind, d] of pgKinds) {

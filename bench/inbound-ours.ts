@@ -32,6 +32,7 @@ export async function startRole(
   dir: string,
   teardown: Teardown,
   nodeArgs: readonly string[] = [],
+  stdoutFile?: string,
 ): Promise<RoleProcess> {
   const logFile = join(dir, `${role}.log`);
   const child = spawn(process.execPath, [...nodeArgs, "src/cli/mailbox.js", "serve", "--role", role], {
@@ -40,11 +41,17 @@ export async function startRole(
   });
   // Appended to: a role started again in the same directory keeps its predecessor's lines.
   child.stderr!.pipe(createWriteStream(logFile, { flags: "a" }));
+  // What V8's tracing options (--trace-gc …) print goes to stdout, before and after the summary line.
+  if (stdoutFile) child.stdout!.pipe(createWriteStream(stdoutFile, { flags: "a" }));
   teardown.add(() => stopChild(child));
   const summary = await new Promise<RoleProcess["summary"]>((resolveSummary, reject) => {
     const timer = setTimeout(() => reject(new Error(`${role} did not start within ${START_TIMEOUT_MS / 1000} s (see ${logFile})`)), START_TIMEOUT_MS);
     child.once("exit", (code) => reject(new Error(`${role} exited with code ${code} before listening (see ${logFile})`)));
-    createInterface({ input: child.stdout! }).once("line", (line) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", function summaryLine(line) {
+      // V8's trace lines begin "[<pid>:<isolate>": not the summary.
+      if (stdoutFile && line.startsWith("[")) return;
+      lines.off("line", summaryLine);
       clearTimeout(timer);
       try {
         resolveSummary(JSON.parse(line) as RoleProcess["summary"]);
@@ -133,6 +140,8 @@ export interface OurStackOptions {
   readonly smtpNodeArgs?: readonly string[];
   /** Environment of the smtp role only, over the roles' (e.g. INBOUND_INFLOW_DELAY). */
   readonly smtpEnv?: Readonly<Record<string, string>>;
+  /** A file the smtp role's stdout is appended to (what V8's tracing options print), its summary line skipped. */
+  readonly smtpStdout?: string;
 }
 
 export async function startOurStack(options: OurStackOptions, teardown: Teardown): Promise<OurStack> {
@@ -159,7 +168,7 @@ export async function startOurStack(options: OurStackOptions, teardown: Teardown
   };
   log("starting the api, worker and smtp roles …");
   const startSmtp = (env: Readonly<Record<string, string>>) =>
-    startRole("smtp", { ...roleEnv, ...options.smtpEnv, ...env, DATA_DIR: join(workDir, "smtp") }, workDir, teardown, options.smtpNodeArgs);
+    startRole("smtp", { ...roleEnv, ...options.smtpEnv, ...env, DATA_DIR: join(workDir, "smtp") }, workDir, teardown, options.smtpNodeArgs, options.smtpStdout);
   const [api, worker, first] = await Promise.all([
     ...(["api", "worker"] as const).map((role) => startRole(role, { ...roleEnv, DATA_DIR: join(workDir, role) }, workDir, teardown)),
     startSmtp({}),
