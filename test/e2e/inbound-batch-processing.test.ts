@@ -50,8 +50,8 @@ async function createInbox(): Promise<Inbox> {
 }
 
 /**
- * A processor as the smtp role builds it, counting finished parses so a test knows what is ready to store; `parsed`
- * may hold a parse's result back before the processor sees it.
+ * A processor as the smtp role builds it, counting the parses handed to it so a test knows what is ready to store;
+ * `parsed` may hold a parse's result back before the processor sees it.
  */
 function startProcessor(options: { ports?: RecordingPorts; logs?: string[]; parsed?: (email: ParsedEmail) => Promise<ParsedEmail> } = {}) {
   const ports = options.ports ?? recordingPorts();
@@ -62,8 +62,8 @@ function startProcessor(options: { ports?: RecordingPorts; logs?: string[]; pars
       parse: (raw) =>
         parser
           .parse(raw)
-          .finally(() => parsed++)
-          .then((email) => options.parsed?.(email) ?? email),
+          .then((email) => options.parsed?.(email) ?? email)
+          .finally(() => parsed++),
       close: async () => undefined,
     },
     outbox: ports.outbox,
@@ -120,29 +120,41 @@ const messageId = () => `<${uniqueName("m")}@example.org>`;
 async function blockStoring(started: ReturnType<typeof startProcessor>) {
   const blocked = await createInbox();
   const hold = await holdInbox(app.db, blocked.id);
-  const blocker = await receive([blocked], { messageId: messageId() });
-  const before = started.parsedCount();
-  started.processor.submit(blocker.rawId, blocker.received.raw.length, blocker.received);
-  await eventually(async () => (started.parsedCount() > before ? true : undefined));
-  return hold;
-}
-
-async function waitParsed(started: ReturnType<typeof startProcessor>, count: number): Promise<void> {
-  await eventually(async () => (started.parsedCount() >= count ? true : undefined));
-  // The parse's continuation puts the message among the ready ones right after.
-  await new Promise((r) => setTimeout(r, 50));
+  try {
+    const blocker = await receive([blocked], { messageId: messageId() });
+    const before = started.parsedCount();
+    started.processor.submit(blocker.rawId, blocker.received.raw.length, blocker.received);
+    await waitParsed(started, before + 1);
+    return hold;
+  } catch (error) {
+    await hold.release();
+    throw error;
+  }
 }
 
 /**
- * Submits the messages while a store is held, and waits until they are parsed and ready together: releasing the
- * hold lets the held store commit and these go as the next batch.
+ * Waits until `count` parses were handed to the processor: each is among the ready ones by then, its continuation
+ * to there being microtasks that run before any timer or I/O callback, as this poll is.
  */
-async function submitWhileStoringHeld(started: ReturnType<typeof startProcessor>, messages: readonly Received[]) {
+async function waitParsed(started: ReturnType<typeof startProcessor>, count: number): Promise<void> {
+  await eventually(async () => (started.parsedCount() >= count ? true : undefined));
+}
+
+/**
+ * Submits the messages while a store is held, waits until they are parsed and ready together, and runs `held`;
+ * then releases the hold (also when anything failed, or the held store would keep the processors from stopping),
+ * which lets the held store commit and these go as the next batch.
+ */
+async function whileStoringHeld(started: ReturnType<typeof startProcessor>, messages: readonly Received[], held?: () => Promise<unknown>) {
   const hold = await blockStoring(started);
-  const parsedBefore = started.parsedCount();
-  for (const r of messages) started.processor.submit(r.rawId, r.received.raw.length, r.received);
-  await waitParsed(started, parsedBefore + messages.length);
-  return hold;
+  try {
+    const parsedBefore = started.parsedCount();
+    for (const r of messages) started.processor.submit(r.rawId, r.received.raw.length, r.received);
+    await waitParsed(started, parsedBefore + messages.length);
+    await held?.();
+  } finally {
+    await hold.release();
+  }
 }
 
 async function rawRowsLeft(rawIds: readonly string[]): Promise<number> {
@@ -190,10 +202,8 @@ test("stores many messages submitted at once in a few transactions of at most 64
   const received = [];
   for (let i = 0; i < 100; i++) received.push(await receive([inbox], { messageId: messageId() }));
 
-  const hold = await submitWhileStoringHeld(started, received);
   // 64 ready make a full batch, which is stored beside the waiting one; the 36 parsed after it wait their turn.
-  await eventually(async () => ((await storedIn(inbox)).length === 64 ? true : undefined));
-  await hold.release();
+  await whileStoringHeld(started, received, () => eventually(async () => ((await storedIn(inbox)).length === 64 ? true : undefined)));
   await waitStored(received.map((r) => r.rawId));
 
   const stored = await storedIn(inbox);
@@ -286,8 +296,7 @@ test("a reply and its parent in the same batch share one thread, and later repli
     await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "Carol@Example.org", subject: "Re: Re: Plans" }),
   ];
 
-  const hold = await submitWhileStoringHeld(started, batch);
-  await hold.release();
+  await whileStoringHeld(started, batch);
   await waitStored(batch.map((r) => r.rawId));
 
   const stored = await storedIn(inbox);
@@ -311,8 +320,7 @@ test("a reply and its parent in the same batch share one thread, and later repli
     await receive([inbox], { messageId: messageId(), inReplyTo: parentId, from: "dave@example.org" }),
     await receive([inbox], { messageId: messageId(), inReplyTo: replyId, from: "erin@example.org", references: [parentId, replyId] }),
   ];
-  const hold2 = await submitWhileStoringHeld(started, later);
-  await hold2.release();
+  await whileStoringHeld(started, later);
   await waitStored(later.map((r) => r.rawId));
 
   const all = await storedIn(inbox);
@@ -358,8 +366,7 @@ test("a message the database refuses fails alone: the rest of its batch is store
     [newId("msg"), tenant.organizationId, inbox.id, poisoned.rawId, now],
   );
 
-  const hold = await submitWhileStoringHeld(started, batch);
-  await hold.release();
+  await whileStoringHeld(started, batch);
   const healthy = batch.filter((r) => r !== poisoned).map((r) => r.rawId);
   await waitStored(healthy);
 

@@ -54,8 +54,23 @@ describe("startTemporalDevServer", () => {
     await connection.close();
     await first.stop();
 
-    // An attribute added later reaches the existing database too.
-    const second = await start({ dataDir, namespace, searchAttributes: { ...searchAttributes, MailboxLater: "Int" }, headless: true });
+    // An attribute added later reaches the existing database too; and a start that finds a port it picked taken
+    // (as one does on a busy machine) starts again on the same database, which the failed start left as it was.
+    const blocker = createServer().listen(0, "127.0.0.1");
+    await once(blocker, "listening");
+    const picked: number[] = [];
+    const second = await start({
+      dataDir,
+      namespace,
+      searchAttributes: { ...searchAttributes, MailboxLater: "Int" },
+      headless: true,
+      pickFreePort: async () => {
+        const port = picked.length === 0 ? (blocker.address() as AddressInfo).port : await findFreePort();
+        picked.push(port);
+        return port;
+      },
+    }).finally(() => blocker.close());
+    expect(picked.length, "the first start was refused its port and a second one made").toBeGreaterThan(3);
     connection = await Connection.connect({ address: second.address });
     const kept = await new Client({ connection, namespace }).workflow.getHandle("kept").describe();
     expect(kept.status.name).toBe("RUNNING");

@@ -9,6 +9,7 @@ import { createClient, type Client as RpcClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import type { Client } from "@temporalio/client";
 import { inject } from "vitest";
+import { getCurrentTest } from "vitest/suite";
 import { issueKey, type KeyRestrictions } from "../../src/admin/api-keys.js";
 import { createOrganization, type OrganizationLimits } from "../../src/admin/organizations.js";
 import type { ApiServer } from "../../src/api-server.js";
@@ -178,13 +179,31 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   };
 }
 
-/** Polls until check returns a value other than undefined, or fails after the deadline. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+/** What a wait without a timeout of its own is given at least (all of it outside a test). */
+const EVENTUALLY_MS = 20_000;
+
+/**
+ * Polls until check returns a value other than undefined, or fails after timeoutMs. Without one, a wait inside a
+ * test may take what the test was given, up to shortly before its timeout (at least 20 s): a loaded machine slows
+ * the work, not the event, and a wait that fails by itself (rather than the test timing out) lets the test's finally
+ * blocks release what it holds before the file's afterAll runs. A test that timed out ends the wait at once.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs?: number): Promise<T> {
+  const test = getCurrentTest();
+  const started = Date.now();
+  const deadline = started + (timeoutMs ?? Math.max(EVENTUALLY_MS, testDeadline(test) - started));
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("condition not met in time");
+    if (test?.context.signal.aborted) throw new Error(`condition not met before the test timed out (waited ${Date.now() - started} ms)`);
+    if (Date.now() > deadline) throw new Error(`condition not met in time (waited ${Date.now() - started} ms)`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Shortly before the test times out (its start is taken before its beforeEach hooks, so a little early). */
+function testDeadline(test: ReturnType<typeof getCurrentTest>): number {
+  const startTime = test?.result?.startTime;
+  if (test === undefined || startTime === undefined || !(test.timeout > 0) || !Number.isFinite(test.timeout)) return 0;
+  return startTime + test.timeout - Math.max(1_000, test.timeout / 20);
 }
