@@ -50,6 +50,8 @@ const READY_TIMEOUT_MS = 30_000;
 const PORT_ATTEMPTS = 3;
 const STOP_TIMEOUT_MS = 10_000;
 const LOG_TAIL_LINES = 50;
+/** How long a failed start waits for the rest of the server's output before reading its log tail. */
+const OUTPUT_WAIT_MS = 2_000;
 /** Its own clean shutdown, then SIGKILL. */
 const STOP_STEPS: readonly StopStep[] = [
   { signal: "SIGTERM", waitMs: STOP_TIMEOUT_MS },
@@ -140,6 +142,8 @@ async function startOnce(opts: TemporalDevServerOptions, taken: ReadonlySet<numb
   child.on("error", (err) => {
     exitReason = err.message;
   });
+  // 'close' comes after 'exit' once its output is read to the end: the log tail is whole only then.
+  const outputRead = new Promise<void>((resolve) => child.on("close", () => resolve()));
   const exited = new Promise<void>((resolve) =>
     child.on("exit", (code, signal) => {
       exitReason = signal === null ? `exited with code ${code}` : `killed by ${signal}`;
@@ -170,6 +174,8 @@ async function startOnce(opts: TemporalDevServerOptions, taken: ReadonlySet<numb
   } catch (err) {
     const reason = exitReason ?? (err instanceof Error ? err.message : String(err));
     await stop();
+    // Bounded: a process the server left behind could hold its output open.
+    await Promise.race([outputRead, new Promise((resolve) => setTimeout(resolve, OUTPUT_WAIT_MS).unref())]);
     const message = `Temporal dev server (${opts.cliPath}) failed: ${reason}\n${tail.join("\n")}`;
     const takenPort = tail.map((line) => PORT_TAKEN.exec(line)?.[1]).find((p) => p !== undefined);
     if (takenPort !== undefined) throw new PortTaken(message, Number(takenPort), { cause: err });
