@@ -78,19 +78,22 @@ export function inboundFigureRows(report: Report): { systems: SystemName[]; rows
       });
     }
   }
-  const inFlow = runsOf("inflow", "ours")[0];
-  if (inFlow) {
-    // Issue 19 item 1 with the in-flow delay on: acceptance held to the rate storing keeps.
-    const f = inFlow.figures;
-    const ok = inFlow.failures === 0;
-    rows.push({ label: `with the in-flow delay, the ${report.settings.sustainedS} s run: durable msg/s accepted`, values: oursOnly(int(f["msgPerS"]!)) });
-    rows.push({ label: "  ours: stored (commit 2) msg/s during the run", values: oursOnly(int(f["processedPerS"]!)), target: "≥ 800", verdict: ok && f["processedPerS"]! >= 800 });
+  const inFlow = runsOf("inflow", "ours");
+  if (inFlow.length > 0) {
+    // Issue 19 item 1 with the in-flow delay on: acceptance held to the rate storing keeps (medians over the runs;
+    // records before 1da883e hold one run).
+    const ok = valid("inflow");
+    const inFlowMed = (figure: string) => med("inflow", "ours", figure);
+    const runs = inFlow.length === 1 ? `the ${report.settings.sustainedS} s run` : `${report.settings.sustainedS} s runs (median of ${inFlow.length})`;
+    rows.push({ label: `with the in-flow delay, ${runs}: durable msg/s accepted`, values: oursOnly(int(inFlowMed("msgPerS"))) });
+    rows.push({ label: "  ours: stored (commit 2) msg/s during the run", values: oursOnly(int(inFlowMed("processedPerS"))), target: "≥ 800", verdict: ok && inFlowMed("processedPerS") >= 800 });
+    const backlogSeconds = inFlowMed("backlogSecondsAtEnd");
     rows.push({
       // Seconds of work: the raw messages left at the rate the run stored (the drain's time counts webhooks too).
       label: "  ours: backlog at the end, messages (s of work; s to drain)",
-      values: oursOnly(`${int(f["backlogMessagesAtEnd"]!)} (${dec(f["backlogSecondsAtEnd"] ?? Number.NaN)}; ${int(f["drainS"]!)})`),
+      values: oursOnly(`${int(inFlowMed("backlogMessagesAtEnd"))} (${dec(backlogSeconds)}; ${int(inFlowMed("drainS"))})`),
       target: "≤ 5 s",
-      verdict: ok && (f["backlogSecondsAtEnd"] ?? Number.POSITIVE_INFINITY) <= 5,
+      verdict: ok && !Number.isNaN(backlogSeconds) && backlogSeconds <= 5,
     });
   }
   if (report.runs.some((r) => r.scenario === "newconn")) {
