@@ -76,6 +76,15 @@ export async function startRole(
 }
 
 
+/** What our roles logged during a run (LOG_LEVEL error unless set): how many lines, and the last few of each. */
+export function roleLogs(roles: readonly RoleProcess[], tailLines = 5): { lines: Record<string, number>; tail: Record<string, string[]> } {
+  const logged = roles.map((r) => [r.role, readFileSync(r.logFile, "utf8").split("\n").filter((l) => l.trim() !== "")] as const);
+  return {
+    lines: Object.fromEntries(logged.map(([role, lines]) => [role, lines.length])),
+    tail: Object.fromEntries(logged.map(([role, lines]) => [role, lines.slice(-tailLines)])),
+  };
+}
+
 export interface Receiver {
   readonly host: string;
   readonly pid: number;

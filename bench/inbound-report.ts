@@ -16,6 +16,8 @@ export interface Report {
   readonly machine: Readonly<Record<string, unknown>>;
   readonly loadAtStart: number;
   readonly roleLogLines: Readonly<Record<string, number>>;
+  /** The last lines of each role's log (records before 1da883e have none). */
+  readonly roleLogTail?: Readonly<Record<string, readonly string[]>>;
   readonly runs: readonly RunRecord[];
 }
 
@@ -183,6 +185,9 @@ export function formatReport(report: Report): string {
     out.push(`  ${r.scenario.padEnd(18)}${r.system.padEnd(8)}#${r.run + 1}  ${main}${r.error ? `  [${r.error}]` : ""}`);
   }
   const logLines = Object.entries(report.roleLogLines).filter(([, n]) => n > 0);
-  if (logLines.length > 0) out.push("", `Log lines of our roles (LOG_LEVEL error unless set): ${logLines.map(([r, n]) => `${r} ${n}`).join(", ")}`);
+  if (logLines.length > 0) {
+    out.push("", `Log lines of our roles (LOG_LEVEL error unless set): ${logLines.map(([r, n]) => `${r} ${n}`).join(", ")}`);
+    for (const [role, tail] of Object.entries(report.roleLogTail ?? {})) for (const l of tail) out.push(`  ${role}: ${l.slice(0, 300)}`);
+  }
   return out.join("\n");
 }

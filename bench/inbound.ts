@@ -40,7 +40,7 @@ import { summarizeCpuProfile } from "./cpu-profile.js";
 import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessGroups } from "./cpu.js";
 import { runInboundClient, type ClientJob, type ClientResult } from "./inbound-client.js";
 import { staticMessage, tokenOf } from "./inbound-message.js";
-import { startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
+import { roleLogs, startOurStack, type OurStack, type PgCounters } from "./inbound-ours.js";
 import { HARAKA_VERSION, startHaraka, startPostfix, type PeerServer } from "./inbound-peers.js";
 import { ensurePostfix } from "./postfix.js";
 import { formatReport, type Report, type RunRecord, type SystemName } from "./inbound-report.js";
@@ -764,11 +764,7 @@ async function main(): Promise<void> {
       }
       if (scenario === "inflow" && ours && scenario !== settings.scenarios.at(-1)) await inFlowDelay(ctx, systems[0]!, "off");
     }
-    const roleErrors = ours
-      ? Object.fromEntries(
-          [ours.smtp, ours.api, ours.worker].map((r) => [r.role, readFileSync(r.logFile, "utf8").split("\n").filter((l) => l.trim() !== "").length]),
-        )
-      : {};
+    const logs = ours ? roleLogs([ours.smtp, ours.api, ours.worker]) : { lines: {}, tail: {} };
     report = {
       startedAt: run.startedAt.toISOString(),
       revision: run.revision,
@@ -779,7 +775,8 @@ async function main(): Promise<void> {
         haraka: haraka ? HARAKA_VERSION : null,
       },
       loadAtStart,
-      roleLogLines: roleErrors,
+      roleLogLines: logs.lines,
+      roleLogTail: logs.tail,
       runs,
     };
   } finally {

@@ -36,7 +36,6 @@
 //   BENCH_FLOOR_COUNT=150  BENCH_FLOOR_RATE=15  BENCH_LOAD_WAIT_S=120  BENCH_CPU_PROF=1 (profile the api and worker roles; summaries printed)  LOG_LEVEL (of our
 //   roles; error)
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { chmod, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -48,6 +47,7 @@ import { startCpuMeter, waitForQuiet, withChildren, type CpuShare, type ProcessG
 import type { FloorJob, FloorShape } from "./outbound-floor.js";
 import { runOutboundClient, tokenInSubject, type OutboundJob, type OutboundResult, type SendRecord } from "./outbound-client.js";
 import { profileIds, summarizeCpuProfile } from "./cpu-profile.js";
+import { roleLogs } from "./inbound-ours.js";
 import { getSubmission, startOurOutboundStack, type OurOutboundStack } from "./outbound-ours.js";
 import { startPostfixRelay, type PostfixRelay } from "./outbound-postfix.js";
 import { ensurePostfix } from "./postfix.js";
@@ -860,16 +860,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    const roleLogLines = ours
-      ? Object.fromEntries(
-          [ours.api, ours.worker, ours.smtp].map((r) => [r.role, readFileSync(r.logFile, "utf8").split("\n").filter((l) => l.trim() !== "").length]),
-        )
-      : {};
-    const roleLogTail = ours
-      ? Object.fromEntries(
-          [ours.api, ours.worker, ours.smtp].map((r) => [r.role, readFileSync(r.logFile, "utf8").split("\n").filter((l) => l.trim() !== "").slice(-5)]),
-        )
-      : {};
+    const logs = ours ? roleLogs([ours.api, ours.worker, ours.smtp]) : { lines: {}, tail: {} };
     report = {
       startedAt: run.startedAt.toISOString(),
       revision: run.revision,
@@ -880,8 +871,8 @@ async function main(): Promise<void> {
       },
       loadAtStart,
       strays: ctx.strays,
-      roleLogLines,
-      roleLogTail,
+      roleLogLines: logs.lines,
+      roleLogTail: logs.tail,
       runs,
     };
   } finally {
