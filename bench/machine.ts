@@ -3,6 +3,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { availableParallelism, cpus, totalmem } from "node:os";
 
 /** /proc/loadavg: the 1, 5 and 15 minute load averages. */
@@ -84,6 +85,9 @@ export interface BenchRun {
 
 /** Call when the benchmark starts: the revision, time and load average of its record are taken now. */
 export function startRun(bench: string): BenchRun {
+  // The roles a benchmark starts run dist/, as `npm start` does; a stale build would have them run the sources
+  // through tsx, and the record would measure something no deployment runs.
+  execFileSync(process.execPath, [fileURLToPath(new URL("../src/cli/build.js", import.meta.url)), "--if-stale"], { stdio: "inherit" });
   const startedAt = new Date();
   const run = { bench, startedAt, revision: revision(), loadBefore: loadAverage() };
   return {
