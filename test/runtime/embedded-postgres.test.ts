@@ -44,6 +44,9 @@ describe("startEmbeddedPostgres", () => {
     expect(await query(first.url, "select 1 as one")).toEqual([{ one: 1 }]);
     expect(await query(first.url, "show server_encoding")).toEqual([{ server_encoding: "UTF8" }]);
     expect(await query(first.url, "show fsync")).toEqual([{ fsync: "on" }]);
+    expect(
+      await query(first.url, "select current_setting('shared_buffers') as buffers, current_setting('max_wal_size') as wal, current_setting('autovacuum_naptime') as naptime"),
+    ).toEqual([{ buffers: "512MB", wal: "4GB", naptime: "10s" }]);
     await query(first.url, "create table kept (v text); insert into kept values ('still here')");
     await first.stop();
 
