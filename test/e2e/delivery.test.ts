@@ -90,8 +90,11 @@ test("delivers to every recipient in one transaction, DKIM-signed with the manag
   expect(verified.results).toHaveLength(1);
   expect(verified.results[0]).toMatchObject({ signingDomain: app.config.managedDomain, selector: app.config.delivery.managedDkimSelector, status: { result: "pass" } });
 
-  // The workflow is found by its business key and tenant.
-  const description = await app.temporal.workflow.getHandle(deliveryWorkflowId(s.submissionId)).describe();
+  // The workflow is found by its business key and tenant. It closes just after its last activity records the
+  // delivery, so the row can read delivered while it still runs: wait for its result first.
+  const handle = app.temporal.workflow.getHandle(deliveryWorkflowId(s.submissionId));
+  await handle.result();
+  const description = await handle.describe();
   expect(description.status.name).toBe("COMPLETED");
   expect(description.searchAttributes).toMatchObject({ MailboxOrganizationId: [tenant.organizationId] });
 
