@@ -235,8 +235,41 @@ export interface PgCounters {
   readonly walFsyncs: number | null;
 }
 
+/** What PostgreSQL wrote since it started (pg_stat_wal, pg_stat_checkpointer, pg_stat_io), and the raw table's size. */
+export interface PgWrites {
+  readonly walBytes: number;
+  readonly walFullPageImages: number;
+  readonly checkpoints: number;
+  /** Buffers client backends wrote out themselves (to evict them, mostly), rather than the background writer or checkpointer. */
+  readonly backendWrites: number;
+  /** inbound_raw_messages with its TOAST table and indexes: a queue whose rows live about a second. */
+  readonly rawTableBytes: number;
+}
+
 export class PgStats {
   constructor(private readonly client: pg.Client) {}
+
+  /** PgWrites now, or null where this PostgreSQL lacks the views (pg_stat_checkpointer is 17+). */
+  async writes(): Promise<PgWrites | null> {
+    await this.client.query("select pg_stat_clear_snapshot()");
+    const { rows } = await this.client
+      .query<{ wal_bytes: string; wal_fpi: string; checkpoints: string; backend_writes: string; raw_bytes: string }>(
+        `select (select wal_bytes::text from pg_stat_wal) as wal_bytes, (select wal_fpi::text from pg_stat_wal) as wal_fpi,
+                (select (num_timed + num_requested)::text from pg_stat_checkpointer) as checkpoints,
+                (select coalesce(sum(writes), 0)::text from pg_stat_io where backend_type = 'client backend') as backend_writes,
+                pg_total_relation_size('inbound_raw_messages')::text as raw_bytes`,
+      )
+      .catch(() => ({ rows: [] }));
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      walBytes: Number(row.wal_bytes),
+      walFullPageImages: Number(row.wal_fpi),
+      checkpoints: Number(row.checkpoints),
+      backendWrites: Number(row.backend_writes),
+      rawTableBytes: Number(row.raw_bytes),
+    };
+  }
 
   async counters(): Promise<PgCounters> {
     await this.client.query("select pg_stat_clear_snapshot()");

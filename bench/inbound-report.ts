@@ -97,6 +97,15 @@ export function inboundFigureRows(report: Report): { systems: SystemName[]; rows
       target: "≤ 5 s",
       verdict: ok && !Number.isNaN(backlogSeconds) && backlogSeconds <= 5,
     });
+    if (inFlow.some((r) => r.figures["walKbPerMessage"] !== undefined)) {
+      rows.push({
+        label: "  ours: PostgreSQL per stored message: WAL KB (full pages), buffers backends wrote; checkpoints per run; raw table MB at the end",
+        values: oursOnly(
+          `${dec(inFlowMed("walKbPerMessage"))} (${dec(inFlowMed("fullPageImagesPerMessage"))}), ${dec(inFlowMed("backendWritesPerMessage"))}; ` +
+            `${int(inFlowMed("checkpoints"))}; ${int(inFlowMed("rawTableMbAtEnd"))}`,
+        ),
+      });
+    }
   }
   if (report.runs.some((r) => r.scenario === "newconn")) {
     rows.push({

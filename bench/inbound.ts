@@ -296,11 +296,24 @@ async function throughputRun(ctx: Context, system: System, run: number, scenario
   let greeting: ClientResult | undefined;
   if (!reuse) greeting = await runInboundClient({ ...clientBase(ctx, system), mode: "greet", sessions: 1, count: 30 });
   const storedBefore = system.name === "ours" ? await ctx.ours!.stats.storedMessages() : 0;
+  const writesBefore = system.name === "ours" && sustained ? await ctx.ours!.stats.writes() : null;
   const meter = startRunMeter(ctx);
   const result = await runSmtpSource(ctx, system, seconds, reuse);
   const metered = meter.stop();
   const backlogAtEnd = await system.backlog();
   const storedDuring = system.name === "ours" ? (await ctx.ours!.stats.storedMessages()) - storedBefore : null;
+  const writesAfter = writesBefore ? await ctx.ours!.stats.writes() : null;
+  // What PostgreSQL wrote per stored message during a sustained run (docs/deploy.md#postgresql says why it matters).
+  const writes: Readonly<Record<string, number>> =
+    writesBefore && writesAfter && storedDuring
+      ? {
+          walKbPerMessage: (writesAfter.walBytes - writesBefore.walBytes) / 1024 / storedDuring,
+          fullPageImagesPerMessage: (writesAfter.walFullPageImages - writesBefore.walFullPageImages) / storedDuring,
+          backendWritesPerMessage: (writesAfter.backendWrites - writesBefore.backendWrites) / storedDuring,
+          checkpoints: writesAfter.checkpoints - writesBefore.checkpoints,
+          rawTableMbAtEnd: writesAfter.rawTableBytes / 2 ** 20,
+        }
+      : {};
   // Accepted messages not stored yet, and how long storing them takes at the rate of the run.
   const rawAtEnd = system.name === "ours" ? (await ctx.ours!.stats.backlog()).raw : null;
   const { drainS, backlogLeft } = await settle(ctx, system);
@@ -326,6 +339,7 @@ async function throughputRun(ctx: Context, system: System, run: number, scenario
         ? {}
         : { backlogMessagesAtEnd: rawAtEnd, ...finite("backlogSecondsAtEnd", rawAtEnd / (storedDuring / result.elapsedS)) }),
       ...(greeting ? { greetingP50Ms: percentile(greeting.bannerMs!, 50), greetingP99Ms: percentile(greeting.bannerMs!, 99) } : {}),
+      ...writes,
     },
     perSecond: result.perSecond,
   };
@@ -334,6 +348,10 @@ async function throughputRun(ctx: Context, system: System, run: number, scenario
     `${scenario.padEnd(10)} ${system.name.padEnd(7)} run ${run + 1}: ${Math.round(rate)} msg/s over ${result.elapsedS.toFixed(0)} s` +
       (greeting ? `, banner p50 ${percentile(greeting.bannerMs!, 50).toFixed(1)} ms` : "") +
       (storedDuring === null ? "" : `, processed ${Math.round(storedDuring / result.elapsedS)}/s, backlog ${backlogAtEnd} (${rawAtEnd} messages; drained in ${drainS.toFixed(0)} s)`) +
+      (writes["walKbPerMessage"] === undefined
+        ? ""
+        : `; PostgreSQL per message: WAL ${writes["walKbPerMessage"].toFixed(1)} KB (${writes["fullPageImagesPerMessage"]!.toFixed(2)} full pages), ` +
+          `${writes["backendWritesPerMessage"]!.toFixed(2)} buffers written by backends; ${writes["checkpoints"]} checkpoints; raw table ${writes["rawTableMbAtEnd"]!.toFixed(0)} MB`) +
       `, load ${metered.loadAfter[0].toFixed(2)}, other ${metered.cpu.otherCores.toFixed(2)} cores` +
       (result.error ? `, ERROR ${result.error}` : ""),
   );

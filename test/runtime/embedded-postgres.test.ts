@@ -46,7 +46,7 @@ describe("startEmbeddedPostgres", () => {
     expect(await query(first.url, "show fsync")).toEqual([{ fsync: "on" }]);
     expect(
       await query(first.url, "select current_setting('shared_buffers') as buffers, current_setting('max_wal_size') as wal, current_setting('autovacuum_naptime') as naptime"),
-    ).toEqual([{ buffers: "512MB", wal: "4GB", naptime: "10s" }]);
+    ).toEqual([{ buffers: "128MB", wal: "4GB", naptime: "10s" }]);
     await query(first.url, "create table kept (v text); insert into kept values ('still here')");
     await first.stop();
 
