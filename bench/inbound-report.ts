@@ -16,7 +16,7 @@ export interface Report {
   readonly machine: Readonly<Record<string, unknown>>;
   readonly loadAtStart: number;
   readonly roleLogLines: Readonly<Record<string, number>>;
-  /** The last lines of each role's log (records before 1da883e have none). */
+  /** The last lines of each role's log (records before 3c5584c have none). */
   readonly roleLogTail?: Readonly<Record<string, readonly string[]>>;
   readonly runs: readonly RunRecord[];
 }
@@ -83,7 +83,7 @@ export function inboundFigureRows(report: Report): { systems: SystemName[]; rows
   const inFlow = runsOf("inflow", "ours");
   if (inFlow.length > 0) {
     // Issue 19 item 1 with the in-flow delay on: acceptance held to the rate storing keeps (medians over the runs;
-    // records before 1da883e hold one run).
+    // records before afb816e hold one run).
     const ok = valid("inflow");
     const inFlowMed = (figure: string) => med("inflow", "ours", figure);
     const runs = inFlow.length === 1 ? `the ${report.settings.sustainedS} s run` : `${report.settings.sustainedS} s runs (median of ${inFlow.length})`;
